@@ -1,0 +1,25 @@
+# LLVM 22 (static, private), libzstd and zlib, all from Debian packages.
+# LLVMConfigVersion accepts only an exact major.minor, so check the major by hand.
+find_package(LLVM REQUIRED CONFIG HINTS /usr/lib/llvm-22/lib/cmake/llvm NO_DEFAULT_PATH)
+if(NOT LLVM_VERSION_MAJOR EQUAL 22)
+  message(FATAL_ERROR "coload needs LLVM 22 (llvm-22-dev), found ${LLVM_PACKAGE_VERSION} in ${LLVM_DIR}")
+endif()
+message(STATUS "LLVM ${LLVM_PACKAGE_VERSION} from ${LLVM_DIR}")
+llvm_map_components_to_libnames(COLOAD_LLVM_LIBS Object BinaryFormat Support TargetParser)
+
+# One interface target carrying LLVM's include path and definitions, so only
+# the targets that link it see LLVM headers (never the public ones).
+add_library(coload_llvm INTERFACE)
+target_include_directories(coload_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIRS})
+separate_arguments(COLOAD_LLVM_DEFINITIONS NATIVE_COMMAND ${LLVM_DEFINITIONS})
+target_compile_definitions(coload_llvm INTERFACE ${COLOAD_LLVM_DEFINITIONS})
+target_link_libraries(coload_llvm INTERFACE ${COLOAD_LLVM_LIBS})
+
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+find_package(ZLIB REQUIRED)
+
+# Toolchain programs that build the test fixtures.
+find_program(COLOAD_CLANG NAMES clang-22 HINTS ${LLVM_TOOLS_BINARY_DIR})
+find_program(COLOAD_BUNDLER NAMES clang-offload-bundler-22 HINTS ${LLVM_TOOLS_BINARY_DIR})
+find_program(COLOAD_BUNDLER19 NAMES clang-offload-bundler-19)

@@ -1,0 +1,87 @@
+# Test inputs: the test-side bundle writer and the toolchain-built fixtures.
+#
+# Included from tests/CMakeLists.txt. Defines
+#   coload_bundle_writer  static library (tests/support/bundle_writer.{h,cpp}),
+#                         namespace coload::testing; include "support/bundle_writer.h"
+#                         (or "bundle_writer.h")
+#   make_ccob             tests/support/make_ccob.cpp, wraps a plain bundle into a CCOB
+#   coload_fixtures       custom target (ALL) running tests/fixtures/build_fixtures.sh
+#                         at build time into ${COLOAD_FIXTURE_DIR}
+#   COLOAD_FIXTURE_DIR    ${CMAKE_BINARY_DIR}/fixtures (normal and cache variable)
+#   COLOAD_HAVE_FIXTURES  ON when clang-22 and clang-offload-bundler-22 were found
+#   coload_use_fixtures(<target>)  adds the COLOAD_FIXTURE_DIR="..." definition and
+#                         a dependency on coload_fixtures to <target>
+# The programs come from cmake/Dependencies.cmake (COLOAD_CLANG, COLOAD_BUNDLER,
+# COLOAD_BUNDLER19); clang-19 and lld are looked up here. LLVM 19 tools are
+# optional: without them their fixtures are skipped.
+
+set(COLOAD_TEST_SUPPORT_DIR ${PROJECT_SOURCE_DIR}/tests/support)
+
+add_library(coload_bundle_writer STATIC ${COLOAD_TEST_SUPPORT_DIR}/bundle_writer.cpp)
+target_compile_features(coload_bundle_writer PUBLIC cxx_std_20)
+target_include_directories(coload_bundle_writer
+  PUBLIC ${PROJECT_SOURCE_DIR}/tests ${COLOAD_TEST_SUPPORT_DIR})
+# llvm::MD5 for the CCOB hash; LLVM headers stay private to the writer.
+target_link_libraries(coload_bundle_writer PRIVATE coload_llvm PkgConfig::ZSTD ZLIB::ZLIB)
+
+add_executable(make_ccob ${COLOAD_TEST_SUPPORT_DIR}/make_ccob.cpp)
+target_link_libraries(make_ccob PRIVATE coload_bundle_writer)
+
+set(COLOAD_FIXTURE_DIR ${CMAKE_BINARY_DIR}/fixtures)
+set(COLOAD_FIXTURE_DIR ${COLOAD_FIXTURE_DIR} CACHE INTERNAL "Toolchain-built test fixtures")
+
+find_program(COLOAD_CLANG19 NAMES clang-19)
+find_program(COLOAD_LLD NAMES lld-22 lld HINTS ${LLVM_TOOLS_BINARY_DIR} NO_DEFAULT_PATH)
+if(NOT COLOAD_LLD)
+  find_program(COLOAD_LLD NAMES lld-22)
+endif()
+find_program(COLOAD_BASH NAMES bash REQUIRED)
+
+set(_coload_fixture_script ${PROJECT_SOURCE_DIR}/tests/fixtures/build_fixtures.sh)
+file(GLOB _coload_fixture_kernels CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/tests/kernels/*.hip
+  ${PROJECT_SOURCE_DIR}/tests/kernels/*.h
+  ${PROJECT_SOURCE_DIR}/tests/kernels/*.c)
+
+if(COLOAD_CLANG AND COLOAD_BUNDLER)
+  set(COLOAD_HAVE_FIXTURES ON)
+  # Empty values make the script skip the LLVM 19 fixtures.
+  set(_coload_clang19 "")
+  set(_coload_bundler19 "")
+  set(_coload_lld "")
+  if(COLOAD_CLANG19 AND COLOAD_LLD)
+    set(_coload_clang19 ${COLOAD_CLANG19})
+    set(_coload_lld ${COLOAD_LLD})
+  endif()
+  if(COLOAD_BUNDLER19)
+    set(_coload_bundler19 ${COLOAD_BUNDLER19})
+  endif()
+  set(_coload_fixture_tools ${COLOAD_CLANG} ${COLOAD_BUNDLER})
+  foreach(_tool IN ITEMS ${_coload_clang19} ${_coload_bundler19})
+    list(APPEND _coload_fixture_tools ${_tool})
+  endforeach()
+
+  add_custom_command(
+    OUTPUT ${COLOAD_FIXTURE_DIR}/manifest.tsv
+    BYPRODUCTS ${COLOAD_FIXTURE_DIR}/fixtures.tsv ${COLOAD_FIXTURE_DIR}/bundles.tsv
+    COMMAND ${CMAKE_COMMAND} -E env
+      CLANG=${COLOAD_CLANG}
+      BUNDLER=${COLOAD_BUNDLER}
+      CLANG19=${_coload_clang19}
+      BUNDLER19=${_coload_bundler19}
+      LLD=${_coload_lld}
+      ${COLOAD_BASH} ${_coload_fixture_script} ${COLOAD_FIXTURE_DIR} $<TARGET_FILE:make_ccob>
+    DEPENDS ${_coload_fixture_script} ${_coload_fixture_kernels} make_ccob ${_coload_fixture_tools}
+    COMMENT "Building toolchain fixtures in ${COLOAD_FIXTURE_DIR}"
+    VERBATIM)
+  add_custom_target(coload_fixtures ALL DEPENDS ${COLOAD_FIXTURE_DIR}/manifest.tsv)
+else()
+  set(COLOAD_HAVE_FIXTURES OFF)
+  message(WARNING "clang-22 or clang-offload-bundler-22 not found: toolchain fixtures disabled")
+  add_custom_target(coload_fixtures)
+endif()
+
+function(coload_use_fixtures target)
+  target_compile_definitions(${target} PRIVATE COLOAD_FIXTURE_DIR="${COLOAD_FIXTURE_DIR}")
+  add_dependencies(${target} coload_fixtures)
+endfunction()

@@ -1,0 +1,156 @@
+// coload/bundle.h: clang offload bundles, plain (`__CLANG_OFFLOAD_BUNDLE__`)
+// and compressed (`CCOB` v1/v2/v3, zlib or zstd).
+//
+// Covers: walking a region of bundles back to back by their declared sizes,
+// parsing a bundle's entry table with every offset and size checked, and
+// decompressing a compressed bundle under a size cap with its MD5 verified.
+// Does not cover: what an entry ID means (target IDs) or which entry a device
+// should use (selection).
+//
+// Ownership: the entries of a plain bundle are views into the caller's bytes
+// (usually a Source), which must outlive them. A compressed bundle's Bundle
+// owns the decompressed bytes; its entries view those and stay valid as long as
+// the Bundle or any copy of it lives (copies share the storage). All types are
+// immutable after creation and safe to read from many threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "coload/error.h"
+#include "coload/source.h"
+
+namespace coload {
+
+/// How a bundle is stored.
+enum class BundleFormat : std::uint8_t {
+  Plain,       ///< `__CLANG_OFFLOAD_BUNDLE__` header + entries
+  Compressed,  ///< `CCOB` header + one compressed plain bundle
+  CodeObject,  ///< a bare code object, presented as a bundle of one entry
+};
+
+/// Compression method of a CCOB (wire values: 0 zlib, 1 zstd).
+enum class Compression : std::uint8_t { None, Zlib, Zstd };
+
+/// "plain", "ccob", "code_object".
+std::string_view to_string(BundleFormat format);
+/// "none", "zlib", "zstd".
+std::string_view to_string(Compression compression);
+
+/// Limits applied while reading. The defaults are generous but finite.
+struct ReadOptions {
+  /// Largest uncompressed bundle a CCOB may declare or produce.
+  std::uint64_t max_decompressed_bytes = std::uint64_t{1} << 30;
+};
+
+/// The fixed header of a CCOB, all fields as stored.
+struct CompressedHeader {
+  std::uint16_t version = 0;     ///< 1, 2 or 3
+  Compression method = Compression::None;
+  std::uint32_t header_size = 0;  ///< 20 (v1), 24 (v2) or 32 (v3)
+  /// Header + payload bytes (v2, v3). v1 has no such field.
+  std::optional<std::uint64_t> total_size;
+  std::uint64_t uncompressed_size = 0;
+  /// First 8 bytes of the MD5 of the uncompressed bundle, as a little-endian u64.
+  std::uint64_t hash = 0;
+};
+
+/// One bundle located in a source, from its header only.
+struct BundleInfo {
+  std::size_t index = 0;    ///< position among the source's bundles, from 0
+  std::uint64_t offset = 0; ///< of the bundle's first byte within the source
+  std::uint64_t size = 0;   ///< bytes the bundle occupies in the source (no padding)
+  BundleFormat format = BundleFormat::Plain;
+  std::optional<CompressedHeader> compressed;  ///< set for Compressed
+};
+
+/// One entry of a bundle. `offset` is relative to the start of the
+/// (uncompressed) bundle, as stored in its table.
+struct BundleEntry {
+  std::string_view id;  ///< bundle entry ID, trailing NUL bytes removed
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  bool is_host = false;  ///< the (normally empty) `host-…` entry
+  std::span<const std::byte> bytes;  ///< the entry's contents
+};
+
+/// A plain bundle's table parsed over `bytes`: the entries and the bundle's
+/// extent (largest entry end, at least the header).
+struct PlainBundle {
+  std::uint64_t size = 0;
+  std::uint64_t header_size = 0;
+  std::vector<BundleEntry> entries;
+};
+
+/// Parses a plain bundle starting at bytes[0]; bytes may run past its end.
+/// Errors: BadMagic, Truncated (table), Overflow / OutOfBounds (entry ranges),
+/// Malformed (entry inside the header, bad ID bytes), each naming the entry,
+/// field, offset and value.
+Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes);
+
+/// Parses a CCOB header at bytes[0] and checks it: known version and method,
+/// sizes consistent with `bytes` and with options.max_decompressed_bytes.
+/// Errors: BadMagic, Truncated, UnsupportedVersion, UnsupportedMethod,
+/// Malformed, OutOfBounds, LimitExceeded.
+Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> bytes,
+                                                   const ReadOptions& options = {});
+
+/// Bytes the CCOB at bytes[0] occupies: total_size for v2/v3, and for v1 the
+/// header plus the length of the compressed stream (measured by decoding it,
+/// without keeping the output).
+Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes,
+                                               const CompressedHeader& header,
+                                               const ReadOptions& options = {});
+
+/// Decompresses the CCOB at bytes[0] (`bytes` bounded to its size) and checks
+/// the result: exactly uncompressed_size bytes, and the stored MD5 prefix.
+/// Errors: CorruptData, Truncated, SizeMismatch, HashMismatch, LimitExceeded.
+Expected<std::vector<std::byte>> decompress_bundle(std::span<const std::byte> bytes,
+                                                   const CompressedHeader& header,
+                                                   const ReadOptions& options = {});
+
+/// A bundle with its entries. Copies share storage.
+class Bundle {
+ public:
+  const BundleInfo& info() const { return info_; }
+  std::span<const BundleEntry> entries() const { return entries_; }
+  /// The uncompressed bundle bytes (a view into the source for plain bundles).
+  std::span<const std::byte> uncompressed() const { return uncompressed_; }
+
+  /// Builds a Bundle; `storage` owns what `uncompressed` and the entries view,
+  /// or is null when they view the caller's bytes.
+  Bundle(BundleInfo info, std::vector<BundleEntry> entries, std::span<const std::byte> uncompressed,
+         std::shared_ptr<const std::vector<std::byte>> storage)
+      : info_(std::move(info)),
+        entries_(std::move(entries)),
+        uncompressed_(uncompressed),
+        storage_(std::move(storage)) {}
+
+ private:
+  BundleInfo info_;
+  std::vector<BundleEntry> entries_;
+  std::span<const std::byte> uncompressed_;
+  std::shared_ptr<const std::vector<std::byte>> storage_;
+};
+
+/// Finds every bundle of a source laid out as `layout` says: at the wrapper
+/// offsets when there are any, otherwise by walking the region by declared
+/// sizes and skipping zero padding. Nothing is decompressed except to measure
+/// a v1 CCOB. Errors name the bundle index and offset: BadMagic for bytes that
+/// start no bundle, plus the errors of the header parsers.
+Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source,
+                                               const SourceLayout& layout,
+                                               const ReadOptions& options = {});
+
+/// Reads one bundle found by scan_bundles: parses the table, decompressing and
+/// verifying a CCOB first. A code object becomes one entry whose ID is built
+/// from its ELF header.
+Expected<Bundle> read_bundle(std::span<const std::byte> source, const BundleInfo& info,
+                             const ReadOptions& options = {});
+
+}  // namespace coload

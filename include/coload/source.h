@@ -1,0 +1,91 @@
+// coload/source.h: where the bytes of a fat binary come from, and where in
+// them the bundles lie.
+//
+// Covers: memory-mapping a file (no copy) or borrowing a caller's buffer, and
+// classifying the bytes as a bundle file, a bare AMDGPU code object, or a host
+// ELF image (executable, shared library or relocatable object) with a
+// `.hip_fatbin` section and `__hip_fatbin_wrapper` records. Does not cover:
+// parsing bundles (coload/bundle.h) or code objects beyond their ELF header.
+//
+// Ownership: a Source made by map_file owns its mapping; one made by borrow
+// views the caller's buffer, which must outlive the Source and every view
+// taken from it. Sources are movable, not copyable, and immutable, so they can
+// be read from many threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coload/error.h"
+
+namespace coload {
+
+/// The bytes of one input: a read-only mapping of a file, or a borrowed buffer.
+class Source {
+ public:
+  /// Maps `path` read-only. Errors: Io (open, stat, mmap), naming the path.
+  static Expected<Source> map_file(const std::string& path);
+  /// Views `bytes` without copying; `name` appears in error messages.
+  static Source borrow(std::span<const std::byte> bytes, std::string name = "<memory>");
+
+  Source(Source&& other) noexcept;
+  Source& operator=(Source&& other) noexcept;
+  Source(const Source&) = delete;
+  Source& operator=(const Source&) = delete;
+  ~Source();
+
+  /// The whole input; valid for the Source's lifetime.
+  std::span<const std::byte> bytes() const { return bytes_; }
+  /// The path or the caller's name for the buffer.
+  const std::string& name() const { return name_; }
+
+ private:
+  Source(std::span<const std::byte> bytes, std::string name, void* mapping, std::size_t mapped_size);
+  void release();
+
+  std::span<const std::byte> bytes_;
+  std::string name_;
+  void* mapping_ = nullptr;  // non-null when this Source owns an mmap
+  std::size_t mapped_size_ = 0;
+};
+
+/// What kind of container the input is.
+enum class SourceKind : std::uint8_t {
+  BundleFile,  ///< one or more plain or compressed bundles back to back
+  CodeObject,  ///< a bare AMDGPU ELF code object (.co/.hsaco)
+  HostImage,   ///< a host ELF with a .hip_fatbin section
+};
+
+/// "bundle_file", "code_object", "host_image".
+std::string_view to_string(SourceKind kind);
+
+/// Where the bundles of an input lie, found from headers only: nothing is
+/// decompressed and no bundle is parsed.
+struct SourceLayout {
+  SourceKind kind = SourceKind::BundleFile;
+  /// Byte range holding the bundles: the whole file, or the .hip_fatbin
+  /// section's contents in a host image.
+  std::uint64_t region_offset = 0;
+  std::uint64_t region_size = 0;
+  /// Host images: file offsets of the bundles that __hip_fatbin_wrapper records
+  /// point to (relocations applied), sorted and without duplicates. Empty when
+  /// the image has no usable wrappers; the region is then walked instead.
+  std::vector<std::uint64_t> wrapper_offsets;
+  /// Things that did not stop the reading but deserve a word: wrappers with an
+  /// unknown magic or version, wrappers pointing outside .hip_fatbin, …
+  std::vector<std::string> warnings;
+};
+
+/// Classifies `bytes` by their leading magic and, for host ELF images, finds
+/// .hip_fatbin and resolves the wrapper records. Never searches for magic
+/// bytes. Errors: BadMagic (not a bundle, CCOB or ELF), NotFound (an ELF with no
+/// .hip_fatbin that is not an AMDGPU code object), Malformed / OutOfBounds /
+/// Truncated for a broken ELF, naming the section and offset.
+Expected<SourceLayout> inspect_source(std::span<const std::byte> bytes);
+
+}  // namespace coload

@@ -1,0 +1,168 @@
+// Locating bundles in a source (by wrapper pointers or by walking a region by
+// declared sizes) and reading one bundle's entries.
+#include <string>
+
+#include "coload/bundle.h"
+#include "common/bytes.h"
+#include "target/elf_target.h"
+
+namespace coload {
+namespace {
+
+using detail::Bytes;
+using detail::hex;
+
+constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
+constexpr std::string_view kCompressedMagic = "CCOB";
+
+/// Measures the bundle starting at `offset`, which may extend up to `end`.
+Expected<BundleInfo> measure(Bytes source, std::uint64_t offset, std::uint64_t end, const ReadOptions& options) {
+  Bytes bytes = source.subspan(offset, end - offset);
+  BundleInfo info;
+  info.offset = offset;
+  if (detail::starts_with(bytes, kPlainMagic)) {
+    auto plain = parse_plain_bundle(bytes);
+    if (!plain) return std::move(plain).error();
+    info.format = BundleFormat::Plain;
+    info.size = plain->size;
+    return info;
+  }
+  if (detail::starts_with(bytes, kCompressedMagic)) {
+    auto header = parse_compressed_header(bytes, options);
+    if (!header) return std::move(header).error();
+    auto size = compressed_bundle_size(bytes, *header, options);
+    if (!size) return std::move(size).error();
+    info.format = BundleFormat::Compressed;
+    info.size = *size;
+    info.compressed = *header;
+    return info;
+  }
+  return Error(ErrorKind::BadMagic, "bytes " + detail::show_bytes(bytes) +
+                                        " start neither a __CLANG_OFFLOAD_BUNDLE__ nor a CCOB bundle");
+}
+
+std::string where(std::size_t index, std::uint64_t offset) {
+  return "bundle " + std::to_string(index) + " at offset " + hex(offset);
+}
+
+}  // namespace
+
+std::string_view to_string(BundleFormat format) {
+  switch (format) {
+    case BundleFormat::Plain: return "plain";
+    case BundleFormat::Compressed: return "ccob";
+    case BundleFormat::CodeObject: return "code_object";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Compression compression) {
+  switch (compression) {
+    case Compression::None: return "none";
+    case Compression::Zlib: return "zlib";
+    case Compression::Zstd: return "zstd";
+  }
+  return "unknown";
+}
+
+Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source, const SourceLayout& layout,
+                                               const ReadOptions& options) {
+  if (auto fits = detail::check_range("bundle region", layout.region_offset, layout.region_size, source.size(),
+                                      "the input");
+      !fits) {
+    return std::move(fits).error();
+  }
+  std::uint64_t end = layout.region_offset + layout.region_size;
+  std::vector<BundleInfo> bundles;
+  if (layout.kind == SourceKind::CodeObject) {
+    bundles.push_back({.index = 0, .offset = layout.region_offset, .size = layout.region_size,
+                       .format = BundleFormat::CodeObject, .compressed = std::nullopt});
+    return bundles;
+  }
+
+  if (!layout.wrapper_offsets.empty()) {
+    std::uint64_t previous_end = layout.region_offset;
+    for (std::uint64_t offset : layout.wrapper_offsets) {
+      std::size_t index = bundles.size();
+      if (offset < layout.region_offset || offset >= end) {
+        return Error(ErrorKind::OutOfBounds, where(index, offset) + ": wrapper pointer lies outside the bundle region");
+      }
+      if (offset < previous_end) {
+        return Error(ErrorKind::Malformed, where(index, offset) + ": wrapper pointer lands inside the previous bundle, which ends at " +
+                                               hex(previous_end));
+      }
+      auto info = measure(source, offset, end, options);
+      if (!info) return std::move(info).error().with_context(where(index, offset) + " (from __hip_fatbin_wrapper)");
+      info->index = index;
+      previous_end = offset + info->size;
+      bundles.push_back(std::move(*info));
+    }
+    return bundles;
+  }
+
+  // No wrappers: walk by declared sizes, skipping the zero padding that aligns
+  // bundles (4096 for the old driver, 16 for the new one). Never search for a
+  // magic string: compressed payloads may contain one.
+  std::uint64_t position = layout.region_offset;
+  while (position < end) {
+    if (source[position] == std::byte{0}) {
+      ++position;
+      continue;
+    }
+    std::size_t index = bundles.size();
+    auto info = measure(source, position, end, options);
+    if (!info) {
+      std::string context = where(index, position);
+      if (index > 0) context += " (after bundle " + std::to_string(index - 1) + ")";
+      return std::move(info).error().with_context(context);
+    }
+    info->index = index;
+    position += info->size;
+    bundles.push_back(std::move(*info));
+  }
+  if (bundles.empty()) {
+    return Error(ErrorKind::NotFound, "bundle region at offset " + hex(layout.region_offset) + " (" +
+                                          hex(layout.region_size) + " bytes) holds no bundle");
+  }
+  return bundles;
+}
+
+Expected<Bundle> read_bundle(std::span<const std::byte> source, const BundleInfo& info, const ReadOptions& options) {
+  std::string context = where(info.index, info.offset);
+  if (auto fits = detail::check_range(context, info.offset, info.size, source.size(), "the input"); !fits) {
+    return std::move(fits).error();
+  }
+  Bytes bytes = source.subspan(info.offset, info.size);
+  switch (info.format) {
+    case BundleFormat::Plain: {
+      auto plain = parse_plain_bundle(bytes);
+      if (!plain) return std::move(plain).error().with_context(context);
+      return Bundle(info, std::move(plain->entries), bytes, nullptr);
+    }
+    case BundleFormat::Compressed: {
+      auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
+                                    : parse_compressed_header(bytes, options);
+      if (!header) return std::move(header).error().with_context(context);
+      auto decompressed = decompress_bundle(bytes, *header, options);
+      if (!decompressed) return std::move(decompressed).error().with_context(context);
+      auto storage = std::make_shared<const std::vector<std::byte>>(std::move(*decompressed));
+      auto plain = parse_plain_bundle(*storage);
+      if (!plain) return std::move(plain).error().with_context(context + ", decompressed");
+      return Bundle(info, std::move(plain->entries), *storage, std::move(storage));
+    }
+    case BundleFormat::CodeObject: {
+      auto target = detail::target_id_from_elf_header(bytes);
+      if (!target) return std::move(target).error().with_context(context);
+      // The synthesized ID needs an owner; the Bundle's storage holds it.
+      std::string id = "hipv4-amdgcn-amd-amdhsa--" + *target;
+      auto storage = std::make_shared<const std::vector<std::byte>>(
+          reinterpret_cast<const std::byte*>(id.data()), reinterpret_cast<const std::byte*>(id.data() + id.size()));
+      std::vector<BundleEntry> entries{BundleEntry{
+          .id = detail::as_chars(*storage), .offset = 0, .size = bytes.size(), .is_host = false, .bytes = bytes}};
+      return Bundle(info, std::move(entries), bytes, std::move(storage));
+    }
+  }
+  return Error(ErrorKind::InvalidArgument, context + ": unknown bundle format");
+}
+
+}  // namespace coload

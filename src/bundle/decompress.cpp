@@ -1,0 +1,115 @@
+#include "bundle/decompress.h"
+
+#include <zlib.h>
+#include <zstd.h>
+
+#include <array>
+#include <memory>
+#include <string>
+
+namespace coload::detail {
+namespace {
+
+constexpr std::size_t kChunkSize = 128 * 1024;
+
+Error size_mismatch(std::string_view codec, std::uint64_t produced, std::uint64_t expected, std::uint64_t at) {
+  return Error(ErrorKind::SizeMismatch, std::string(codec) + " payload: decompressed data reaches " + hex(produced) +
+                                            " bytes at payload offset " + hex(at) + " but uncompressed_size is " +
+                                            hex(expected));
+}
+
+Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, StreamEnd end, DecodeSink& sink) {
+  std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> context(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+  if (!context) return Error(ErrorKind::LimitExceeded, "zstd payload: cannot allocate a decoder");
+  // zstd's default window limit (2^27) covers every level LLVM writes, long
+  // distance matching included, and bounds what a hostile frame header can ask for.
+  auto buffer = std::make_unique<std::byte[]>(kChunkSize);
+  ZSTD_inBuffer in{payload.data(), payload.size(), 0};
+  std::uint64_t produced = 0;
+  for (;;) {
+    ZSTD_outBuffer out{buffer.get(), kChunkSize, 0};
+    std::size_t status = ZSTD_decompressStream(context.get(), &out, &in);
+    if (ZSTD_isError(status)) {
+      return Error(ErrorKind::CorruptData, std::string("zstd payload: ") + ZSTD_getErrorName(status) +
+                                               " near payload offset " + hex(in.pos));
+    }
+    produced += out.pos;
+    if (produced > expected) return size_mismatch("zstd", produced, expected, in.pos);
+    if (out.pos > 0) sink.write(Bytes(buffer.get(), out.pos));
+    if (status == 0) {  // a frame ended
+      if (end == StreamEnd::EndOfExpected && produced == expected) break;
+      if (in.pos == in.size) break;
+      continue;
+    }
+    if (in.pos == in.size && out.pos < out.size) {
+      return Error(ErrorKind::Truncated, "zstd payload: stream ends inside a frame after " + hex(in.size) +
+                                             " payload bytes (" + hex(produced) + " of " + hex(expected) +
+                                             " bytes decompressed)");
+    }
+  }
+  if (produced != expected) {
+    return Error(ErrorKind::SizeMismatch, "zstd payload: decompressed to " + hex(produced) +
+                                              " bytes but uncompressed_size is " + hex(expected));
+  }
+  return static_cast<std::uint64_t>(in.pos);
+}
+
+Expected<std::uint64_t> decode_zlib(Bytes payload, std::uint64_t expected, StreamEnd end, DecodeSink& sink) {
+  z_stream stream{};
+  if (inflateInit(&stream) != Z_OK) return Error(ErrorKind::LimitExceeded, "zlib payload: cannot allocate a decoder");
+  std::unique_ptr<z_stream, decltype(&inflateEnd)> guard(&stream, &inflateEnd);
+  auto buffer = std::make_unique<Bytef[]>(kChunkSize);
+  std::uint64_t consumed = 0;
+  std::uint64_t produced = 0;
+  int status = Z_OK;
+  while (status != Z_STREAM_END) {
+    // avail_in is 32-bit: feed large payloads in slices.
+    if (stream.avail_in == 0 && consumed < payload.size()) {
+      auto slice = static_cast<uInt>(std::min<std::uint64_t>(payload.size() - consumed, 1u << 30));
+      stream.next_in = const_cast<Bytef*>(reinterpret_cast<const Bytef*>(payload.data() + consumed));
+      stream.avail_in = slice;
+      consumed += slice;
+    }
+    stream.next_out = buffer.get();
+    stream.avail_out = kChunkSize;
+    status = inflate(&stream, Z_NO_FLUSH);
+    std::uint64_t at = consumed - stream.avail_in;
+    if (status == Z_NEED_DICT || status == Z_DATA_ERROR || status == Z_STREAM_ERROR || status == Z_MEM_ERROR) {
+      return Error(ErrorKind::CorruptData, std::string("zlib payload: ") + (stream.msg ? stream.msg : "error " +
+                                               std::to_string(status)) + " near payload offset " + hex(at));
+    }
+    std::uint64_t written = kChunkSize - stream.avail_out;
+    produced += written;
+    if (produced > expected) return size_mismatch("zlib", produced, expected, at);
+    if (written > 0) sink.write(Bytes(reinterpret_cast<const std::byte*>(buffer.get()), written));
+    if (status == Z_BUF_ERROR && stream.avail_in == 0 && consumed == payload.size()) {
+      return Error(ErrorKind::Truncated, "zlib payload: stream ends early after " + hex(payload.size()) +
+                                             " payload bytes (" + hex(produced) + " of " + hex(expected) +
+                                             " bytes decompressed)");
+    }
+  }
+  std::uint64_t used = consumed - stream.avail_in;
+  if (produced != expected) {
+    return Error(ErrorKind::SizeMismatch, "zlib payload: decompressed to " + hex(produced) +
+                                              " bytes but uncompressed_size is " + hex(expected));
+  }
+  if (end == StreamEnd::EndOfInput && used != payload.size()) {
+    return Error(ErrorKind::SizeMismatch, "zlib payload: stream ends at payload offset " + hex(used) + " but " +
+                                              hex(payload.size() - used) + " more bytes lie within total_size");
+  }
+  return used;
+}
+
+}  // namespace
+
+Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::uint64_t expected_size,
+                                      StreamEnd end, DecodeSink& sink) {
+  switch (method) {
+    case Compression::Zstd: return decode_zstd(payload, expected_size, end, sink);
+    case Compression::Zlib: return decode_zlib(payload, expected_size, end, sink);
+    case Compression::None: break;
+  }
+  return Error(ErrorKind::UnsupportedMethod, "payload: no compression method to decode with");
+}
+
+}  // namespace coload::detail

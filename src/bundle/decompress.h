@@ -1,0 +1,33 @@
+// Internal: streaming zstd / zlib decoding of a CCOB payload into a sink, with
+// the output bounded by the size the header declares. Streaming keeps memory
+// bounded by what the sink keeps, and lets a v1 CCOB (no total size) be
+// measured without holding its output.
+#pragma once
+
+#include <cstdint>
+
+#include "coload/bundle.h"
+#include "common/bytes.h"
+
+namespace coload::detail {
+
+/// Receives decompressed bytes in order.
+class DecodeSink {
+ public:
+  virtual ~DecodeSink() = default;
+  virtual void write(Bytes chunk) = 0;
+};
+
+/// Where a payload ends.
+enum class StreamEnd {
+  EndOfInput,     ///< v2/v3: the payload is exactly total_size - header; all of it must decode
+  EndOfExpected,  ///< v1: stop after the frame that completes `expected_size` bytes
+};
+
+/// Decodes `payload` into `sink`. Returns the number of payload bytes consumed.
+/// Errors: CorruptData (decoder error), Truncated (stream ends early),
+/// SizeMismatch (more or fewer than expected_size bytes, or input left over).
+Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::uint64_t expected_size,
+                                      StreamEnd end, DecodeSink& sink);
+
+}  // namespace coload::detail

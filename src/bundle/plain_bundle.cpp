@@ -1,0 +1,104 @@
+// `__CLANG_OFFLOAD_BUNDLE__` bundles: a header, an entry table, and payloads
+// at offsets relative to the bundle start. There is no size field: the bundle
+// ends at its largest entry end.
+#include <algorithm>
+#include <string>
+
+#include "coload/bundle.h"
+#include "common/bytes.h"
+
+namespace coload {
+namespace {
+
+using detail::Bytes;
+using detail::hex;
+
+constexpr std::string_view kMagic = "__CLANG_OFFLOAD_BUNDLE__";
+constexpr std::uint64_t kEntryRecordMinSize = 24;  // offset, size, id_len
+
+struct RawEntry {
+  std::uint64_t record_offset;
+  std::uint64_t offset;
+  std::uint64_t size;
+  std::string_view id;
+};
+
+// IDs are ASCII target strings; anything else means the table is garbage.
+Expected<std::string_view> check_id(std::string_view raw, std::size_t index, std::uint64_t id_offset) {
+  std::string_view id = raw;
+  while (!id.empty() && id.back() == '\0') id.remove_suffix(1);  // some producers count a NUL
+  std::string where = "bundle entry " + std::to_string(index) + ": id at offset " + hex(id_offset);
+  if (id.empty()) return Error(ErrorKind::Malformed, where + " is empty");
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    auto c = static_cast<unsigned char>(id[i]);
+    if (c < 0x21 || c > 0x7e) {
+      return Error(ErrorKind::Malformed, where + ": byte " + hex(c) + " at offset " + hex(id_offset + i) +
+                                             " is not a printable ASCII character");
+    }
+  }
+  return id;
+}
+
+}  // namespace
+
+Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes) {
+  detail::Cursor cursor(bytes, "plain bundle header");
+  auto magic = cursor.take("magic", kMagic.size());
+  if (!magic) return std::move(magic).error();
+  if (detail::as_chars(*magic) != kMagic) {
+    return Error(ErrorKind::BadMagic, "plain bundle header: offset 0x0 does not hold __CLANG_OFFLOAD_BUNDLE__");
+  }
+  auto count = cursor.u64("num_entries");
+  if (!count) return std::move(count).error();
+  if (*count > cursor.remaining() / kEntryRecordMinSize) {
+    return Error(ErrorKind::Truncated, "plain bundle header: num_entries " + hex(*count) +
+                                           " at offset 0x18 needs at least 24 bytes per entry, only " +
+                                           hex(cursor.remaining()) + " bytes follow");
+  }
+
+  std::vector<RawEntry> raw;
+  raw.reserve(*count);  // bounded: count <= remaining bytes / 24
+  for (std::uint64_t i = 0; i < *count; ++i) {
+    std::uint64_t record_offset = cursor.position();
+    auto offset = cursor.u64("entry " + std::to_string(i) + " offset");
+    if (!offset) return std::move(offset).error();
+    auto size = cursor.u64("entry " + std::to_string(i) + " size");
+    if (!size) return std::move(size).error();
+    auto id_len = cursor.u64("entry " + std::to_string(i) + " id_len");
+    if (!id_len) return std::move(id_len).error();
+    auto id = cursor.take("entry " + std::to_string(i) + " id", *id_len);
+    if (!id) return std::move(id).error();
+    raw.push_back({record_offset, *offset, *size, detail::as_chars(*id)});
+  }
+
+  PlainBundle bundle;
+  bundle.header_size = cursor.position();
+  bundle.size = bundle.header_size;
+  bundle.entries.reserve(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const RawEntry& entry = raw[i];
+    auto id = check_id(entry.id, i, entry.record_offset + kEntryRecordMinSize);
+    if (!id) return std::move(id).error();
+    std::string label = "bundle entry " + std::to_string(i) + " (" + std::string(*id) + ")";
+    if (auto in_range = detail::check_range(label, entry.offset, entry.size, bytes.size(), "the input");
+        !in_range) {
+      return std::move(in_range).error();
+    }
+    if (entry.size > 0 && entry.offset < bundle.header_size) {
+      return Error(ErrorKind::Malformed, label + ": offset " + hex(entry.offset) +
+                                             " lies inside the bundle header (" + hex(bundle.header_size) +
+                                             " bytes)");
+    }
+    bundle.size = std::max(bundle.size, entry.offset + entry.size);
+    bundle.entries.push_back(BundleEntry{
+        .id = *id,
+        .offset = entry.offset,
+        .size = entry.size,
+        .is_host = id->starts_with("host-"),
+        .bytes = bytes.subspan(entry.offset, entry.size),
+    });
+  }
+  return bundle;
+}
+
+}  // namespace coload

@@ -1,0 +1,51 @@
+#include "common/bytes.h"
+
+#include <cstdio>
+
+namespace coload::detail {
+
+std::string hex(std::uint64_t value) {
+  char text[2 + 16 + 1];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+std::string show_bytes(Bytes bytes) {
+  std::string text;
+  for (std::size_t i = 0; i < bytes.size() && i < 8; ++i) {
+    char cell[4];
+    std::snprintf(cell, sizeof cell, "%02x ", static_cast<unsigned>(bytes[i]));
+    text += cell;
+  }
+  if (!text.empty()) text.pop_back();
+  return text;
+}
+
+Expected<void> check_range(std::string_view what, std::uint64_t offset, std::uint64_t size,
+                           std::uint64_t limit, std::string_view container) {
+  auto end = checked_add(offset, size);
+  if (!end) {
+    return Error(ErrorKind::Overflow, std::string(what) + ": offset " + hex(offset) + " + size " +
+                                          hex(size) + " overflows 64 bits");
+  }
+  if (*end > limit) {
+    return Error(ErrorKind::OutOfBounds,
+                 std::string(what) + ": offset " + hex(offset) + " + size " + hex(size) +
+                     " runs past the end of " + std::string(container) + " (" + hex(limit) +
+                     " bytes)");
+  }
+  return {};
+}
+
+Expected<Bytes> Cursor::take(std::string_view field, std::uint64_t size) {
+  if (size > remaining()) {
+    return Error(ErrorKind::Truncated, std::string(structure_) + ": field " + std::string(field) +
+                                           " at offset " + hex(position_) + " needs " + hex(size) +
+                                           " bytes, only " + hex(remaining()) + " remain");
+  }
+  Bytes bytes = data_.subspan(position_, size);
+  position_ += size;
+  return bytes;
+}
+
+}  // namespace coload::detail

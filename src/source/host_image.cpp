@@ -1,0 +1,245 @@
+// Classifies an input and, for host ELF images, finds .hip_fatbin and the
+// bundles the __hip_fatbin_wrapper records point to. LLVM's ELF reader does
+// the section and relocation table bounds checks.
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+#include "common/bytes.h"
+#include "coload/source.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELF.h"
+
+namespace coload {
+namespace {
+
+using detail::Bytes;
+using detail::hex;
+using ElfFile = llvm::object::ELF64LEFile;
+using ElfShdr = ElfFile::Elf_Shdr;
+
+constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
+constexpr std::string_view kCompressedMagic = "CCOB";
+constexpr std::string_view kElfMagic = "\x7f" "ELF";
+constexpr std::uint32_t kHipWrapperMagic = 0x48495046;  // "HIPF"
+constexpr std::uint64_t kWrapperSize = 24;
+
+Error from_llvm(llvm::Error error, ErrorKind kind, std::string_view context) {
+  return Error(kind, std::string(context) + ": " + llvm::toString(std::move(error)));
+}
+
+struct Sections {
+  const ElfShdr* fatbin = nullptr;
+  const ElfShdr* wrappers = nullptr;
+  std::size_t wrappers_index = 0;
+  std::size_t fatbin_index = 0;
+};
+
+class HostImageReader {
+ public:
+  HostImageReader(const ElfFile& elf, Bytes bytes, SourceLayout& layout)
+      : elf_(elf), bytes_(bytes), layout_(layout) {}
+
+  Expected<void> read() {
+    auto sections = elf_.sections();
+    if (!sections) return from_llvm(sections.takeError(), ErrorKind::Malformed, "host ELF section table");
+    sections_ = *sections;
+    for (std::size_t index = 0; index < sections_.size(); ++index) {
+      auto name = elf_.getSectionName(sections_[index]);
+      if (!name) return from_llvm(name.takeError(), ErrorKind::Malformed, "host ELF section " + std::to_string(index));
+      if (*name == ".hip_fatbin" && found_.fatbin == nullptr) {
+        found_.fatbin = &sections_[index];
+        found_.fatbin_index = index;
+      } else if (*name == ".hipFatBinSegment" && found_.wrappers == nullptr) {
+        found_.wrappers = &sections_[index];
+        found_.wrappers_index = index;
+      }
+    }
+    if (found_.fatbin == nullptr) {
+      return Error(ErrorKind::NotFound,
+                   "host ELF has no .hip_fatbin section (not a HIP fat binary host image)");
+    }
+    const ElfShdr& fatbin = *found_.fatbin;
+    if (fatbin.sh_type == llvm::ELF::SHT_NOBITS) {
+      return Error(ErrorKind::Malformed, ".hip_fatbin is SHT_NOBITS: it has no contents in the file");
+    }
+    if (auto in_file = detail::check_range(".hip_fatbin section", fatbin.sh_offset, fatbin.sh_size,
+                                           bytes_.size(), "the file");
+        !in_file) {
+      return std::move(in_file).error();
+    }
+    layout_.region_offset = fatbin.sh_offset;
+    layout_.region_size = fatbin.sh_size;
+    if (found_.wrappers != nullptr) return read_wrappers();
+    return {};
+  }
+
+ private:
+  Expected<void> read_wrappers() {
+    const ElfShdr& section = *found_.wrappers;
+    auto contents = elf_.getSectionContents(section);
+    if (!contents) return from_llvm(contents.takeError(), ErrorKind::OutOfBounds, ".hipFatBinSegment");
+    std::uint64_t count = contents->size() / kWrapperSize;
+    if (contents->size() % kWrapperSize != 0) {
+      layout_.warnings.push_back(".hipFatBinSegment size " + hex(contents->size()) +
+                                 " is not a multiple of 24; trailing bytes ignored");
+    }
+    auto relocated = relocated_pointers(section, count);
+    if (!relocated) return std::move(relocated).error();
+
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const auto* record = reinterpret_cast<const std::byte*>(contents->data()) + i * kWrapperSize;
+      std::string where = "__hip_fatbin_wrapper " + std::to_string(i) + " at .hipFatBinSegment+" +
+                          hex(i * kWrapperSize);
+      auto magic = detail::load_le<std::uint32_t>(record);
+      auto version = detail::load_le<std::uint32_t>(record + 4);
+      if (magic != kHipWrapperMagic) {
+        layout_.warnings.push_back(where + ": magic " + hex(magic) + " is not HIPF (0x48495046); skipped");
+        continue;
+      }
+      if (version != 1) {
+        layout_.warnings.push_back(where + ": version " + std::to_string(version) + " is not 1; skipped");
+        continue;
+      }
+      auto offset = resolve(*relocated, i, detail::load_le<std::uint64_t>(record + 8), where);
+      if (offset) layout_.wrapper_offsets.push_back(*offset);
+    }
+    std::sort(layout_.wrapper_offsets.begin(), layout_.wrapper_offsets.end());
+    layout_.wrapper_offsets.erase(
+        std::unique(layout_.wrapper_offsets.begin(), layout_.wrapper_offsets.end()),
+        layout_.wrapper_offsets.end());
+    return {};
+  }
+
+  /// What a relocation says a wrapper's pointer field holds.
+  struct Target {
+    bool section_relative = false;  // ET_REL: value is an offset into .hip_fatbin
+    std::uint64_t value = 0;
+  };
+
+  /// Relocations that write the pointer fields, keyed by wrapper index.
+  Expected<std::unordered_map<std::uint64_t, Target>> relocated_pointers(const ElfShdr& wrappers,
+                                                                        std::uint64_t count) {
+    std::unordered_map<std::uint64_t, Target> targets;
+    bool relocatable = elf_.getHeader().e_type == llvm::ELF::ET_REL;
+    // Field i sits at base + 24 i + 8: an address in linked images, an offset
+    // into the section in relocatable objects.
+    std::uint64_t base = relocatable ? 0 : wrappers.sh_addr;
+    std::uint32_t relative_type = elf_.getRelativeRelocationType();
+    for (const ElfShdr& section : sections_) {
+      if (section.sh_type != llvm::ELF::SHT_RELA) continue;
+      if (relocatable && section.sh_info != found_.wrappers_index) continue;
+      auto relas = elf_.relas(section);
+      if (!relas) return from_llvm(relas.takeError(), ErrorKind::OutOfBounds, "relocation section");
+      const ElfShdr* symbols = nullptr;
+      if (relocatable) {
+        auto linked = elf_.getSection(section.sh_link);
+        if (!linked) return from_llvm(linked.takeError(), ErrorKind::OutOfBounds, "relocation symbol table");
+        symbols = *linked;
+      }
+      for (const auto& rela : *relas) {
+        std::uint64_t at = rela.r_offset;
+        if (at < base || at - base >= count * kWrapperSize || (at - base) % kWrapperSize != 8) continue;
+        std::uint64_t index = (at - base) / kWrapperSize;
+        if (!relocatable) {
+          if (rela.getType(false) == relative_type) targets[index] = {false, static_cast<std::uint64_t>(rela.r_addend)};
+          continue;
+        }
+        auto symbol = elf_.getRelocationSymbol(rela, symbols);
+        if (!symbol) {
+          llvm::consumeError(symbol.takeError());
+          continue;
+        }
+        if (*symbol != nullptr && (*symbol)->st_shndx == found_.fatbin_index) {
+          targets[index] = {true, (*symbol)->st_value + static_cast<std::uint64_t>(rela.r_addend)};
+        }
+      }
+    }
+    return targets;
+  }
+
+  /// File offset of the bundle a wrapper points to, or nullopt with a warning.
+  std::optional<std::uint64_t> resolve(const std::unordered_map<std::uint64_t, Target>& relocated,
+                                       std::uint64_t index, std::uint64_t stored, const std::string& where) {
+    const ElfShdr& fatbin = *found_.fatbin;
+    auto found = relocated.find(index);
+    std::uint64_t within = 0;
+    if (found != relocated.end() && found->second.section_relative) {
+      within = found->second.value;
+    } else if (elf_.getHeader().e_type == llvm::ELF::ET_REL) {
+      layout_.warnings.push_back(where + ": no relocation into .hip_fatbin; skipped");
+      return std::nullopt;
+    } else {
+      // lld PIE writes 0 and keeps the address in a RELATIVE addend; GNU ld,
+      // non-PIE and RELR images hold the address in the field itself.
+      std::uint64_t address = found != relocated.end() ? found->second.value : stored;
+      if (address < fatbin.sh_addr) {
+        layout_.warnings.push_back(where + ": pointer " + hex(address) + " is outside .hip_fatbin [" +
+                                   hex(fatbin.sh_addr) + ", +" + hex(fatbin.sh_size) + "); skipped");
+        return std::nullopt;
+      }
+      within = address - fatbin.sh_addr;
+    }
+    if (within >= fatbin.sh_size) {
+      layout_.warnings.push_back(where + ": pointer lands at .hip_fatbin+" + hex(within) +
+                                 ", past its size " + hex(fatbin.sh_size) + "; skipped");
+      return std::nullopt;
+    }
+    return fatbin.sh_offset + within;
+  }
+
+  const ElfFile& elf_;
+  Bytes bytes_;
+  SourceLayout& layout_;
+  llvm::ArrayRef<ElfShdr> sections_;
+  Sections found_;
+};
+
+Expected<SourceLayout> inspect_elf(Bytes bytes) {
+  // e_ident[EI_CLASS] and [EI_DATA]; EI_NIDENT is 16, e_machine sits at 18.
+  if (bytes.size() < 20) {
+    return Error(ErrorKind::Truncated, "ELF header: file has " + hex(bytes.size()) + " bytes, needs at least 0x40");
+  }
+  auto elf_class = static_cast<unsigned>(bytes[4]);
+  auto elf_data = static_cast<unsigned>(bytes[5]);
+  if (elf_class != llvm::ELF::ELFCLASS64 || elf_data != llvm::ELF::ELFDATA2LSB) {
+    return Error(ErrorKind::Malformed, "ELF header: EI_CLASS " + std::to_string(elf_class) + " / EI_DATA " +
+                                           std::to_string(elf_data) +
+                                           " at offset 0x4: only 64-bit little-endian ELF is supported");
+  }
+  SourceLayout layout;
+  if (detail::load_le<std::uint16_t>(bytes.data() + 18) == llvm::ELF::EM_AMDGPU) {
+    layout.kind = SourceKind::CodeObject;
+    layout.region_size = bytes.size();
+    return layout;
+  }
+  auto elf = ElfFile::create(detail::as_chars(bytes));
+  if (!elf) return from_llvm(elf.takeError(), ErrorKind::Malformed, "host ELF header");
+  layout.kind = SourceKind::HostImage;
+  HostImageReader reader(*elf, bytes, layout);
+  if (auto read = reader.read(); !read) return std::move(read).error();
+  return layout;
+}
+
+}  // namespace
+
+Expected<SourceLayout> inspect_source(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return Error(ErrorKind::Truncated, "input is empty");
+  if (detail::starts_with(bytes, kPlainMagic) || detail::starts_with(bytes, kCompressedMagic)) {
+    SourceLayout layout;
+    layout.kind = SourceKind::BundleFile;
+    layout.region_size = bytes.size();
+    return layout;
+  }
+  if (detail::starts_with(bytes, kElfMagic)) return inspect_elf(bytes);
+  for (std::string_view magic : {kPlainMagic, kCompressedMagic, kElfMagic}) {
+    if (bytes.size() < magic.size() && magic.starts_with(detail::as_chars(bytes))) {
+      return Error(ErrorKind::Truncated, "input of " + hex(bytes.size()) + " bytes ends inside the magic " +
+                                             (magic == kElfMagic ? std::string("\\x7fELF") : std::string(magic)));
+    }
+  }
+  return Error(ErrorKind::BadMagic, "offset 0x0: bytes " + detail::show_bytes(bytes) +
+                                        " start no known format (expected __CLANG_OFFLOAD_BUNDLE__, CCOB or ELF)");
+}
+
+}  // namespace coload

@@ -1,0 +1,59 @@
+#include "target/elf_target.h"
+
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELFObjectFile.h"
+
+namespace coload::detail {
+
+Expected<std::string> target_id_from_elf_header(Bytes elf) {
+  llvm::MemoryBufferRef buffer(as_chars(elf), "code object");
+  auto object = llvm::object::ObjectFile::createELFObjectFile(buffer, /*InitContent=*/false);
+  if (!object) {
+    return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(object.takeError()));
+  }
+  const auto* file = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(object->get());
+  if (file == nullptr || file->getELFFile().getHeader().e_machine != llvm::ELF::EM_AMDGPU) {
+    return Error(ErrorKind::Malformed, "code object ELF: not a 64-bit little-endian EM_AMDGPU object");
+  }
+  // The header alone would let a truncated object through: check that the
+  // section and program header tables and every section's contents fit.
+  const auto& elf_file = file->getELFFile();
+  auto sections = elf_file.sections();
+  if (!sections) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(sections.takeError()));
+  for (const auto& section : *sections) {
+    if (section.sh_type == llvm::ELF::SHT_NOBITS) continue;
+    if (auto fits = check_range("code object section", section.sh_offset, section.sh_size, elf.size(), "the file");
+        !fits) {
+      return std::move(fits).error();
+    }
+  }
+  auto segments = elf_file.program_headers();
+  if (!segments) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(segments.takeError()));
+  const auto& header = elf_file.getHeader();
+  std::uint32_t flags = header.e_flags;
+  auto processor = file->tryGetCPUName();
+  if (!processor || processor->empty()) {
+    return Error(ErrorKind::NotFound, "code object ELF: e_flags " + hex(flags) + " at offset 0x30: EF_AMDGPU_MACH " +
+                                          hex(flags & llvm::ELF::EF_AMDGPU_MACH) + " is not a known processor");
+  }
+  std::string id = processor->str();
+  unsigned abi_version = header.e_ident[llvm::ELF::EI_ABIVERSION];
+  if (abi_version >= llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V4) {
+    switch (flags & llvm::ELF::EF_AMDGPU_FEATURE_SRAMECC_V4) {
+      case llvm::ELF::EF_AMDGPU_FEATURE_SRAMECC_OFF_V4: id += ":sramecc-"; break;
+      case llvm::ELF::EF_AMDGPU_FEATURE_SRAMECC_ON_V4: id += ":sramecc+"; break;
+      default: break;  // any or unsupported: not part of the target ID
+    }
+    switch (flags & llvm::ELF::EF_AMDGPU_FEATURE_XNACK_V4) {
+      case llvm::ELF::EF_AMDGPU_FEATURE_XNACK_OFF_V4: id += ":xnack-"; break;
+      case llvm::ELF::EF_AMDGPU_FEATURE_XNACK_ON_V4: id += ":xnack+"; break;
+      default: break;
+    }
+  } else if (abi_version == llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V3) {
+    if (flags & llvm::ELF::EF_AMDGPU_FEATURE_SRAMECC_V3) id += ":sramecc+";
+    if (flags & llvm::ELF::EF_AMDGPU_FEATURE_XNACK_V3) id += ":xnack+";
+  }
+  return id;
+}
+
+}  // namespace coload::detail

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# End-to-end test of the coload CLI against the toolchain-built fixtures:
+# extraction byte-identical to clang-offload-bundler-22 --unbundle, valid JSON
+# from `ls --json`, and the documented exit codes.
+set -uo pipefail
+coload=$1
+fixtures=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+check() {  # check NAME COMMAND...: the command must succeed
+  local name=$1; shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
+}
+
+# Every manifest row through `coload extract --bundle N`.
+while IFS=$'\t' read -r fixture bundle id expected; do
+  [[ -z "$fixture" || "$fixture" == \#* ]] && continue
+  out="$work/out.co"
+  rm -f "$out"
+  if "$coload" extract --target "$id" --bundle "$bundle" -o "$out" "$fixtures/$fixture" 2>"$work/err"; then
+    check "extract $fixture#$bundle $id" cmp -s "$out" "$fixtures/$expected"
+  else
+    failed=$((failed + 1)); echo "FAIL: extract $fixture#$bundle $id: $(cat "$work/err")"
+  fi
+done < "$fixtures/manifest.tsv"
+
+# `ls --json` on every fixture is one valid JSON document listing every bundle.
+while IFS=$'\t' read -r fixture kind count _; do
+  [[ -z "$fixture" || "$fixture" == \#* ]] && continue
+  "$coload" ls --json "$fixtures/$fixture" > "$work/ls.json"
+  check "ls --json $fixture" python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["kind"] == sys.argv[2], doc["kind"]
+assert len(doc["bundles"]) == int(sys.argv[3]), len(doc["bundles"])
+for b in doc["bundles"]:
+    assert b["format"] in ("plain", "ccob", "code_object") and b["error"] is None
+    assert (b["version"] is None) == (b["format"] != "ccob")
+    assert all(e["id"] and e["size"] >= 0 for e in b["entries"])
+' "$work/ls.json" "$kind" "$count"
+done < "$fixtures/fixtures.tsv"
+
+# Several files give a JSON array; text output names each file.
+first=$(awk -F'\t' '!/^#/ {print $1; exit}' "$fixtures/fixtures.tsv")
+"$coload" ls --json "$fixtures/$first" "$fixtures/$first" > "$work/two.json"
+check "ls --json with two files is an array" python3 -c 'import json,sys; assert len(json.load(open(sys.argv[1]))) == 2' "$work/two.json"
+
+# Exit codes: 1 for input errors, 2 for usage errors.
+expect_exit() {  # expect_exit CODE NAME COMMAND...
+  local code=$1 name=$2; shift 2
+  "$@" >/dev/null 2>&1
+  local got=$?
+  if [ "$got" -eq "$code" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name: exit $got, expected $code"; fi
+}
+expect_exit 1 "ls of a missing file" "$coload" ls /nonexistent/file.so
+expect_exit 1 "ls of a non-fat-binary" "$coload" ls /bin/sh
+expect_exit 2 "no command" "$coload"
+expect_exit 2 "unknown command" "$coload" frobnicate
+expect_exit 2 "unknown ls option" "$coload" ls --bogus "$fixtures/$first"
+expect_exit 2 "extract without --target" "$coload" extract -o "$work/x" "$fixtures/$first"
+expect_exit 1 "extract of an absent target" "$coload" extract --target gfx000 -o "$work/x" "$fixtures/$first"
+expect_exit 0 "help" "$coload" --help
+
+# A corrupted hash is reported with the file, bundle and offset.
+ccob=$(awk -F'\t' '!/^#/ && $1 ~ /v3/ {print $1; exit}' "$fixtures/fixtures.tsv")
+if [ -n "$ccob" ]; then
+  cp "$fixtures/$ccob" "$work/bad.hipfb"
+  python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(24); b = f.read(1); f.seek(24); f.write(bytes([b[0] ^ 0xff]))' "$work/bad.hipfb"
+  "$coload" ls "$work/bad.hipfb" >/dev/null 2>"$work/err"
+  check "hash mismatch exits 1 and names the field" grep -q "bad.hipfb: bundle 0 at offset 0x0: CCOB v3: stored hash" "$work/err"
+fi
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

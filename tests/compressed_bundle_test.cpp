@@ -1,0 +1,239 @@
+#include <gtest/gtest.h>
+
+#include "coload/bundle.h"
+#include "support/bundle_writer.h"
+#include "test_util.h"
+
+namespace coload {
+namespace {
+
+using testing::Bytes;
+using testing::CcobMethod;
+using testing::FailsWith;
+using testing::Succeeds;
+
+Bytes sample_plain_bundle() {
+  Bytes code(5000);
+  for (std::size_t i = 0; i < code.size(); ++i) code[i] = std::byte(static_cast<std::uint8_t>(i * 13 + i / 7));
+  // The magic strings inside the payload must not confuse anything.
+  auto magic = testing::to_bytes("CCOB__CLANG_OFFLOAD_BUNDLE__CCOB");
+  std::copy(magic.begin(), magic.end(), code.begin() + 100);
+  return testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
+                                      {"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", code},
+                                      {"hipv4-amdgcn-amd-amdhsa--gfx942", Bytes(777, std::byte{0x5a})}});
+}
+
+struct Variant {
+  int version;
+  CcobMethod method;
+};
+
+class EveryVariant : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(EveryVariant, HeaderDecompressionAndHash) {
+  Bytes plain = sample_plain_bundle();
+  Bytes ccob = testing::write_ccob(plain, GetParam().version, GetParam().method);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  EXPECT_EQ(header->version, GetParam().version);
+  EXPECT_EQ(header->method, GetParam().method == CcobMethod::Zstd ? Compression::Zstd : Compression::Zlib);
+  EXPECT_EQ(header->header_size, testing::ccob_header_size(GetParam().version));
+  EXPECT_EQ(header->uncompressed_size, plain.size());
+  EXPECT_EQ(header->hash, testing::ccob_hash(plain));
+  EXPECT_EQ(header->total_size.has_value(), GetParam().version >= 2);
+
+  auto size = compressed_bundle_size(ccob, *header);
+  ASSERT_TRUE(Succeeds(size));
+  EXPECT_EQ(*size, ccob.size());  // v1 measured from the stream, v2/v3 from total_size
+
+  auto decompressed = decompress_bundle(ccob, *header);
+  ASSERT_TRUE(Succeeds(decompressed));
+  EXPECT_EQ(*decompressed, plain);
+}
+
+TEST_P(EveryVariant, WrongHashIsAnErrorNamingBothValues) {
+  Bytes plain = sample_plain_bundle();
+  testing::CcobOptions options;
+  options.overrides.hash = testing::ccob_hash(plain) ^ 1;
+  Bytes ccob = testing::write_ccob(plain, GetParam().version, GetParam().method, options);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  auto decompressed = decompress_bundle(ccob, *header);
+  ASSERT_TRUE(FailsWith(decompressed, ErrorKind::HashMismatch));
+  EXPECT_NE(decompressed.error().message().find("does not match"), std::string::npos);
+}
+
+TEST_P(EveryVariant, DeclaredSizeSmallerThanTheDataIsSizeMismatch) {
+  Bytes plain = sample_plain_bundle();
+  testing::CcobOptions options;
+  options.overrides.uncompressed_size = plain.size() - 1;
+  Bytes ccob = testing::write_ccob(plain, GetParam().version, GetParam().method, options);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  EXPECT_TRUE(FailsWith(decompress_bundle(ccob, *header), ErrorKind::SizeMismatch));
+}
+
+TEST_P(EveryVariant, DeclaredSizeLargerThanTheDataIsSizeMismatch) {
+  Bytes plain = sample_plain_bundle();
+  testing::CcobOptions options;
+  options.overrides.uncompressed_size = plain.size() + 1;
+  Bytes ccob = testing::write_ccob(plain, GetParam().version, GetParam().method, options);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  // v1 has no total size, so the shortfall shows while measuring the stream.
+  if (GetParam().version == 1) {
+    EXPECT_TRUE(FailsWith(compressed_bundle_size(ccob, *header), ErrorKind::SizeMismatch));
+  } else {
+    EXPECT_TRUE(FailsWith(decompress_bundle(ccob, *header), ErrorKind::SizeMismatch));
+  }
+}
+
+TEST_P(EveryVariant, SizeAboveTheCapFailsBeforeDecompressing) {
+  Bytes plain = sample_plain_bundle();
+  Bytes ccob = testing::write_ccob(plain, GetParam().version, GetParam().method);
+  ReadOptions small;
+  small.max_decompressed_bytes = plain.size() - 1;
+  auto header = parse_compressed_header(ccob, small);
+  ASSERT_TRUE(FailsWith(header, ErrorKind::LimitExceeded));
+  EXPECT_NE(header.error().message().find("exceeds the limit"), std::string::npos);
+}
+
+TEST_P(EveryVariant, GarbagePayloadIsCorruptData) {
+  Bytes plain = sample_plain_bundle();
+  testing::CcobOptions options;
+  options.payload = Bytes(200, std::byte{0x41});
+  Bytes ccob = testing::write_ccob(plain, GetParam().version, GetParam().method, options);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  auto size = compressed_bundle_size(ccob, *header);
+  if (!size) {
+    EXPECT_TRUE(FailsWith(size, ErrorKind::CorruptData));
+    return;
+  }
+  EXPECT_TRUE(FailsWith(decompress_bundle(ccob, *header), ErrorKind::CorruptData));
+}
+
+TEST_P(EveryVariant, NoPrefixIsAccepted) {
+  Bytes plain = sample_plain_bundle();
+  Bytes ccob = testing::write_ccob(plain, GetParam().version, GetParam().method);
+  for (std::size_t length = 0; length < ccob.size(); ++length) {
+    std::span<const std::byte> prefix(ccob.data(), length);
+    auto header = parse_compressed_header(prefix);
+    if (!header) {
+      // Inside the header: truncated; v2/v3 whose total_size passes the end: out of bounds.
+      ErrorKind expected = length < testing::ccob_header_size(GetParam().version) ? ErrorKind::Truncated
+                                                                                   : ErrorKind::OutOfBounds;
+      ASSERT_TRUE(FailsWith(header, expected)) << "prefix of " << length;
+      continue;
+    }
+    ASSERT_EQ(GetParam().version, 1) << "prefix of " << length << " accepted";
+    auto size = compressed_bundle_size(prefix, *header);
+    ASSERT_FALSE(size.has_value()) << "v1 prefix of " << length << " measured";
+    EXPECT_TRUE(size.error().kind() == ErrorKind::Truncated || size.error().kind() == ErrorKind::CorruptData)
+        << to_string(size.error().kind());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ccob, EveryVariant,
+                         ::testing::Values(Variant{1, CcobMethod::Zlib}, Variant{1, CcobMethod::Zstd},
+                                           Variant{2, CcobMethod::Zlib}, Variant{2, CcobMethod::Zstd},
+                                           Variant{3, CcobMethod::Zlib}, Variant{3, CcobMethod::Zstd}),
+                         [](const auto& info) {
+                           return "v" + std::to_string(info.param.version) +
+                                  (info.param.method == CcobMethod::Zstd ? "_zstd" : "_zlib");
+                         });
+
+TEST(CompressedHeader, UnknownVersionIsUnsupportedVersion) {
+  Bytes plain = sample_plain_bundle();
+  for (std::uint16_t version : {0, 4, 0xffff}) {
+    testing::CcobOptions options;
+    options.overrides.version = version;
+    Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
+    auto header = parse_compressed_header(ccob);
+    ASSERT_TRUE(FailsWith(header, ErrorKind::UnsupportedVersion)) << version;
+    EXPECT_NE(header.error().message().find("version " + std::to_string(version) + " at offset 0x4"),
+              std::string::npos);
+  }
+}
+
+TEST(CompressedHeader, UnknownMethodIsUnsupportedMethod) {
+  testing::CcobOptions options;
+  options.overrides.method = 2;
+  Bytes ccob = testing::write_ccob(sample_plain_bundle(), 2, CcobMethod::Zstd, options);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(FailsWith(header, ErrorKind::UnsupportedMethod));
+  EXPECT_NE(header.error().message().find("method 2 at offset 0x6"), std::string::npos);
+}
+
+TEST(CompressedHeader, TotalSizeSmallerThanTheHeaderIsMalformed) {
+  testing::CcobOptions options;
+  options.overrides.total_size = 10;
+  Bytes ccob = testing::write_ccob(sample_plain_bundle(), 3, CcobMethod::Zstd, options);
+  EXPECT_TRUE(FailsWith(parse_compressed_header(ccob), ErrorKind::Malformed));
+}
+
+TEST(CompressedHeader, TotalSizePastTheInputIsOutOfBounds) {
+  Bytes ccob = testing::write_ccob(sample_plain_bundle(), 3, CcobMethod::Zstd);
+  testing::CcobOptions options;
+  options.overrides.total_size = ccob.size() + 1;
+  ccob = testing::write_ccob(sample_plain_bundle(), 3, CcobMethod::Zstd, options);
+  EXPECT_TRUE(FailsWith(parse_compressed_header(ccob), ErrorKind::OutOfBounds));
+}
+
+TEST(CompressedHeader, WrongMagicIsBadMagic) {
+  Bytes ccob = testing::write_ccob(sample_plain_bundle(), 3, CcobMethod::Zstd);
+  ccob[0] = std::byte{'X'};
+  EXPECT_TRUE(FailsWith(parse_compressed_header(ccob), ErrorKind::BadMagic));
+}
+
+TEST(CompressedBundle, TinyPayloadDeclaringHugeSizeCostsNoMemory) {
+  // A decompression bomb in miniature: 2^30 bytes declared, a few bytes given.
+  testing::CcobOptions options;
+  options.overrides.uncompressed_size = (std::uint64_t{1} << 30);
+  Bytes ccob = testing::write_ccob(sample_plain_bundle(), 3, CcobMethod::Zstd, options);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  EXPECT_TRUE(FailsWith(decompress_bundle(ccob, *header), ErrorKind::SizeMismatch));
+}
+
+TEST(CompressedBundle, ZstdBombStopsAtTheDeclaredSize) {
+  // 64 MiB of zeros compress to a few KiB; the header declares only 1 MiB.
+  Bytes zeros(64u << 20);
+  Bytes plain = testing::write_plain_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx90a", zeros}});
+  testing::CcobOptions options;
+  options.overrides.uncompressed_size = 1u << 20;
+  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
+  ASSERT_LT(ccob.size(), 64u << 10);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  EXPECT_TRUE(FailsWith(decompress_bundle(ccob, *header), ErrorKind::SizeMismatch));
+}
+
+TEST(CompressedBundle, SkippableFrameHoldingTheMagicIsSkipped) {
+  Bytes plain = sample_plain_bundle();
+  testing::CcobOptions options;
+  options.payload_prefix = testing::zstd_skippable_frame(testing::to_bytes("CCOB CCOB __CLANG_OFFLOAD_BUNDLE__"));
+  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  auto decompressed = decompress_bundle(ccob, *header);
+  ASSERT_TRUE(Succeeds(decompressed));
+  EXPECT_EQ(*decompressed, plain);
+}
+
+TEST(CompressedBundle, TrailingBytesInsideTotalSizeAreSizeMismatchOrCorrupt) {
+  Bytes plain = sample_plain_bundle();
+  testing::CcobOptions options;
+  options.payload_suffix = Bytes(16, std::byte{0});
+  Bytes zlib = testing::write_ccob(plain, 2, CcobMethod::Zlib, options);
+  auto header = parse_compressed_header(zlib);
+  ASSERT_TRUE(Succeeds(header));
+  EXPECT_TRUE(FailsWith(decompress_bundle(zlib, *header), ErrorKind::SizeMismatch));
+  Bytes zstd = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
+  header = parse_compressed_header(zstd);
+  ASSERT_TRUE(Succeeds(header));
+  EXPECT_TRUE(FailsWith(decompress_bundle(zstd, *header), ErrorKind::CorruptData));
+}
+
+}  // namespace
+}  // namespace coload

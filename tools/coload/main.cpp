@@ -1,0 +1,51 @@
+// coload: list and extract the code objects of AMD GPU fat binaries.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: coload <command> [options] FILE...
+
+commands:
+  ls [--json] [--max-decompressed-bytes N] FILE...
+      List every bundle of each FILE (a host executable or shared library with a
+      .hip_fatbin section, a bundle file, or a bare code object) and each entry:
+      bundle index, offset, size, format (plain/ccob), CCOB version and
+      compression; entry ID, offset, size and a file:// URI (roc-obj-ls style,
+      plain bundles only: a compressed entry has no range in the file).
+      --json prints one JSON document (docs/cli-json.md): an object for one
+      FILE, an array of them for several.
+
+  extract --target ENTRY_OR_TARGET_ID [--bundle N] -o OUT [--max-decompressed-bytes N] FILE
+      Write the bytes of the entry whose bundle entry ID (hipv4-amdgcn-amd-amdhsa--gfx90a)
+      or target ID (gfx90a, gfx90a:xnack-) equals the one given; byte-identical to
+      clang-offload-bundler --unbundle. Matching is exact: no compatibility rules.
+      With --bundle N, only bundle N is searched and OUT is written. Without it, a
+      file whose only one bundle holds the entry writes OUT; when several bundles
+      hold it, each is written to OUT.N (N = bundle index) and the names printed.
+
+exit codes: 0 success, 1 input error (the message names file, bundle, field and
+offset), 2 usage error.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return coload::cli::kExitUsage;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return coload::cli::kExitOk;
+  }
+  if (command == "ls") return coload::cli::run_ls(args);
+  if (command == "extract") return coload::cli::run_extract(args);
+  return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
+}
