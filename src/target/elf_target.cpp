@@ -1,24 +1,22 @@
 #include "target/elf_target.h"
 
 #include "llvm/BinaryFormat/ELF.h"
-#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/ELF.h"
+#include "target/processors.h"
 
 namespace coload::detail {
 
 Expected<std::string> target_id_from_elf_header(Bytes elf) {
-  llvm::MemoryBufferRef buffer(as_chars(elf), "code object");
-  auto object = llvm::object::ObjectFile::createELFObjectFile(buffer, /*InitContent=*/false);
-  if (!object) {
-    return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(object.takeError()));
-  }
-  const auto* file = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(object->get());
-  if (file == nullptr || file->getELFFile().getHeader().e_machine != llvm::ELF::EM_AMDGPU) {
-    return Error(ErrorKind::Malformed, "code object ELF: not a 64-bit little-endian EM_AMDGPU object");
+  auto file = llvm::object::ELF64LEFile::create(as_chars(elf));
+  if (!file) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(file.takeError()));
+  const auto& header = file->getHeader();
+  if (header.e_machine != llvm::ELF::EM_AMDGPU) {
+    return Error(ErrorKind::Malformed, "code object ELF: e_machine " + std::to_string(header.e_machine) +
+                                           " at offset 0x12 is not EM_AMDGPU (224)");
   }
   // The header alone would let a truncated object through: check that the
   // section and program header tables and every section's contents fit.
-  const auto& elf_file = file->getELFFile();
-  auto sections = elf_file.sections();
+  auto sections = file->sections();
   if (!sections) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(sections.takeError()));
   for (const auto& section : *sections) {
     if (section.sh_type == llvm::ELF::SHT_NOBITS) continue;
@@ -27,16 +25,16 @@ Expected<std::string> target_id_from_elf_header(Bytes elf) {
       return std::move(fits).error();
     }
   }
-  auto segments = elf_file.program_headers();
+  auto segments = file->program_headers();
   if (!segments) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(segments.takeError()));
-  const auto& header = elf_file.getHeader();
+
   std::uint32_t flags = header.e_flags;
-  auto processor = file->tryGetCPUName();
-  if (!processor || processor->empty()) {
+  auto processor = processor_for_mach(flags & llvm::ELF::EF_AMDGPU_MACH);
+  if (!processor) {
     return Error(ErrorKind::NotFound, "code object ELF: e_flags " + hex(flags) + " at offset 0x30: EF_AMDGPU_MACH " +
                                           hex(flags & llvm::ELF::EF_AMDGPU_MACH) + " is not a known processor");
   }
-  std::string id = processor->str();
+  std::string id(*processor);
   unsigned abi_version = header.e_ident[llvm::ELF::EI_ABIVERSION];
   if (abi_version >= llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V4) {
     switch (flags & llvm::ELF::EF_AMDGPU_FEATURE_SRAMECC_V4) {

@@ -7,9 +7,7 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <stdexcept>
 
@@ -76,12 +74,14 @@ std::uint64_t append_aligned(Bytes& buf, std::span<const std::byte> data, std::u
 }
 
 Bytes read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw std::runtime_error("cannot open " + path);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error("cannot read " + path);
-  Bytes out(chars.size());
-  if (!chars.empty()) std::memcpy(out.data(), chars.data(), chars.size());
+  std::streamoff size = in.tellg();
+  if (size < 0) throw std::runtime_error("cannot size " + path);
+  in.seekg(0);
+  Bytes out(static_cast<std::size_t>(size));
+  if (size > 0 && !in.read(reinterpret_cast<char*>(out.data()), size))
+    throw std::runtime_error("cannot read " + path);
   return out;
 }
 

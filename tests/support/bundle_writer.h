@@ -94,8 +94,9 @@ std::size_t ccob_header_size(int version);
 std::uint64_t ccob_hash(std::span<const std::byte> plain_bundle);
 
 // zlib: compress2 (RFC 1950 stream); zstd: ZSTD_compress (one frame with the
-// content size). level < 0 (and for zlib also 0 is allowed) picks the
-// default: zstd 3, zlib Z_DEFAULT_COMPRESSION. Throws std::runtime_error.
+// content size). level < 0 picks the tools' defaults (zstd 3, zlib
+// Z_DEFAULT_COMPRESSION); other values are passed through (zlib 0 = stored
+// blocks, zstd 0 = libzstd's default). Throws std::runtime_error.
 Bytes compress(std::span<const std::byte> data, CcobMethod method, int level = -1);
 
 // A zstd skippable frame (magic 0x184D2A50 + nibble, u32 size, content).

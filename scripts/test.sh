@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every test coload has:
+#   1. the normal build's ctest (unit, fixture, CLI, export and corpus-replay tests);
+#   2. the same suite built with AddressSanitizer + UBSan (build-asan/);
+#   3. each libFuzzer target for a short run, seeded with its corpus and the fixtures.
+# FUZZ_SECONDS (default 30) sets the length of each fuzz run; 0 skips step 3.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+jobs=$(nproc)
+fuzz_seconds=${FUZZ_SECONDS:-30}
+compilers=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22)
+
+echo "== normal build"
+[ -f "$root/build/CMakeCache.txt" ] || cmake -S "$root" -B "$root/build" -G Ninja "${compilers[@]}"
+cmake --build "$root/build"
+(cd "$root/build" && ctest --output-on-failure -j "$jobs")
+
+echo "== sanitizer build (ASan + UBSan) and libFuzzer targets"
+cmake -S "$root" -B "$root/build-asan" -G Ninja "${compilers[@]}" \
+  -DCMAKE_BUILD_TYPE=Debug -DCOLOAD_SANITIZE=ON -DCOLOAD_BUILD_FUZZERS=ON
+cmake --build "$root/build-asan"
+(cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j "$jobs")
+
+if [ "$fuzz_seconds" -gt 0 ]; then
+  echo "== fuzzing, ${fuzz_seconds}s per target"
+  for target in plain_bundle compressed_bundle host_image; do
+    corpus="$root/build-asan/fuzz/corpus-$target"
+    mkdir -p "$corpus"
+    "$root/build-asan/fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$root/build-asan/fuzz/crash-$target-" -print_final_stats=0 \
+      "$corpus" "$root/fuzz/corpus/$target" "$root/fuzz/regressions/$target" "$root/build-asan/fixtures" \
+      2>&1 | tail -n 3
+  done
+fi
+echo "all test stages passed"
