@@ -25,11 +25,14 @@ cmake --build "$root/build-asan"
 if [ "$fuzz_seconds" -gt 0 ]; then
   echo "== fuzzing, ${fuzz_seconds}s per target"
   for target in plain_bundle compressed_bundle host_image; do
-    corpus="$root/build-asan/fuzz/corpus-$target"
-    mkdir -p "$corpus"
+    # New inputs go to the first folder; the others seed it (git keeps no empty folder).
+    seeds=("$root/build-asan/fuzz/corpus-$target")
+    mkdir -p "${seeds[0]}"
+    for folder in "$root/fuzz/corpus/$target" "$root/fuzz/regressions/$target" "$root/build-asan/fixtures"; do
+      [ -d "$folder" ] && seeds+=("$folder")
+    done
     "$root/build-asan/fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
-      -artifact_prefix="$root/build-asan/fuzz/crash-$target-" -print_final_stats=0 \
-      "$corpus" "$root/fuzz/corpus/$target" "$root/fuzz/regressions/$target" "$root/build-asan/fixtures" \
+      -artifact_prefix="$root/build-asan/fuzz/crash-$target-" -print_final_stats=0 "${seeds[@]}" \
       2>&1 | tail -n 3
   done
 fi

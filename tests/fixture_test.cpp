@@ -126,3 +126,34 @@ TEST(Fixtures, NoTruncatedPrefixOfAnyFixtureIsAccepted) {
 
 }  // namespace
 }  // namespace coload
+
+namespace coload {
+namespace {
+
+TEST(Fixtures, BareCodeObjectImagesAmongBundlesAreSizedFromTheirElfTables) {
+  Bytes plain = testing::read_file((kFixtures / "bundles/driver_two_arch.hipfb").string());
+  Bytes object = testing::read_file((kFixtures / "co/gfx90a_xnack-.co").string());
+  Bytes compressed = testing::read_file((kFixtures / "compressed/driver_v3.hipfb").string());
+  Bytes region;
+  testing::append_aligned(region, plain, 4096);
+  std::uint64_t object_at = testing::append_aligned(region, object, 4096);
+  testing::append_aligned(region, compressed, 4096);
+
+  auto binary = FatBinary::from_memory(region);
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_EQ(binary->bundles().size(), 3u);
+  const BundleInfo& info = binary->bundles()[1];
+  EXPECT_EQ(info.format, BundleFormat::CodeObject);
+  EXPECT_EQ(info.offset, object_at);
+  EXPECT_EQ(info.size, object.size());
+  auto bundle = binary->read(1);
+  ASSERT_TRUE(Succeeds(bundle));
+  ASSERT_EQ(bundle->entries().size(), 1u);
+  EXPECT_EQ(bundle->entries()[0].id, "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-");
+  EXPECT_TRUE(std::equal(bundle->entries()[0].bytes.begin(), bundle->entries()[0].bytes.end(), object.begin(),
+                         object.end()));
+  EXPECT_EQ(binary->bundles()[2].format, BundleFormat::Compressed);
+}
+
+}  // namespace
+}  // namespace coload

@@ -14,6 +14,7 @@ using detail::hex;
 
 constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
 constexpr std::string_view kCompressedMagic = "CCOB";
+constexpr std::string_view kElfMagic = "\x7f" "ELF";
 
 /// Measures the bundle starting at `offset`, which may extend up to `end`.
 Expected<BundleInfo> measure(Bytes source, std::uint64_t offset, std::uint64_t end, const ReadOptions& options) {
@@ -37,8 +38,16 @@ Expected<BundleInfo> measure(Bytes source, std::uint64_t offset, std::uint64_t e
     info.compressed = *header;
     return info;
   }
+  if (detail::starts_with(bytes, kElfMagic)) {
+    // CLR also registers a bare AMDGPU ELF as a fat binary image.
+    auto size = detail::code_object_size(bytes);
+    if (!size) return std::move(size).error();
+    info.format = BundleFormat::CodeObject;
+    info.size = *size;
+    return info;
+  }
   return Error(ErrorKind::BadMagic, "bytes " + detail::show_bytes(bytes) +
-                                        " start neither a __CLANG_OFFLOAD_BUNDLE__ nor a CCOB bundle");
+                                        " start no __CLANG_OFFLOAD_BUNDLE__, CCOB or AMDGPU ELF image");
 }
 
 std::string where(std::size_t index, std::uint64_t offset) {

@@ -1,5 +1,7 @@
 #include "target/elf_target.h"
 
+#include <algorithm>
+
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELF.h"
 #include "target/processors.h"
@@ -52,6 +54,41 @@ Expected<std::string> target_id_from_elf_header(Bytes elf) {
     if (flags & llvm::ELF::EF_AMDGPU_FEATURE_XNACK_V3) id += ":xnack+";
   }
   return id;
+}
+
+Expected<std::uint64_t> code_object_size(Bytes elf) {
+  auto file = llvm::object::ELF64LEFile::create(as_chars(elf));
+  if (!file) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(file.takeError()));
+  const auto& header = file->getHeader();
+  if (header.e_machine != llvm::ELF::EM_AMDGPU) {
+    return Error(ErrorKind::Malformed, "code object ELF: e_machine " + std::to_string(header.e_machine) +
+                                           " at offset 0x12 is not EM_AMDGPU (224)");
+  }
+  std::uint64_t end = header.e_ehsize;
+  auto extend = [&](std::string_view what, std::uint64_t offset, std::uint64_t size) -> Expected<void> {
+    if (auto fits = check_range(what, offset, size, elf.size(), "the available bytes"); !fits) return fits;
+    end = std::max(end, offset + size);
+    return {};
+  };
+  // LLVM has checked both tables against the buffer when listing them.
+  auto sections = file->sections();
+  if (!sections) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(sections.takeError()));
+  if (!sections->empty()) end = std::max<std::uint64_t>(end, header.e_shoff + sections->size() * header.e_shentsize);
+  for (const auto& section : *sections) {
+    if (section.sh_type == llvm::ELF::SHT_NOBITS) continue;
+    if (auto fits = extend("code object section", section.sh_offset, section.sh_size); !fits) {
+      return std::move(fits).error();
+    }
+  }
+  auto segments = file->program_headers();
+  if (!segments) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(segments.takeError()));
+  if (!segments->empty()) end = std::max<std::uint64_t>(end, header.e_phoff + segments->size() * header.e_phentsize);
+  for (const auto& segment : *segments) {
+    if (auto fits = extend("code object segment", segment.p_offset, segment.p_filesz); !fits) {
+      return std::move(fits).error();
+    }
+  }
+  return end;
 }
 
 }  // namespace coload::detail

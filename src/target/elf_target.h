@@ -15,4 +15,10 @@ namespace coload::detail {
 /// EF_AMDGPU_MACH value LLVM does not know.
 Expected<std::string> target_id_from_elf_header(Bytes elf);
 
+/// Bytes an AMDGPU ELF at elf[0] occupies: the furthest end of its header,
+/// program and section header tables, and section and segment contents.
+/// `elf` may run past the object (an image inside .hip_fatbin).
+/// Errors: Malformed / OutOfBounds for tables or contents that do not fit.
+Expected<std::uint64_t> code_object_size(Bytes elf);
+
 }  // namespace coload::detail
