@@ -157,3 +157,26 @@ TEST(Fixtures, BareCodeObjectImagesAmongBundlesAreSizedFromTheirElfTables) {
 
 }  // namespace
 }  // namespace coload
+
+namespace coload {
+namespace {
+
+TEST(Fixtures, CodeObjectImageAtAnOddOffsetIsRead) {
+  Bytes plain = testing::read_file((kFixtures / "bundles/bundler_align1.hipfb").string());
+  Bytes object = testing::read_file((kFixtures / "co/gfx942.co").string());
+  Bytes region = plain;
+  if (region.size() % 2 == 0) region.push_back(std::byte{0});  // odd start; zero is walked over
+  std::uint64_t object_at = testing::append_aligned(region, object, 1);
+  ASSERT_NE(object_at % 8, 0u);
+  auto binary = FatBinary::from_memory(region);
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_EQ(binary->bundles().size(), 2u);
+  EXPECT_EQ(binary->bundles()[1].offset, object_at);
+  EXPECT_EQ(binary->bundles()[1].size, object.size());
+  auto bundle = binary->read(1);
+  ASSERT_TRUE(Succeeds(bundle));
+  EXPECT_EQ(bundle->entries()[0].id, "hipv4-amdgcn-amd-amdhsa--gfx942");
+}
+
+}  // namespace
+}  // namespace coload
