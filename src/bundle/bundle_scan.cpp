@@ -16,8 +16,8 @@ constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
 constexpr std::string_view kCompressedMagic = "CCOB";
 constexpr std::string_view kElfMagic = "\x7f" "ELF";
 
-/// Measures the bundle starting at `offset`, which may extend up to `end`.
-Expected<BundleInfo> measure(Bytes source, std::uint64_t offset, std::uint64_t end, const ReadOptions& options) {
+/// Identifies and sizes the bundle at `offset` by its leading magic.
+Expected<BundleInfo> measure_format(Bytes source, std::uint64_t offset, std::uint64_t end, const ReadOptions& options) {
   Bytes bytes = source.subspan(offset, end - offset);
   BundleInfo info;
   info.offset = offset;
@@ -48,6 +48,16 @@ Expected<BundleInfo> measure(Bytes source, std::uint64_t offset, std::uint64_t e
   }
   return Error(ErrorKind::BadMagic, "bytes " + detail::show_bytes(bytes) +
                                         " start no __CLANG_OFFLOAD_BUNDLE__, CCOB or AMDGPU ELF image");
+}
+
+/// Measures the bundle starting at `offset`, which may extend up to `end`.
+/// A bundle always occupies bytes: the walk relies on it to advance.
+Expected<BundleInfo> measure(Bytes source, std::uint64_t offset, std::uint64_t end, const ReadOptions& options) {
+  auto info = measure_format(source, offset, end, options);
+  if (info && info->size == 0) {
+    return Error(ErrorKind::Malformed, std::string(to_string(info->format)) + " image measures 0 bytes");
+  }
+  return info;
 }
 
 std::string where(std::size_t index, std::uint64_t offset) {

@@ -46,7 +46,7 @@ Expected<std::uint64_t> code_object_size(Bytes unaligned) {
   auto file = open_amdgpu_elf(elf);
   if (!file) return std::move(file).error();
   const auto& header = file->getHeader();
-  std::uint64_t end = header.e_ehsize;
+  std::uint64_t end = std::max<std::uint64_t>(header.e_ehsize, sizeof(llvm::ELF::Elf64_Ehdr));
   auto extend = [&](std::string_view what, std::uint64_t offset, std::uint64_t size) -> Expected<void> {
     if (auto fits = check_range(what, offset, size, elf.size(), "the available bytes"); !fits) return fits;
     end = std::max(end, offset + size);
