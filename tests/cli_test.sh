@@ -47,6 +47,21 @@ first=$(awk -F'\t' '!/^#/ {print $1; exit}' "$fixtures/fixtures.tsv")
 "$coload" ls --json "$fixtures/$first" "$fixtures/$first" > "$work/two.json"
 check "ls --json with two files is an array" python3 -c 'import json,sys; assert len(json.load(open(sys.argv[1]))) == 2' "$work/two.json"
 
+# Without --bundle, an ID held by several bundles goes to OUT.N, one per bundle.
+multi=$(awk -F'\t' '$1 == "multi/ccob_v1_zlib_ccob_v3.bin" {count[$3]++} END {for (id in count) if (count[id] > 1) {print id; exit}}' "$fixtures/manifest.tsv")
+if [ -n "$multi" ]; then
+  rm -f "$work"/multi.co*
+  "$coload" extract --target "$multi" -o "$work/multi.co" "$fixtures/multi/ccob_v1_zlib_ccob_v3.bin" > "$work/written"
+  while IFS=$'\t' read -r fixture bundle id expected; do
+    [ "$fixture" = "multi/ccob_v1_zlib_ccob_v3.bin" ] && [ "$id" = "$multi" ] || continue
+    check "extract without --bundle writes OUT.$bundle" cmp -s "$work/multi.co.$bundle" "$fixtures/$expected"
+    check "extract prints OUT.$bundle" grep -qx "$work/multi.co.$bundle" "$work/written"
+  done < "$fixtures/manifest.tsv"
+  check "no plain OUT when several bundles match" test ! -e "$work/multi.co"
+else
+  failed=$((failed + 1)); echo "FAIL: no entry ID shared by bundles of multi/ccob_v1_zlib_ccob_v3.bin"
+fi
+
 # Exit codes: 1 for input errors, 2 for usage errors.
 expect_exit() {  # expect_exit CODE NAME COMMAND...
   local code=$1 name=$2; shift 2
