@@ -28,14 +28,15 @@ class Aligned {
   std::vector<std::uint64_t> storage_;
 };
 
-Expected<llvm::object::ELF64LEFile> open_amdgpu_elf(Bytes elf) {
+// Returns LLVM's own Expected: a coload::Expected<llvm::…> instantiation would
+// be a weak coload:: symbol carrying an LLVM type out of libcoload.so.
+llvm::Expected<llvm::object::ELF64LEFile> open_amdgpu_elf(Bytes elf) {
   auto file = llvm::object::ELF64LEFile::create(as_chars(elf));
-  if (!file) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(file.takeError()));
-  if (file->getHeader().e_machine != llvm::ELF::EM_AMDGPU) {
-    return Error(ErrorKind::Malformed, "code object ELF: e_machine " + std::to_string(file->getHeader().e_machine) +
-                                           " at offset 0x12 is not EM_AMDGPU (224)");
+  if (file && file->getHeader().e_machine != llvm::ELF::EM_AMDGPU) {
+    return llvm::createStringError("e_machine " + std::to_string(file->getHeader().e_machine) +
+                                   " at offset 0x12 is not EM_AMDGPU (224)");
   }
-  return std::move(*file);
+  return file;
 }
 
 }  // namespace
@@ -44,7 +45,7 @@ Expected<std::uint64_t> code_object_size(Bytes unaligned) {
   Aligned aligned(unaligned);
   Bytes elf = aligned.bytes();
   auto file = open_amdgpu_elf(elf);
-  if (!file) return std::move(file).error();
+  if (!file) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(file.takeError()));
   const auto& header = file->getHeader();
   std::uint64_t end = std::max<std::uint64_t>(header.e_ehsize, sizeof(llvm::ELF::Elf64_Ehdr));
   auto extend = [&](std::string_view what, std::uint64_t offset, std::uint64_t size) -> Expected<void> {
