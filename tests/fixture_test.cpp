@@ -19,6 +19,8 @@ using testing::Succeeds;
 
 const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
 
+Bytes fixture(const std::string& path) { return testing::read_file((kFixtures / path).string()); }
+
 std::vector<std::vector<std::string>> read_table(const std::string& name) {
   std::ifstream in(kFixtures / name);
   std::vector<std::vector<std::string>> rows;
@@ -54,7 +56,7 @@ TEST(Fixtures, EveryEntryIsByteIdenticalToClangOffloadBundler) {
     ASSERT_TRUE(Succeeds(bundle));
     const BundleEntry* entry = find_entry(*bundle, row[2]);
     ASSERT_NE(entry, nullptr);
-    Bytes expected = testing::read_file((kFixtures / row[3]).string());
+    Bytes expected = fixture(row[3]);
     ASSERT_EQ(entry->bytes.size(), expected.size());
     EXPECT_TRUE(std::equal(entry->bytes.begin(), entry->bytes.end(), expected.begin()));
     ++compared;
@@ -108,7 +110,7 @@ bool accepted(std::span<const std::byte> prefix, std::size_t full_bundle_count) 
 TEST(Fixtures, NoTruncatedPrefixOfAnyFixtureIsAccepted) {
   std::set<std::string> kinds_seen;
   for (const auto& row : read_table("fixtures.tsv")) {
-    Bytes bytes = testing::read_file((kFixtures / row[0]).string());
+    Bytes bytes = fixture(row[0]);
     auto whole = FatBinary::from_memory(bytes);
     ASSERT_TRUE(Succeeds(whole));
     std::size_t count = whole->bundles().size();
@@ -124,16 +126,11 @@ TEST(Fixtures, NoTruncatedPrefixOfAnyFixtureIsAccepted) {
   EXPECT_EQ(kinds_seen.size(), 3u);
 }
 
-}  // namespace
-}  // namespace coload
-
-namespace coload {
-namespace {
 
 TEST(Fixtures, BareCodeObjectImagesAmongBundlesAreSizedFromTheirElfTables) {
-  Bytes plain = testing::read_file((kFixtures / "bundles/driver_two_arch.hipfb").string());
-  Bytes object = testing::read_file((kFixtures / "co/gfx90a_xnack-.co").string());
-  Bytes compressed = testing::read_file((kFixtures / "compressed/driver_v3.hipfb").string());
+  Bytes plain = fixture("bundles/driver_two_arch.hipfb");
+  Bytes object = fixture("co/gfx90a_xnack-.co");
+  Bytes compressed = fixture("compressed/driver_v3.hipfb");
   Bytes region;
   testing::append_aligned(region, plain, 4096);
   std::uint64_t object_at = testing::append_aligned(region, object, 4096);
@@ -155,15 +152,10 @@ TEST(Fixtures, BareCodeObjectImagesAmongBundlesAreSizedFromTheirElfTables) {
   EXPECT_EQ(binary->bundles()[2].format, BundleFormat::Compressed);
 }
 
-}  // namespace
-}  // namespace coload
-
-namespace coload {
-namespace {
 
 TEST(Fixtures, CodeObjectImageAtAnOddOffsetIsRead) {
-  Bytes plain = testing::read_file((kFixtures / "bundles/bundler_align1.hipfb").string());
-  Bytes object = testing::read_file((kFixtures / "co/gfx942.co").string());
+  Bytes plain = fixture("bundles/bundler_align1.hipfb");
+  Bytes object = fixture("co/gfx942.co");
   Bytes region = plain;
   if (region.size() % 2 == 0) region.push_back(std::byte{0});  // odd start; zero is walked over
   std::uint64_t object_at = testing::append_aligned(region, object, 1);

@@ -1,7 +1,5 @@
 #include "target/processors.h"
 
-#include <array>
-
 namespace coload::detail {
 namespace {
 

@@ -1,4 +1,4 @@
-// Internal: the processor table of processors.def, looked up by name or by
+// Internal: the processor table of processors.def, looked up by
 // EF_AMDGPU_MACH. Our own table instead of LLVM's getAMDGPUCPUName, which
 // hits llvm_unreachable for values it does not know.
 #pragma once
