@@ -24,7 +24,10 @@ cmake --build "$root/build-asan"
 
 if [ "$fuzz_seconds" -gt 0 ]; then
   echo "== fuzzing, ${fuzz_seconds}s per target"
-  for target in plain_bundle compressed_bundle host_image; do
+  # The targets are the ones fuzz/CMakeLists.txt builds (its one-line COLOAD_FUZZ_TARGETS list).
+  targets=$(sed -n 's/^set(COLOAD_FUZZ_TARGETS \(.*\))$/\1/p' "$root/fuzz/CMakeLists.txt")
+  [ -n "$targets" ] || { echo "no COLOAD_FUZZ_TARGETS list in fuzz/CMakeLists.txt"; exit 1; }
+  for target in $targets; do
     # New inputs go to the first folder; the others seed it (git keeps no empty folder).
     seeds=("$root/build-asan/fuzz/corpus-$target")
     mkdir -p "${seeds[0]}"

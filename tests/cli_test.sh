@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the coload CLI against the toolchain-built fixtures:
 # extraction byte-identical to clang-offload-bundler-22 --unbundle, valid JSON
-# from `ls --json`, and the documented exit codes.
+# from `ls --json` and `select --json`, selection and the documented exit codes.
 set -uo pipefail
 coload=$1
 fixtures=$2
@@ -62,6 +62,51 @@ else
   failed=$((failed + 1)); echo "FAIL: no entry ID shared by bundles of multi/ccob_v1_zlib_ccob_v3.bin"
 fi
 
+# `select`: the chosen entry, its tier, the report, and -o byte-identical to the bundler.
+features=bundles/driver_features.hipfb
+"$coload" select --json --device gfx90a:sramecc+:xnack- -o "$work/sel.co" "$fixtures/$features" > "$work/sel.json"
+check "select --json picks the exact xnack- entry" python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["device"] == "gfx90a:sramecc+:xnack-", doc["device"]
+assert doc["unbundler"] == "builtin"
+[b] = doc["bundles"]
+assert b["selected"]["id"] == "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", b["selected"]
+assert b["selected"]["tier"] == "native" and b["error"] is None
+verdicts = {c["id"]: (c["verdict"], c["reason"]) for c in b["candidates"]}
+assert verdicts["hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+"] == ("rejected", "device runs with xnack-"), verdicts
+assert sum(c["verdict"] == "selected" for c in b["candidates"]) == 1
+' "$work/sel.json"
+expected=$(awk -F'\t' -v f="$features" '$1 == f && $3 == "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-" {print $4}' "$fixtures/manifest.tsv")
+check "select -o writes the bundler's bytes" cmp -s "$work/sel.co" "$fixtures/$expected"
+
+# A host image where one bundle has nothing for the device: exit 1, the others still chosen.
+"$coload" select --json --device gfx90a:xnack- "$fixtures/host/libkernels_mixed.so" > "$work/mixed.json"
+check "select exits 1 when a bundle has no fit" test $? -eq 1
+check "select reports each bundle of a host image" python3 -c '
+import json, sys
+b = json.load(open(sys.argv[1]))["bundles"]
+assert [x["selected"] and x["selected"]["id"] for x in b] == ["hipv4-amdgcn-amd-amdhsa--gfx90a", None, None], b
+assert b[2]["error"].endswith("nearest miss: gfx90a:xnack+ present; device runs with xnack-"), b[2]["error"]
+' "$work/mixed.json"
+
+# Same-ISA equivalence from the environment, per device processor.
+COLOAD_EXTENDED_ISA_COMPAT=gfx1031 "$coload" select --json --device gfx1031 "$fixtures/bundles/driver_two_arch.hipfb" > "$work/eq.json"
+check "COLOAD_EXTENDED_ISA_COMPAT opts gfx1031 into gfx1030 code" python3 -c '
+import json, sys
+[b] = json.load(open(sys.argv[1]))["bundles"]
+assert b["selected"]["tier"] == "equivalent", b
+' "$work/eq.json"
+expect_exit_env() {  # expect_exit_env CODE NAME VAR=VALUE COMMAND...
+  local code=$1 name=$2 assignment=$3; shift 3
+  env "$assignment" "$@" >/dev/null 2>&1
+  local got=$?
+  if [ "$got" -eq "$code" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name: exit $got, expected $code"; fi
+}
+expect_exit_env 1 "gfx1031 without opt-in" COLOAD_EXTENDED_ISA_COMPAT= "$coload" select --device gfx1031 "$fixtures/bundles/driver_two_arch.hipfb"
+expect_exit_env 2 "unknown COLOAD_LOG value" COLOAD_LOG=loud "$coload" select --device gfx90a "$fixtures/$features"
+expect_exit_env 2 "unknown COLOAD_UNBUNDLER value" COLOAD_UNBUNDLER=both "$coload" select --device gfx90a "$fixtures/$features"
+
 # Exit codes: 1 for input errors, 2 for usage errors.
 expect_exit() {  # expect_exit CODE NAME COMMAND...
   local code=$1 name=$2; shift 2
@@ -77,6 +122,11 @@ expect_exit 2 "unknown ls option" "$coload" ls --bogus "$fixtures/$first"
 expect_exit 2 "extract without --target" "$coload" extract -o "$work/x" "$fixtures/$first"
 expect_exit 1 "extract of an absent target" "$coload" extract --target gfx000 -o "$work/x" "$fixtures/$first"
 expect_exit 0 "help" "$coload" --help
+expect_exit 2 "select without --device" "$coload" select "$fixtures/$first"
+expect_exit 2 "select with an unknown processor" "$coload" select --device gfx9999 "$fixtures/$first"
+expect_exit 2 "select with a generic device" "$coload" select --device gfx9-generic "$fixtures/$first"
+expect_exit 2 "select with a feature the processor lacks" "$coload" select --device gfx1030:xnack+ "$fixtures/$first"
+expect_exit 2 "select with bad --co-versions" "$coload" select --device gfx90a --co-versions 4,9 "$fixtures/$first"
 
 # A corrupted hash is reported with the file, bundle and offset.
 ccob=$(awk -F'\t' '!/^#/ && $1 ~ /v3/ {print $1; exit}' "$fixtures/fixtures.tsv")

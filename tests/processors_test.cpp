@@ -1,5 +1,3 @@
-#include "target/processors.h"
-
 #include <gtest/gtest.h>
 
 #include <set>
@@ -8,8 +6,9 @@
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/TargetParser/TargetParser.h"
+#include "coload/target.h"
 
-namespace coload::detail {
+namespace coload {
 namespace {
 
 // A minimal EM_AMDGPU ELF header with the given e_flags, for asking LLVM.
@@ -31,7 +30,7 @@ std::string elf_with_flags(std::uint32_t flags) {
 
 TEST(ProcessorTable, NamesAndMachValuesAgreeWithLlvm22) {
   std::size_t checked = 0;
-  for (const ProcessorRow& row : processor_table()) {
+  for (const Processor& row : processors()) {
     if (!row.in_llvm22) continue;
     std::string elf = elf_with_flags(row.mach);
     auto object = llvm::object::ObjectFile::createELFObjectFile(llvm::MemoryBufferRef(elf, "probe"), false);
@@ -46,7 +45,7 @@ TEST(ProcessorTable, NamesAndMachValuesAgreeWithLlvm22) {
 
 TEST(ProcessorTable, HoldsEveryAmdgcnProcessorOfLlvm22TargetParser) {
   std::set<std::string> ours;
-  for (const ProcessorRow& row : processor_table()) ours.insert(std::string(row.name));
+  for (const Processor& row : processors()) ours.insert(std::string(row.name));
   std::size_t seen = 0;
   for (int kind = llvm::AMDGPU::GK_AMDGCN_FIRST; kind <= llvm::AMDGPU::GK_AMDGCN_LAST; ++kind) {
     llvm::StringRef name = llvm::AMDGPU::getArchNameAMDGCN(static_cast<llvm::AMDGPU::GPUKind>(kind));
@@ -59,11 +58,66 @@ TEST(ProcessorTable, HoldsEveryAmdgcnProcessorOfLlvm22TargetParser) {
 
 TEST(ProcessorTable, UnknownAndReservedMachValuesAreNotNamed) {
   for (std::uint32_t mach : {0x00u, 0x01u, 0x27u, 0x40u, 0x4bu, 0x4du, 0x56u, 0xffu}) {
-    EXPECT_FALSE(processor_for_mach(mach).has_value()) << mach;
+    EXPECT_EQ(find_processor_by_mach(mach), nullptr) << mach;
   }
-  EXPECT_EQ(processor_for_mach(0x3f), "gfx90a");
-  EXPECT_EQ(processor_for_mach(0x5f), "gfx9-4-generic");
+  EXPECT_EQ(find_processor_by_mach(0x3f)->name, "gfx90a");
+  EXPECT_EQ(find_processor_by_mach(0x5f)->name, "gfx9-4-generic");
+}
+
+// ISA version, xnack/sramecc modes and wave32 of every row LLVM 22 knows.
+TEST(ProcessorTable, IsaVersionFeaturesAndWavesAgreeWithLlvm22TargetParser) {
+  std::size_t checked = 0;
+  for (const Processor& row : processors()) {
+    if (!row.in_llvm22) continue;
+    SCOPED_TRACE(std::string(row.name));
+    llvm::AMDGPU::GPUKind kind = llvm::AMDGPU::parseArchAMDGCN(row.name);
+    ASSERT_NE(kind, llvm::AMDGPU::GK_NONE);
+    llvm::AMDGPU::IsaVersion isa = llvm::AMDGPU::getIsaVersion(row.name);
+    EXPECT_EQ(isa.Major, row.isa_major);
+    EXPECT_EQ(isa.Minor, row.isa_minor);
+    EXPECT_EQ(isa.Stepping, row.isa_stepping);
+    unsigned attributes = llvm::AMDGPU::getArchAttrAMDGCN(kind);
+    EXPECT_EQ(row.xnack == XnackSupport::OnOff, (attributes & llvm::AMDGPU::FEATURE_XNACK) != 0);
+    EXPECT_EQ(row.xnack == XnackSupport::AlwaysOn, (attributes & llvm::AMDGPU::FEATURE_XNACK_ALWAYS) != 0);
+    EXPECT_EQ(row.sramecc, (attributes & llvm::AMDGPU::FEATURE_SRAMECC) != 0);
+    EXPECT_EQ((row.wave_sizes & kWave32) != 0, (attributes & llvm::AMDGPU::FEATURE_WAVE32) != 0);
+    EXPECT_EQ(row.is_generic, kind >= llvm::AMDGPU::GK_AMDGCN_GENERIC_FIRST);
+    ++checked;
+  }
+  EXPECT_GE(checked, 53u);
+}
+
+TEST(ProcessorTable, AliasesAgreeWithLlvm22) {
+  for (const char* alias : {"tahiti", "pitcairn", "verde", "oland", "hainan", "kaveri", "hawaii", "kabini", "mullins",
+                            "bonaire", "carrizo", "iceland", "tonga", "fiji", "polaris10", "polaris11", "stoney"}) {
+    const Processor* row = find_processor(alias);
+    ASSERT_NE(row, nullptr) << alias;
+    EXPECT_EQ(row->name, llvm::AMDGPU::getArchNameAMDGCN(llvm::AMDGPU::parseArchAMDGCN(alias)).str()) << alias;
+  }
+}
+
+// Every processor in a family points at a generic row of the table, and the
+// generic covers the processor's selectable features only if it has them too.
+TEST(ProcessorTable, GenericFamiliesAreGenericRows) {
+  for (const Processor& row : processors()) {
+    if (row.generic_family.empty()) continue;
+    SCOPED_TRACE(std::string(row.name));
+    const Processor* family = find_processor(row.generic_family);
+    ASSERT_NE(family, nullptr);
+    EXPECT_TRUE(family->is_generic);
+    EXPECT_FALSE(row.is_generic);
+    EXPECT_EQ(row.min_generic_version, 1);
+    EXPECT_EQ(family->isa_major, row.isa_major);
+    EXPECT_EQ(family->wave_sizes, row.wave_sizes);
+  }
+  // Family by name, not version arithmetic (isa-matching.md section 3).
+  EXPECT_EQ(find_processor("gfx1250")->generic_family, "gfx12-5-generic");
+  EXPECT_EQ(find_processor("gfx906")->generic_family, "gfx9-generic");
+  EXPECT_EQ(find_processor("gfx908")->generic_family, "");
+  EXPECT_EQ(find_processor("gfx90a")->generic_family, "");
+  EXPECT_EQ(find_processor("gfx950")->lds_bytes, 163840u);
+  EXPECT_EQ(find_processor("gfx1250")->wave_sizes, kWave32);
 }
 
 }  // namespace
-}  // namespace coload::detail
+}  // namespace coload

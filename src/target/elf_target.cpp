@@ -6,7 +6,6 @@
 
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELF.h"
-#include "target/processors.h"
 
 namespace coload::detail {
 namespace {
@@ -77,32 +76,96 @@ Expected<std::uint64_t> code_object_size(Bytes unaligned) {
 Expected<std::string> target_id_from_elf_header(Bytes elf) {
   // Sizing checks every table and content range, so a truncated object fails here.
   if (auto size = code_object_size(elf); !size) return std::move(size).error();
-  llvm::ELF::Elf64_Ehdr header;
-  std::memcpy(&header, elf.data(), sizeof header);  // sized and checked above; may be unaligned
-  std::uint32_t flags = header.e_flags;
-  auto processor = processor_for_mach(flags & llvm::ELF::EF_AMDGPU_MACH);
-  if (!processor) {
-    return Error(ErrorKind::NotFound, "code object ELF: e_flags " + hex(flags) + " at offset 0x30: EF_AMDGPU_MACH " +
-                                          hex(flags & llvm::ELF::EF_AMDGPU_MACH) + " is not a known processor");
-  }
-  std::string id(*processor);
-  unsigned abi_version = header.e_ident[llvm::ELF::EI_ABIVERSION];
-  if (abi_version >= llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V4) {
-    switch (flags & llvm::ELF::EF_AMDGPU_FEATURE_SRAMECC_V4) {
-      case llvm::ELF::EF_AMDGPU_FEATURE_SRAMECC_OFF_V4: id += ":sramecc-"; break;
-      case llvm::ELF::EF_AMDGPU_FEATURE_SRAMECC_ON_V4: id += ":sramecc+"; break;
-      default: break;  // any or unsupported: not part of the target ID
-    }
-    switch (flags & llvm::ELF::EF_AMDGPU_FEATURE_XNACK_V4) {
-      case llvm::ELF::EF_AMDGPU_FEATURE_XNACK_OFF_V4: id += ":xnack-"; break;
-      case llvm::ELF::EF_AMDGPU_FEATURE_XNACK_ON_V4: id += ":xnack+"; break;
-      default: break;
-    }
-  } else if (abi_version == llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V3) {
-    if (flags & llvm::ELF::EF_AMDGPU_FEATURE_SRAMECC_V3) id += ":sramecc+";
-    if (flags & llvm::ELF::EF_AMDGPU_FEATURE_XNACK_V3) id += ":xnack+";
-  }
-  return id;
+  auto target = read_code_object_target(elf);
+  if (!target) return std::move(target).error();
+  return target->target.str();
 }
 
 }  // namespace coload::detail
+
+namespace coload {
+namespace {
+
+using detail::hex;
+
+FeatureState v4_state(std::uint32_t bits, std::uint32_t any, std::uint32_t off, std::uint32_t on) {
+  if (bits == on) return FeatureState::On;
+  if (bits == off) return FeatureState::Off;
+  if (bits == any) return FeatureState::Any;
+  return FeatureState::Unsupported;
+}
+
+}  // namespace
+
+Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> elf) {
+  namespace E = llvm::ELF;
+  auto fail = [](ErrorKind kind, std::string what) { return Error(kind, "code object ELF header: " + what); };
+  if (elf.size() < sizeof(E::Elf64_Ehdr)) {
+    return fail(ErrorKind::Truncated, "needs " + std::to_string(sizeof(E::Elf64_Ehdr)) + " bytes, have " +
+                                          std::to_string(elf.size()));
+  }
+  E::Elf64_Ehdr header;
+  std::memcpy(&header, elf.data(), sizeof header);
+  if (std::memcmp(header.e_ident, E::ElfMagic, 4) != 0) {
+    return fail(ErrorKind::BadMagic, "bytes " + detail::show_bytes(elf.first(4)) + " at offset 0 are not \\x7fELF");
+  }
+  if (header.e_ident[E::EI_CLASS] != E::ELFCLASS64 || header.e_ident[E::EI_DATA] != E::ELFDATA2LSB) {
+    return fail(ErrorKind::Malformed, "EI_CLASS " + std::to_string(header.e_ident[E::EI_CLASS]) + " / EI_DATA " +
+                                          std::to_string(header.e_ident[E::EI_DATA]) +
+                                          " at offset 0x4 is not 64-bit little-endian (2 / 1)");
+  }
+  if (header.e_machine != E::EM_AMDGPU) {
+    return fail(ErrorKind::Malformed,
+                "e_machine " + std::to_string(header.e_machine) + " at offset 0x12 is not EM_AMDGPU (224)");
+  }
+  unsigned osabi = header.e_ident[E::EI_OSABI];
+  if (osabi != E::ELFOSABI_AMDGPU_HSA) {
+    return fail(ErrorKind::Malformed, "EI_OSABI " + std::to_string(osabi) +
+                                          " at offset 0x7 is not ELFOSABI_AMDGPU_HSA (64); PAL (65) and Mesa (66) "
+                                          "objects are not HSA code objects");
+  }
+  unsigned abi = header.e_ident[E::EI_ABIVERSION];
+  if (abi < E::ELFABIVERSION_AMDGPU_HSA_V3 || abi > E::ELFABIVERSION_AMDGPU_HSA_V6) {
+    return fail(ErrorKind::UnsupportedVersion,
+                "EI_ABIVERSION " + std::to_string(abi) + " at offset 0x8 " +
+                    (abi == E::ELFABIVERSION_AMDGPU_HSA_V2 ? std::string("is code object v2, which coload does not read")
+                                                           : std::string("is not a known code object version")) +
+                    " (1..4 are v3..v6)");
+  }
+  CodeObjectTarget result;
+  result.e_flags = header.e_flags;
+  result.code_object_version = abi + 2;
+  std::uint32_t mach = header.e_flags & E::EF_AMDGPU_MACH;
+  const Processor* processor = find_processor_by_mach(mach);
+  if (!processor) {
+    return fail(ErrorKind::NotFound, "e_flags " + hex(header.e_flags) + " at offset 0x30: EF_AMDGPU_MACH " +
+                                         hex(mach) + " is not a known processor");
+  }
+  result.target.processor = processor;
+  if (abi >= E::ELFABIVERSION_AMDGPU_HSA_V4) {
+    result.target.sramecc =
+        v4_state(header.e_flags & E::EF_AMDGPU_FEATURE_SRAMECC_V4, E::EF_AMDGPU_FEATURE_SRAMECC_ANY_V4,
+                 E::EF_AMDGPU_FEATURE_SRAMECC_OFF_V4, E::EF_AMDGPU_FEATURE_SRAMECC_ON_V4);
+    result.target.xnack = v4_state(header.e_flags & E::EF_AMDGPU_FEATURE_XNACK_V4, E::EF_AMDGPU_FEATURE_XNACK_ANY_V4,
+                                   E::EF_AMDGPU_FEATURE_XNACK_OFF_V4, E::EF_AMDGPU_FEATURE_XNACK_ON_V4);
+  } else {
+    // v3 has one "on" bit per feature; clear means any where the processor has the mode.
+    auto v3_state = [](bool on, bool supported) {
+      return on ? FeatureState::On : supported ? FeatureState::Any : FeatureState::Unsupported;
+    };
+    result.target.sramecc = v3_state(header.e_flags & E::EF_AMDGPU_FEATURE_SRAMECC_V3, processor->sramecc);
+    result.target.xnack =
+        v3_state(header.e_flags & E::EF_AMDGPU_FEATURE_XNACK_V3, processor->xnack == XnackSupport::OnOff);
+  }
+  // Always-on xnack is the bare processor whether e_flags say unsupported, any
+  // or on (isa-matching.md section 2 note 4); only an explicit off differs.
+  if (processor->xnack == XnackSupport::AlwaysOn && result.target.xnack != FeatureState::Off) {
+    result.target.xnack = FeatureState::Unsupported;
+  }
+  if (abi >= E::ELFABIVERSION_AMDGPU_HSA_V6) {
+    result.generic_version = header.e_flags >> E::EF_AMDGPU_GENERIC_VERSION_OFFSET;
+  }
+  return result;
+}
+
+}  // namespace coload

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "coload/target.h"
 #include "common/bytes.h"
 
 namespace coload::detail {

@@ -1,23 +1,99 @@
-#include "target/processors.h"
+#include <algorithm>
 
-namespace coload::detail {
+#include "coload/target.h"
+
+namespace coload {
 namespace {
 
-constexpr ProcessorRow kProcessors[] = {
-#define COLOAD_PROCESSOR(name, mach, in_llvm22) ProcessorRow{name, mach, in_llvm22},
+constexpr std::uint8_t W64 = kWave64;
+constexpr std::uint8_t W32_64 = kWave32 | kWave64;
+constexpr std::uint8_t W32 = kWave32;
+
+constexpr std::uint8_t first_wave(std::uint8_t waves) { return waves & kWave64 ? 64 : 32; }
+
+// Device defaults for features a spec leaves out: xnack off (ROCr's default
+// process mode), sramecc on (the data-centre parts that have it ship with ECC).
+constexpr Processor processor(std::string_view name, std::uint32_t mach, std::uint8_t major, std::uint8_t minor,
+                              std::uint8_t stepping, std::string_view generic, std::uint8_t min_generic,
+                              XnackSupport xnack, bool sramecc, std::uint8_t waves, std::uint32_t lds,
+                              bool in_llvm22) {
+  return Processor{
+      .name = name,
+      .mach = mach,
+      .isa_major = major,
+      .isa_minor = minor,
+      .isa_stepping = stepping,
+      .is_generic = false,
+      .generic_family = generic,
+      .min_generic_version = min_generic,
+      .xnack = xnack,
+      .sramecc = sramecc,
+      .default_xnack = xnack == XnackSupport::OnOff ? FeatureState::Off : FeatureState::Unsupported,
+      .default_sramecc = sramecc ? FeatureState::On : FeatureState::Unsupported,
+      .wave_sizes = waves,
+      .default_wave_size = first_wave(waves),
+      .lds_bytes = lds,
+      .in_llvm22 = in_llvm22,
+  };
+}
+
+constexpr Processor generic(std::string_view name, std::uint32_t mach, std::uint8_t major, std::uint8_t minor,
+                            std::uint8_t stepping, XnackSupport xnack, bool sramecc, std::uint8_t waves,
+                            std::uint32_t lds, bool in_llvm22) {
+  Processor row = processor(name, mach, major, minor, stepping, "", 0, xnack, sramecc, waves, lds, in_llvm22);
+  row.is_generic = true;
+  return row;
+}
+
+using enum XnackSupport;
+
+constexpr Processor kProcessors[] = {
+#define COLOAD_PROCESSOR(...) processor(__VA_ARGS__),
+#define COLOAD_GENERIC(...) generic(__VA_ARGS__),
+#define COLOAD_ALIAS(alias, name)
 #include "target/processors.def"
 #undef COLOAD_PROCESSOR
+#undef COLOAD_GENERIC
+#undef COLOAD_ALIAS
 };
+
+struct Alias {
+  std::string_view alias, name;
+};
+constexpr Alias kAliases[] = {
+#define COLOAD_PROCESSOR(...)
+#define COLOAD_GENERIC(...)
+#define COLOAD_ALIAS(alias, name) Alias{alias, name},
+#include "target/processors.def"
+#undef COLOAD_PROCESSOR
+#undef COLOAD_GENERIC
+#undef COLOAD_ALIAS
+};
+
+const Processor* find_exact(std::string_view name) {
+  for (const Processor& row : kProcessors) {
+    if (row.name == name) return &row;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
-std::span<const ProcessorRow> processor_table() { return kProcessors; }
+std::span<const Processor> processors() { return kProcessors; }
 
-std::optional<std::string_view> processor_for_mach(std::uint32_t mach) {
-  for (const ProcessorRow& row : kProcessors) {
-    if (row.mach == mach) return row.name;
+const Processor* find_processor(std::string_view name) {
+  if (const Processor* row = find_exact(name)) return row;
+  for (const Alias& alias : kAliases) {
+    if (alias.alias == name) return find_exact(alias.name);
   }
-  return std::nullopt;
+  return nullptr;
 }
 
-}  // namespace coload::detail
+const Processor* find_processor_by_mach(std::uint32_t mach) {
+  for (const Processor& row : kProcessors) {
+    if (row.mach == mach) return &row;
+  }
+  return nullptr;
+}
+
+}  // namespace coload

@@ -1,4 +1,4 @@
-// coload: list and extract the code objects of AMD GPU fat binaries.
+// coload: list, extract and select the code objects of AMD GPU fat binaries.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -28,6 +28,19 @@ commands:
       file whose only one bundle holds the entry writes OUT; when several bundles
       hold it, each is written to OUT.N (N = bundle index) and the names printed.
 
+  select --device SPEC [--extended-isa-compat] [--lds BYTES] [--co-versions 4,5,6]
+         [--json] [-o OUT] [--max-decompressed-bytes N] FILE
+      For the device SPEC (a target ID: gfx942, gfx90a:sramecc+:xnack-; features
+      left out take the device defaults, xnack- and sramecc+), choose the entry
+      of each bundle to load: native first (an exact xnack/sramecc match before
+      "any"), then same-ISA equivalents (only with --extended-isa-compat or
+      COLOAD_EXTENDED_ISA_COMPAT), then the device's generic family, then an
+      allowlisted hotswap source. Prints every entry with its tier, verdict and
+      reason. --json: one document (docs/cli-json.md). -o writes the chosen
+      code object to OUT, or to OUT.N per bundle when several bundles have one.
+      Exit 1 when some bundle has no entry for the device. The COLOAD_*
+      variables apply (docs/environment.md).
+
 exit codes: 0 success, 1 input error (the message names file, bundle, field and
 offset), 2 usage error.
 )";
@@ -47,5 +60,6 @@ int main(int argc, char** argv) {
   }
   if (command == "ls") return coload::cli::run_ls(args);
   if (command == "extract") return coload::cli::run_extract(args);
+  if (command == "select") return coload::cli::run_select(args);
   return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
 }

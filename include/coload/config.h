@@ -1,0 +1,59 @@
+// coload/config.h: the options coload reads from the environment.
+//
+// Covers: the one place that reads COLOAD_* variables, once, into an immutable
+// Config that the rest of the library takes as a value. The core never calls
+// getenv. Every variable and value is in docs/environment.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coload/bundle.h"
+#include "coload/device.h"
+#include "coload/error.h"
+#include "coload/select.h"
+
+namespace coload {
+
+enum class LogLevel : std::uint8_t { Error, Warn, Info, Debug };
+std::string_view to_string(LogLevel level);
+
+struct Config {
+  /// COLOAD_UNBUNDLER=builtin|comgr
+  Unbundler unbundler = Unbundler::Builtin;
+  /// COLOAD_EXTENDED_ISA_COMPAT: comma-separated device processors, or `all`.
+  std::vector<std::string> extended_isa_compat;  ///< canonical names
+  bool extended_isa_compat_all = false;
+  /// COLOAD_HOTSWAP=0|1
+  bool hotswap = false;
+  /// COLOAD_LOG=error|warn|info|debug
+  LogLevel log_level = LogLevel::Warn;
+  /// COLOAD_MAX_DECOMPRESSED_BYTES: a byte count, with an optional K/M/G suffix (powers of 1024).
+  std::uint64_t max_decompressed_bytes = ReadOptions{}.max_decompressed_bytes;
+
+  /// Whether a device of `processor` opts into same-ISA equivalence.
+  bool extended_isa_compat_for(std::string_view processor) const;
+  /// Turns the device's extended_isa_compat on when this config lists its
+  /// processor (or says `all`); never turns it off.
+  void apply(Device& device) const;
+  ReadOptions read_options() const;
+  SelectOptions select_options() const;
+
+  /// Looks a variable up; nullopt when unset.
+  using Lookup = std::function<std::optional<std::string>(std::string_view name)>;
+  /// Builds a config from `lookup`. Unset or empty variables keep their
+  /// defaults; any other unknown value is an InvalidArgument error naming the
+  /// variable, the value and the accepted values.
+  static Expected<Config> from_variables(const Lookup& lookup);
+  /// from_variables over the process environment.
+  static Expected<Config> from_environment();
+};
+
+/// The process environment read once (on first call; thread-safe) and kept.
+const Expected<Config>& process_config();
+
+}  // namespace coload

@@ -1,0 +1,109 @@
+// coload/select.h: choosing, for one device, the entry of a bundle to load.
+//
+// Covers: ranking every entry of one bundle in tiers (native, opt-in
+// equivalent ISA, generic, hotswap), the report of why each entry was taken
+// or refused, and the error for a device nothing fits. Does not cover:
+// reading bundles (coload/bundle.h) or checking the chosen code object.
+//
+// Order (shared/reference/isa-matching.md section 4.4): native beats
+// equivalent beats generic; hotswap sources are considered only when none of
+// those fit. Inside a tier: more features matched exactly (On/Off equal to
+// the device) beats Any, then a higher generic version, then file order.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coload/bundle.h"
+#include "coload/device.h"
+#include "coload/error.h"
+#include "coload/target.h"
+
+namespace coload {
+
+enum class Tier : std::uint8_t { Native, Equivalent, Generic, Hotswap };
+std::string_view to_string(Tier tier);
+
+enum class Verdict : std::uint8_t {
+  Selected,    ///< the chosen entry
+  Compatible,  ///< fits the device, ranked lower
+  Rejected,    ///< does not fit; `reason` says why
+};
+std::string_view to_string(Verdict verdict);
+
+/// (source processor → device processor) pairs whose hotswap transpilation
+/// is validated. Identity pairs are refused: tier 1 already covers them.
+class HotswapAllowlist {
+ public:
+  struct Pair {
+    std::string source;  ///< canonical processor names
+    std::string device;
+    friend bool operator==(const Pair&, const Pair&) = default;
+  };
+  /// Errors: NotFound for an unknown processor, InvalidArgument for an
+  /// identity pair or a generic target.
+  Expected<void> add(std::string_view source, std::string_view device);
+  bool contains(std::string_view source, std::string_view device) const;
+  std::span<const Pair> pairs() const { return pairs_; }
+  bool empty() const { return pairs_.empty(); }
+
+ private:
+  std::vector<Pair> pairs_;
+};
+
+/// Who reads a plain bundle's table and picks: coload, or comgr's
+/// amd_comgr_lookup_code_object (the HIP_USE_RUNTIME_UNBUNDLER-style toggle).
+enum class Unbundler : std::uint8_t { Builtin, Comgr };
+std::string_view to_string(Unbundler unbundler);
+
+struct SelectOptions {
+  Unbundler unbundler = Unbundler::Builtin;
+  /// Hotswap tier on/off; with it off, allowlisted sources are only reported.
+  bool hotswap = false;
+  HotswapAllowlist hotswap_allowlist;
+};
+
+/// One entry as the selector judged it.
+struct Candidate {
+  std::size_t entry_index = 0;  ///< position in the bundle's entry table
+  std::string id;               ///< entry ID as stored
+  std::optional<Tier> tier;     ///< set when the entry fits
+  Verdict verdict = Verdict::Rejected;
+  std::string reason;
+  /// From the entry's ELF header, when it is an AMDGPU code object.
+  std::optional<CodeObjectTarget> code_object;
+  bool needs_jit = false;  ///< SPIR-V: fits only through a JIT compiler
+};
+
+/// The outcome for one device and one bundle: every entry, in entry order.
+struct Selection {
+  std::string device;  ///< the device's target ID
+  std::vector<Candidate> candidates;
+  std::optional<std::size_t> selected;  ///< index into candidates
+
+  const Candidate* chosen() const { return selected ? &candidates[*selected] : nullptr; }
+};
+
+/// Judges every entry. Never fails: problems with an entry (bad ID, not an
+/// AMDGPU ELF, an ELF header contradicting its ID) are reasons in the report.
+Selection select_entry(const Device& device, std::span<const BundleEntry> entries,
+                       const SelectOptions& options = {});
+
+/// Selects in a bundle with the unbundler `options` names. Builtin never
+/// fails. Comgr loads libamd_comgr.so.2 at run time and asks it for the
+/// device's ISA name and its generic; errors: Io when comgr cannot be loaded,
+/// UnsupportedMethod for what comgr 5.2.3 cannot read (compressed bundles,
+/// code object v5+ entries), and comgr's own failures with the function name.
+Expected<Selection> select_in_bundle(const Device& device, const Bundle& bundle,
+                                     const SelectOptions& options = {});
+
+/// The NotFound error for a selection without a choice: the device's target
+/// ID, the entries present and the nearest miss, e.g. "gfx90a:xnack+ present;
+/// device runs with xnack-".
+Error no_fit_error(const Device& device, const Selection& selection);
+
+}  // namespace coload

@@ -1,0 +1,216 @@
+// The one place coload reads the environment (docs/environment.md). Every
+// variable is parsed strictly: unset or empty keeps the default, anything
+// else must be one of the accepted values or it is an error naming the
+// variable, the value and what would have been accepted.
+#include "coload/config.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "common/bytes.h"
+
+namespace coload {
+namespace {
+
+constexpr std::string_view kUnbundler = "COLOAD_UNBUNDLER";
+constexpr std::string_view kExtendedIsaCompat = "COLOAD_EXTENDED_ISA_COMPAT";
+constexpr std::string_view kHotswap = "COLOAD_HOTSWAP";
+constexpr std::string_view kLog = "COLOAD_LOG";
+constexpr std::string_view kMaxDecompressedBytes = "COLOAD_MAX_DECOMPRESSED_BYTES";
+
+/// `COLOAD_LOG="verbose": not a log level; accepted: error, warn, info, debug`.
+Error bad_value(std::string_view variable, std::string_view value, std::string_view problem,
+                std::string_view accepted) {
+  std::string message(variable);
+  message += "=\"";
+  message += value;
+  message += "\": ";
+  message += problem;
+  message += "; accepted: ";
+  message += accepted;
+  return Error(ErrorKind::InvalidArgument, std::move(message));
+}
+
+/// The variable's value, or nullopt when it is unset or empty (the default applies).
+std::optional<std::string> non_empty(const Config::Lookup& lookup, std::string_view variable) {
+  std::optional<std::string> value = lookup(variable);
+  if (value && value->empty()) return std::nullopt;
+  return value;
+}
+
+Expected<Unbundler> parse_unbundler(std::string_view value) {
+  if (value == "builtin") return Unbundler::Builtin;
+  if (value == "comgr") return Unbundler::Comgr;
+  return bad_value(kUnbundler, value, "not an unbundler", "builtin, comgr");
+}
+
+Expected<bool> parse_hotswap(std::string_view value) {
+  if (value == "0") return false;
+  if (value == "1") return true;
+  return bad_value(kHotswap, value, "not a switch", "0, 1");
+}
+
+Expected<LogLevel> parse_log_level(std::string_view value) {
+  for (LogLevel level : {LogLevel::Error, LogLevel::Warn, LogLevel::Info, LogLevel::Debug}) {
+    if (value == to_string(level)) return level;
+  }
+  return bad_value(kLog, value, "not a log level", "error, warn, info, debug");
+}
+
+constexpr std::string_view kByteCountForms =
+    "a decimal byte count above 0, optionally followed by K, M or G (powers of 1024), e.g. 512M";
+
+Expected<std::uint64_t> parse_byte_count(std::string_view value) {
+  std::string_view digits = value;
+  std::uint64_t unit = 1;
+  switch (value.back()) {
+    case 'K': unit = std::uint64_t{1} << 10; break;
+    case 'M': unit = std::uint64_t{1} << 20; break;
+    case 'G': unit = std::uint64_t{1} << 30; break;
+    default: break;
+  }
+  if (unit != 1) digits.remove_suffix(1);
+  if (digits.empty()) return bad_value(kMaxDecompressedBytes, value, "no digits", kByteCountForms);
+  std::uint64_t count = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') {
+      return bad_value(kMaxDecompressedBytes, value, std::string("'") + c + "' is not a decimal digit or suffix",
+                       kByteCountForms);
+    }
+    auto scaled = detail::checked_mul(count, 10);
+    auto next = scaled ? detail::checked_add(*scaled, static_cast<std::uint64_t>(c - '0')) : std::nullopt;
+    if (!next) return bad_value(kMaxDecompressedBytes, value, "overflows 64 bits", kByteCountForms);
+    count = *next;
+  }
+  auto bytes = detail::checked_mul(count, unit);
+  if (!bytes) return bad_value(kMaxDecompressedBytes, value, "overflows 64 bits", kByteCountForms);
+  if (*bytes == 0) return bad_value(kMaxDecompressedBytes, value, "a cap of 0 bytes refuses every compressed bundle",
+                                    kByteCountForms);
+  return *bytes;
+}
+
+constexpr std::string_view kIsaCompatForms =
+    "`all`, or device processors separated by commas without spaces, e.g. gfx1031,gfx1011";
+
+/// Fills `config.extended_isa_compat` (canonical, unique, in the order given)
+/// or `extended_isa_compat_all`.
+Expected<void> parse_extended_isa_compat(std::string_view value, Config& config) {
+  if (value == "all") {
+    config.extended_isa_compat_all = true;
+    return {};
+  }
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  for (std::size_t index = 0;; ++index) {
+    std::size_t comma = value.find(',', start);
+    std::string_view item = value.substr(start, comma == std::string_view::npos ? value.npos : comma - start);
+    std::string where = "entry " + std::to_string(index);
+    if (item.empty()) return bad_value(kExtendedIsaCompat, value, where + " is empty", kIsaCompatForms);
+    if (item == "all") {
+      return bad_value(kExtendedIsaCompat, value, "`all` must stand alone", kIsaCompatForms);
+    }
+    if (item.find(':') != std::string_view::npos) {
+      return bad_value(kExtendedIsaCompat, value,
+                       where + " (\"" + std::string(item) + "\") is a target ID; name the processor only",
+                       kIsaCompatForms);
+    }
+    const Processor* processor = find_processor(item);
+    if (!processor) {
+      return bad_value(kExtendedIsaCompat, value,
+                       where + " (\"" + std::string(item) + "\") is not a known processor", kIsaCompatForms);
+    }
+    if (processor->is_generic) {
+      return bad_value(kExtendedIsaCompat, value,
+                       where + " (\"" + std::string(item) + "\") is a generic target, not a device processor",
+                       kIsaCompatForms);
+    }
+    std::string name(processor->name);
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  config.extended_isa_compat = std::move(names);
+  return {};
+}
+
+}  // namespace
+
+std::string_view to_string(LogLevel level) {
+  switch (level) {
+    case LogLevel::Error: return "error";
+    case LogLevel::Warn: return "warn";
+    case LogLevel::Info: return "info";
+    case LogLevel::Debug: return "debug";
+  }
+  return "unknown";
+}
+
+bool Config::extended_isa_compat_for(std::string_view processor) const {
+  if (extended_isa_compat_all) return true;
+  // Accept a full target ID ("gfx1031:xnack-") or an alias ("fiji").
+  processor = processor.substr(0, processor.find(':'));
+  if (const Processor* known = find_processor(processor)) processor = known->name;
+  return std::find(extended_isa_compat.begin(), extended_isa_compat.end(), processor) != extended_isa_compat.end();
+}
+
+void Config::apply(Device& device) const {
+  // Opt-in only: a device the caller already opted in stays in.
+  if (extended_isa_compat_for(device.target.processor_name())) device.extended_isa_compat = true;
+}
+
+ReadOptions Config::read_options() const {
+  ReadOptions options;
+  options.max_decompressed_bytes = max_decompressed_bytes;
+  return options;
+}
+
+SelectOptions Config::select_options() const {
+  SelectOptions options;
+  options.unbundler = unbundler;
+  options.hotswap = hotswap;
+  return options;  // the allowlist comes from the hotswap registry, not the environment
+}
+
+Expected<Config> Config::from_variables(const Lookup& lookup) {
+  Config config;
+  if (auto value = non_empty(lookup, kUnbundler)) {
+    auto parsed = parse_unbundler(*value);
+    if (!parsed) return std::move(parsed).error();
+    config.unbundler = *parsed;
+  }
+  if (auto value = non_empty(lookup, kExtendedIsaCompat)) {
+    if (auto parsed = parse_extended_isa_compat(*value, config); !parsed) return std::move(parsed).error();
+  }
+  if (auto value = non_empty(lookup, kHotswap)) {
+    auto parsed = parse_hotswap(*value);
+    if (!parsed) return std::move(parsed).error();
+    config.hotswap = *parsed;
+  }
+  if (auto value = non_empty(lookup, kLog)) {
+    auto parsed = parse_log_level(*value);
+    if (!parsed) return std::move(parsed).error();
+    config.log_level = *parsed;
+  }
+  if (auto value = non_empty(lookup, kMaxDecompressedBytes)) {
+    auto parsed = parse_byte_count(*value);
+    if (!parsed) return std::move(parsed).error();
+    config.max_decompressed_bytes = *parsed;
+  }
+  return config;
+}
+
+Expected<Config> Config::from_environment() {
+  return from_variables([](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());  // the library's only getenv
+    if (!value) return std::nullopt;
+    return std::string(value);
+  });
+}
+
+const Expected<Config>& process_config() {
+  static const Expected<Config> config = Config::from_environment();  // initialised once, thread-safe
+  return config;
+}
+
+}  // namespace coload

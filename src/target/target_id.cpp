@@ -1,0 +1,210 @@
+// Target IDs, bundle entry IDs and the xnack/sramecc rule
+// (shared/reference/isa-matching.md section 1, bundle-formats.md 1.3).
+#include <array>
+#include <vector>
+
+#include "coload/target.h"
+
+namespace coload {
+namespace {
+
+enum class Feature { Sramecc, Xnack };
+
+std::string_view feature_name(Feature feature) { return feature == Feature::Sramecc ? "sramecc" : "xnack"; }
+
+bool selectable(const Processor& processor, Feature feature) {
+  return feature == Feature::Sramecc ? processor.sramecc : processor.xnack == XnackSupport::OnOff;
+}
+
+FeatureState& state_of(TargetId& id, Feature feature) {
+  return feature == Feature::Sramecc ? id.sramecc : id.xnack;
+}
+FeatureState state_of(const TargetId& id, Feature feature) {
+  return feature == Feature::Sramecc ? id.sramecc : id.xnack;
+}
+
+constexpr std::array kFeatures = {Feature::Sramecc, Feature::Xnack};  // canonical order
+
+std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+// Splits `text` at the first `count` occurrences of `separator`.
+std::vector<std::string_view> split_first(std::string_view text, char separator, std::size_t count) {
+  std::vector<std::string_view> parts;
+  while (parts.size() < count) {
+    std::size_t at = text.find(separator);
+    if (at == std::string_view::npos) break;
+    parts.push_back(text.substr(0, at));
+    text.remove_prefix(at + 1);
+  }
+  parts.push_back(text);
+  return parts;
+}
+
+}  // namespace
+
+std::string_view to_string(FeatureState state) {
+  switch (state) {
+    case FeatureState::Unsupported: return "unsupported";
+    case FeatureState::Any: return "any";
+    case FeatureState::Off: return "off";
+    case FeatureState::On: return "on";
+  }
+  return "?";
+}
+
+std::string_view to_string(OffloadKind kind) {
+  switch (kind) {
+    case OffloadKind::Host: return "host";
+    case OffloadKind::Hip: return "hip";
+    case OffloadKind::HipV4: return "hipv4";
+    case OffloadKind::Hcc: return "hcc";
+    case OffloadKind::OpenMP: return "openmp";
+    case OffloadKind::Other: return "other";
+  }
+  return "?";
+}
+
+Expected<TargetId> TargetId::parse(std::string_view text) {
+  auto parts = split_first(text, ':', std::string_view::npos);
+  std::string_view name = parts.front();
+  if (name.empty()) return Error(ErrorKind::Malformed, "target ID " + quoted(text) + " names no processor");
+  const Processor* processor = find_processor(name);
+  if (!processor) {
+    return Error(ErrorKind::NotFound, "target ID " + quoted(text) + ": unknown processor " + quoted(name));
+  }
+  TargetId id{.processor = processor,
+              .sramecc = processor->sramecc ? FeatureState::Any : FeatureState::Unsupported,
+              .xnack = processor->xnack == XnackSupport::OnOff ? FeatureState::Any : FeatureState::Unsupported};
+  std::array<bool, kFeatures.size()> seen{};
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    std::string_view token = parts[i];
+    auto bad = [&](std::string why) {
+      return Error(ErrorKind::Malformed, "target ID " + quoted(text) + ": feature " + quoted(token) + " " + why);
+    };
+    if (token.size() < 2 || (token.back() != '+' && token.back() != '-')) {
+      return bad("is not `sramecc+`, `sramecc-`, `xnack+` or `xnack-`");
+    }
+    std::string_view feature_text = token.substr(0, token.size() - 1);
+    const Feature* feature = nullptr;
+    for (const Feature& candidate : kFeatures) {
+      if (feature_name(candidate) == feature_text) feature = &candidate;
+    }
+    if (!feature) return bad("is not `sramecc+`, `sramecc-`, `xnack+` or `xnack-`");
+    std::size_t slot = static_cast<std::size_t>(*feature);
+    if (seen[slot]) return bad("repeats " + std::string(feature_text));
+    seen[slot] = true;
+    if (*feature == Feature::Xnack && processor->xnack == XnackSupport::AlwaysOn) {
+      return bad("is not allowed: xnack is always on for " + std::string(processor->name) +
+                 " and is not part of its target ID");
+    }
+    if (!selectable(*processor, *feature)) {
+      return bad("is not allowed: " + std::string(processor->name) + " has no " + std::string(feature_text) +
+                 " mode");
+    }
+    state_of(id, *feature) = token.back() == '+' ? FeatureState::On : FeatureState::Off;
+  }
+  return id;
+}
+
+std::string TargetId::str() const {
+  std::string text(processor_name());
+  for (Feature feature : kFeatures) {
+    FeatureState state = state_of(*this, feature);
+    if (state != FeatureState::On && state != FeatureState::Off) continue;
+    // Always-on xnack is implied by the bare processor name.
+    if (feature == Feature::Xnack && state == FeatureState::On && processor &&
+        processor->xnack == XnackSupport::AlwaysOn) {
+      continue;
+    }
+    text += ':';
+    text += feature_name(feature);
+    text += state == FeatureState::On ? '+' : '-';
+  }
+  return text;
+}
+
+bool TargetId::is_concrete() const {
+  if (!processor) return false;
+  for (Feature feature : kFeatures) {
+    if (selectable(*processor, feature) && state_of(*this, feature) != FeatureState::On &&
+        state_of(*this, feature) != FeatureState::Off) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string feature_mismatch(const TargetId& code, const TargetId& device) {
+  std::string mismatch;
+  for (Feature feature : kFeatures) {
+    FeatureState wanted = state_of(code, feature);
+    if (wanted != FeatureState::On && wanted != FeatureState::Off) continue;
+    FeatureState has = state_of(device, feature);
+    bool always_on = feature == Feature::Xnack && device.processor &&
+                     device.processor->xnack == XnackSupport::AlwaysOn;
+    if (always_on) has = FeatureState::On;
+    if (has == wanted) continue;
+    std::string name(feature_name(feature));
+    if (!mismatch.empty()) mismatch += ", ";
+    if (always_on) {
+      mismatch += "device runs with " + name + " always on";
+    } else if (has == FeatureState::Unsupported) {
+      mismatch += "device has no " + name + " mode";
+    } else if (has == FeatureState::Any) {
+      mismatch += "device's " + name + " mode is unspecified";
+    } else {
+      mismatch += "device runs with " + name + (has == FeatureState::On ? "+" : "-");
+    }
+  }
+  return mismatch;
+}
+
+bool EntryId::is_amdhsa() const {
+  return arch == "amdgcn" && vendor == "amd" && os == "amdhsa" && (environment.empty() || environment == "unknown");
+}
+
+Expected<EntryId> EntryId::parse(std::string_view text) {
+  EntryId id;
+  id.text = std::string(text);
+  auto fail = [&](std::string why) {
+    return Error(ErrorKind::Malformed, "bundle entry ID " + quoted(text) + " " + why);
+  };
+  auto parts = split_first(text, '-', 5);
+  id.kind_text = std::string(parts[0]);
+  if (id.kind_text == "host") id.kind = OffloadKind::Host;
+  else if (id.kind_text == "hip") id.kind = OffloadKind::Hip;
+  else if (id.kind_text == "hipv4") id.kind = OffloadKind::HipV4;
+  else if (id.kind_text == "hcc") id.kind = OffloadKind::Hcc;
+  else if (id.kind_text == "openmp") id.kind = OffloadKind::OpenMP;
+  if (parts.size() < 2 || id.kind_text.empty()) return fail("has no `<kind>-` prefix");
+  std::string* fields[] = {&id.arch, &id.vendor, &id.os, &id.environment, &id.target_text};
+  for (std::size_t i = 1; i < parts.size(); ++i) *fields[i - 1] = std::string(parts[i]);
+  // Host triples come in 3 and 4 parts (clang-14 wrote `host-x86_64-unknown-linux`).
+  if (id.kind == OffloadKind::Host) return id;
+  if (parts.size() < 6) {
+    return fail("has " + std::to_string(parts.size() - 1) +
+                " dashes; a device entry is `<kind>-<arch>-<vendor>-<os>-<environment>-<target>`");
+  }
+  if (id.arch == "spirv64" && id.vendor == "amd" && id.os == "amdhsa") {
+    if (id.target_text == "amdgcnspirv") {
+      id.is_spirv = true;
+    } else if (id.target_text.starts_with("amdgcnspirv:")) {
+      return fail("puts features on amdgcnspirv, which has none");
+    }
+    return id;
+  }
+  if (!id.is_amdhsa()) return id;
+  if (id.target_text.empty()) return fail("names no processor after its triple");
+  auto target = TargetId::parse(id.target_text);
+  if (!target) return std::move(target).error().with_context("bundle entry ID " + quoted(text));
+  id.target = *target;
+  return id;
+}
+
+std::string EntryId::canonical() const {
+  if (kind == OffloadKind::Host) return text;
+  std::string env = is_amdhsa() ? std::string() : environment;
+  return kind_text + "-" + arch + "-" + vendor + "-" + os + "-" + env + "-" + (target ? target->str() : target_text);
+}
+
+}  // namespace coload

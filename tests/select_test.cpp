@@ -1,0 +1,293 @@
+// The selector's rules on hand-built entries (ELF headers only, which is all
+// the selector reads). The toolchain-built matrix is select_matrix_test.cpp.
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "coload/select.h"
+#include "support/elf_writer.h"
+#include "test_util.h"
+
+namespace coload {
+namespace {
+
+using namespace coload::testing;
+
+constexpr std::uint32_t kGfx90a = 0x3f, kGfx906 = 0x2f, kGfx900 = 0x2c, kGfx942 = 0x4c, kGfx1030 = 0x36,
+                        kGfx1031 = 0x37, kGfx1250 = 0x49, kGfx9Generic = 0x51, kGfx12Generic = 0x59,
+                        kGfx10_3Generic = 0x53;
+
+// Entries whose bytes live as long as the builder.
+class Entries {
+ public:
+  Entries& add(std::string id, std::vector<std::byte> bytes) {
+    storage_.push_back(std::move(bytes));
+    entries_.push_back(BundleEntry{.id = ids_.emplace_back(std::move(id)), .bytes = storage_.back()});
+    entries_.back().size = storage_.back().size();
+    entries_.back().is_host = entries_.back().id.starts_with("host-");
+    return *this;
+  }
+  Entries& code(std::string target, std::uint32_t flags, std::uint8_t abi = kAbiV6) {
+    return add("hipv4-amdgcn-amd-amdhsa--" + target, amdgpu_elf_header(flags, abi));
+  }
+  std::span<const BundleEntry> get() const { return entries_; }
+
+ private:
+  std::deque<std::string> ids_;
+  std::deque<std::vector<std::byte>> storage_;
+  std::vector<BundleEntry> entries_;
+};
+
+Device device(std::string_view spec, DeviceOverrides overrides = {}) {
+  auto result = device_from_spec(spec, overrides);
+  EXPECT_TRUE(Succeeds(result)) << spec;
+  return *result;
+}
+
+std::string chosen_id(const Selection& selection) {
+  return selection.chosen() ? selection.chosen()->id : "none";
+}
+
+TEST(Select, ExactFeatureMatchBeatsAnyWhateverTheOrder) {
+  Entries entries;
+  entries.add("host-x86_64-unknown-linux-gnu-", {})
+      .code("gfx90a", kGfx90a | kXnackAny | kSrameccAny)
+      .code("gfx90a:xnack-", kGfx90a | kXnackOff | kSrameccAny)
+      .code("gfx90a:xnack+", kGfx90a | kXnackOn | kSrameccAny);
+  Selection off = select_entry(device("gfx90a:xnack-"), entries.get());
+  EXPECT_EQ(chosen_id(off), "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-");
+  EXPECT_EQ(off.chosen()->tier, Tier::Native);
+  EXPECT_EQ(off.candidates[0].verdict, Verdict::Rejected);
+  EXPECT_EQ(off.candidates[0].reason, "host entry");
+  EXPECT_EQ(off.candidates[1].verdict, Verdict::Compatible);
+  EXPECT_EQ(off.candidates[1].tier, Tier::Native);
+  EXPECT_EQ(off.candidates[3].verdict, Verdict::Rejected);
+  EXPECT_EQ(off.candidates[3].reason, "device runs with xnack-");
+  Selection on = select_entry(device("gfx90a:xnack+"), entries.get());
+  EXPECT_EQ(chosen_id(on), "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+");
+}
+
+TEST(Select, AnyIsTakenWhenNothingExactFitsAndTiesGoToFileOrder) {
+  Entries entries;
+  entries.code("gfx90a:xnack+", kGfx90a | kXnackOn | kSrameccAny)
+      .code("gfx90a", kGfx90a | kXnackAny | kSrameccAny)
+      .add("hip-amdgcn-amd-amdhsa--gfx90a", amdgpu_elf_header(kGfx90a | kXnackAny | kSrameccAny));
+  Selection selection = select_entry(device("gfx90a:sramecc+:xnack-"), entries.get());
+  EXPECT_EQ(selection.selected, 1u);
+  EXPECT_EQ(selection.candidates[2].verdict, Verdict::Compatible);
+  EXPECT_NE(selection.candidates[2].reason.find("ranked below entry 1"), std::string::npos);
+}
+
+TEST(Select, SrameccMustMatchTheDevice) {
+  Entries entries;
+  entries.code("gfx90a:sramecc+:xnack-", kGfx90a | kXnackOff | kSrameccOn);
+  EXPECT_EQ(chosen_id(select_entry(device("gfx90a:sramecc+:xnack-"), entries.get())),
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
+  Selection off = select_entry(device("gfx90a:sramecc-:xnack-"), entries.get());
+  EXPECT_FALSE(off.selected);
+  EXPECT_EQ(off.candidates[0].reason, "device runs with sramecc-");
+}
+
+TEST(Select, NativeBeatsGenericAndGenericIsTheFallback) {
+  Entries both;
+  both.code("gfx9-generic", kGfx9Generic | kXnackAny | generic_version(1))
+      .code("gfx906", kGfx906 | kXnackAny | kSrameccAny);
+  Selection native = select_entry(device("gfx906"), both.get());
+  EXPECT_EQ(native.selected, 1u);
+  EXPECT_EQ(native.candidates[0].tier, Tier::Generic);
+  EXPECT_EQ(native.candidates[0].verdict, Verdict::Compatible);
+  Selection generic = select_entry(device("gfx900"), both.get());
+  EXPECT_EQ(generic.selected, 0u);
+  EXPECT_EQ(generic.chosen()->tier, Tier::Generic);
+}
+
+TEST(Select, GenericNeedsV6AVersionAndTheDevicesOwnFamily) {
+  Entries entries;
+  entries.code("gfx9-generic", kGfx9Generic | kXnackAny, kAbiV5)
+      .code("gfx9-generic", kGfx9Generic | kXnackAny | generic_version(0))
+      .code("gfx12-generic", kGfx12Generic | generic_version(1));
+  Selection gfx906 = select_entry(device("gfx906"), entries.get(), {});
+  EXPECT_FALSE(gfx906.selected);
+  EXPECT_EQ(gfx906.candidates[0].reason, "a generic code object needs v6, this one is v5");
+  EXPECT_EQ(gfx906.candidates[1].reason, "generic version 0 is below 1, the first to support gfx906");
+  // Family by name: gfx1250 (12.5) is not a gfx12-generic member although 12.5 > 12.0.
+  Selection gfx1250 = select_entry(device("gfx1250"), entries.get());
+  EXPECT_FALSE(gfx1250.selected);
+  EXPECT_EQ(gfx1250.candidates[2].reason,
+            "generic target gfx12-generic does not cover gfx1250 (its family is gfx12-5-generic)");
+  Selection gfx90a = select_entry(device("gfx90a"), entries.get());
+  EXPECT_EQ(gfx90a.candidates[0].reason, "generic target gfx9-generic does not cover gfx90a (it has no generic family)");
+}
+
+TEST(Select, GenericFeaturesFollowTheSameRule) {
+  Entries entries;
+  entries.code("gfx9-generic:xnack+", kGfx9Generic | kXnackOn | generic_version(1));
+  EXPECT_FALSE(select_entry(device("gfx906:xnack-"), entries.get()).selected);
+  EXPECT_EQ(select_entry(device("gfx906:xnack+"), entries.get()).selected, 0u);
+}
+
+TEST(Select, CodeObjectVersionMustBeOneTheRuntimeLoads) {
+  Entries entries;
+  entries.code("gfx90a", kGfx90a | kXnackAny | kSrameccAny, kAbiV6)
+      .code("gfx90a", kGfx90a, kAbiV3);
+  Selection selection = select_entry(device("gfx90a", {.code_object_versions = std::vector<unsigned>{4, 5}}),
+                                     entries.get());
+  EXPECT_FALSE(selection.selected);
+  EXPECT_EQ(selection.candidates[0].reason, "code object version 6; the runtime loads versions 4, 5");
+  EXPECT_EQ(selection.candidates[1].reason, "code object version 3; the runtime loads versions 4, 5");
+}
+
+TEST(Select, EquivalentIsaOnlyWhenTheDeviceOptsIn) {
+  Entries entries;
+  entries.code("gfx1030", kGfx1030, kAbiV5);
+  Selection off = select_entry(device("gfx1031"), entries.get());
+  EXPECT_FALSE(off.selected);
+  EXPECT_EQ(off.candidates[0].reason, "runs on gfx1031 only with extended ISA compatibility, which is off for this device");
+  Selection on = select_entry(device("gfx1031", {.extended_isa_compat = true}), entries.get());
+  ASSERT_TRUE(on.selected);
+  EXPECT_EQ(on.chosen()->tier, Tier::Equivalent);
+  // Native still wins when present, even listed second.
+  entries.code("gfx1031", kGfx1031, kAbiV5);
+  Selection both = select_entry(device("gfx1031", {.extended_isa_compat = true}), entries.get());
+  EXPECT_EQ(both.selected, 1u);
+  EXPECT_EQ(both.candidates[0].verdict, Verdict::Compatible);
+}
+
+TEST(Select, EquivalenceGroupsAreTheDebianOnes) {
+  auto takes = [](std::string_view device_spec, std::uint32_t mach, const char* name) {
+    Entries entries;
+    entries.code(name, mach | kXnackAny, kAbiV5);
+    return select_entry(device(device_spec, {.extended_isa_compat = true}), entries.get()).selected.has_value();
+  };
+  EXPECT_TRUE(takes("gfx906", kGfx900, "gfx900"));   // gfx906 receives gfx900 code
+  EXPECT_FALSE(takes("gfx900", kGfx906, "gfx906"));  // but does not give
+  EXPECT_FALSE(takes("gfx904", kGfx900, "gfx900"));  // gfx904 is in no group
+  EXPECT_TRUE(takes("gfx1013", 0x33, "gfx1010"));
+  EXPECT_FALSE(takes("gfx1010", 0x34, "gfx1011"));
+  EXPECT_TRUE(takes("gfx1036", kGfx1031, "gfx1031"));
+  EXPECT_FALSE(takes("gfx1100", kGfx1030, "gfx1030"));
+}
+
+TEST(Select, HotswapOnlyWhenNothingNativeOrGenericFits) {
+  SelectOptions options{.hotswap = true};
+  ASSERT_TRUE(Succeeds(options.hotswap_allowlist.add("gfx1250", "gfx942")));
+  Entries both;
+  both.code("gfx1250", kGfx1250 | kXnackOn).code("gfx942", kGfx942 | kXnackAny | kSrameccAny);
+  Selection native = select_entry(device("gfx942"), both.get(), options);
+  EXPECT_EQ(native.selected, 1u);  // the seeds/000 bug: the allowlisted source must not win
+  EXPECT_EQ(native.candidates[0].tier, Tier::Hotswap);
+  EXPECT_EQ(native.candidates[0].verdict, Verdict::Compatible);
+  EXPECT_NE(native.candidates[0].reason.find("not used: a native entry fits"), std::string::npos);
+
+  Entries source_only;
+  source_only.code("gfx1250", kGfx1250 | kXnackOn);
+  Selection hotswap = select_entry(device("gfx942"), source_only.get(), options);
+  ASSERT_TRUE(hotswap.selected);
+  EXPECT_EQ(hotswap.chosen()->tier, Tier::Hotswap);
+
+  options.hotswap = false;
+  Selection disabled = select_entry(device("gfx942"), source_only.get(), options);
+  EXPECT_FALSE(disabled.selected);
+  EXPECT_EQ(disabled.candidates[0].reason, "allowlisted hotswap source, but hotswap is off");
+  // Not allowlisted in this direction.
+  options.hotswap = true;
+  Entries reverse;
+  reverse.code("gfx942", kGfx942 | kXnackAny | kSrameccAny);
+  EXPECT_FALSE(select_entry(device("gfx1250"), reverse.get(), options).selected);
+}
+
+TEST(Select, HotswapAllowlistRefusesIdentityGenericAndUnknownPairs) {
+  HotswapAllowlist allowlist;
+  EXPECT_TRUE(testing::FailsWith(allowlist.add("gfx1250", "gfx1250"), ErrorKind::InvalidArgument));
+  EXPECT_TRUE(testing::FailsWith(allowlist.add("gfx12-5-generic", "gfx942"), ErrorKind::InvalidArgument));
+  EXPECT_TRUE(testing::FailsWith(allowlist.add("gfx9999", "gfx942"), ErrorKind::NotFound));
+  EXPECT_TRUE(allowlist.empty());
+  ASSERT_TRUE(Succeeds(allowlist.add("gfx1250", "gfx950")));
+  ASSERT_TRUE(Succeeds(allowlist.add("gfx1250", "gfx950")));
+  EXPECT_EQ(allowlist.pairs().size(), 1u);
+  EXPECT_TRUE(allowlist.contains("gfx1250", "gfx950"));
+  EXPECT_FALSE(allowlist.contains("gfx950", "gfx1250"));
+}
+
+TEST(Select, SpirvIsReportedAsNeedingJitAndNeverChosen) {
+  Entries entries;
+  entries.add("hip-spirv64-amd-amdhsa--amdgcnspirv", {std::byte{0x03}, std::byte{0x02}, std::byte{0x23}, std::byte{0x07}});
+  Selection selection = select_entry(device("gfx90a"), entries.get());
+  EXPECT_FALSE(selection.selected);
+  EXPECT_TRUE(selection.candidates[0].needs_jit);
+  EXPECT_FALSE(selection.candidates[0].tier);
+  Error error = no_fit_error(device("gfx90a"), selection);
+  EXPECT_NE(error.message().find("nearest miss: hip-spirv64-amd-amdhsa--amdgcnspirv present; SPIR-V"),
+            std::string::npos)
+      << error.message();
+}
+
+TEST(Select, EntriesThatCannotLoadAreRejectedWithTheirReason) {
+  Entries entries;
+  entries.add("openmp-amdgcn-amd-amdhsa--gfx90a", amdgpu_elf_header(kGfx90a, kAbiV5))
+      .add("hipv4-amdgcn-amd-amdhsa-gnu-gfx90a", amdgpu_elf_header(kGfx90a, kAbiV5))
+      .add("hipv4-amdgcn-amd-amdhsa--gfx90a", {})
+      .add("hipv4-amdgcn-amd-amdhsa--gfx90a", {std::byte{'B'}, std::byte{'C'}, std::byte{0xc0}, std::byte{0xde}})
+      .add("hip-amdgcn-amd-amdhsa--", amdgpu_elf_header(kGfx90a, kAbiV5))
+      .add("cuda-nvptx64-nvidia-cuda--sm_80", {std::byte{1}})
+      .add("hipv4-amdgcn-amd-amdhsa--gfx90a", amdgpu_elf_header(0x30, kAbiV5));  // ELF says gfx908
+  Selection selection = select_entry(device("gfx90a"), entries.get());
+  EXPECT_FALSE(selection.selected);
+  auto reason = [&](std::size_t i) { return selection.candidates[i].reason; };
+  EXPECT_EQ(reason(0), "OpenMP offload entry; HIP runtimes load hip, hipv4 and hcc entries");
+  EXPECT_EQ(reason(1), "triple amdgcn-amd-amdhsa-gnu is not amdgcn-amd-amdhsa");
+  EXPECT_EQ(reason(2), "empty entry");
+  EXPECT_NE(reason(3).find("not a loadable AMDGPU code object: code object ELF header: needs 64 bytes"),
+            std::string::npos)
+      << reason(3);
+  EXPECT_NE(reason(4).find("names no processor"), std::string::npos) << reason(4);
+  EXPECT_EQ(reason(5), "offload kind 'cuda' is not hip, hipv4 or hcc");
+  EXPECT_EQ(reason(6), "entry ID names gfx90a but its ELF header says gfx908; neither is trusted");
+  for (const Candidate& candidate : selection.candidates) EXPECT_EQ(candidate.verdict, Verdict::Rejected);
+}
+
+TEST(Select, ElfHeaderFeaturesWinOverTheEntryIdAndTheDisagreementIsReported) {
+  Entries entries;
+  entries.code("gfx90a", kGfx90a | kXnackOn | kSrameccAny, kAbiV5);  // ID says any, ELF says xnack+
+  Selection off = select_entry(device("gfx90a:xnack-"), entries.get());
+  EXPECT_FALSE(off.selected);
+  EXPECT_EQ(off.candidates[0].reason,
+            "device runs with xnack-; entry ID says gfx90a, ELF header says gfx90a:xnack+, judged by the ELF header");
+  Selection on = select_entry(device("gfx90a:xnack+"), entries.get());
+  EXPECT_EQ(on.selected, 0u);
+  EXPECT_NE(on.chosen()->reason.find("judged by the ELF header"), std::string::npos);
+}
+
+TEST(Select, NoFitErrorNamesTheDeviceTheEntriesAndTheNearestMiss) {
+  Entries entries;
+  entries.add("host-x86_64-unknown-linux-gnu-", {})
+      .code("gfx1030", kGfx1030, kAbiV5)
+      .code("gfx90a:xnack+", kGfx90a | kXnackOn | kSrameccAny, kAbiV5);
+  Device mi200 = device("gfx90a:sramecc+:xnack-");
+  Selection selection = select_entry(mi200, entries.get());
+  ASSERT_FALSE(selection.selected);
+  Error error = no_fit_error(mi200, selection);
+  EXPECT_EQ(error.kind(), ErrorKind::NotFound);
+  EXPECT_EQ(error.message(),
+            "no code object fits device gfx90a:sramecc+:xnack-; entries present: "
+            "hipv4-amdgcn-amd-amdhsa--gfx1030, hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+; "
+            "nearest miss: gfx90a:xnack+ present; device runs with xnack-");
+  Selection navi = select_entry(device("gfx1031"), entries.get());
+  EXPECT_NE(no_fit_error(device("gfx1031"), navi)
+                .message()
+                .find("nearest miss: gfx1030 present; runs on gfx1031 only with extended ISA compatibility"),
+            std::string::npos);
+  Entries nothing;
+  EXPECT_EQ(no_fit_error(mi200, select_entry(mi200, nothing.get())).message(),
+            "no code object fits device gfx90a:sramecc+:xnack-; entries present: none");
+}
+
+TEST(Select, GenericVersionBreaksTiesInsideTheGenericTier) {
+  Entries entries;
+  entries.code("gfx10-3-generic", kGfx10_3Generic | generic_version(1))
+      .code("gfx10-3-generic", kGfx10_3Generic | generic_version(2));
+  EXPECT_EQ(select_entry(device("gfx1035"), entries.get()).selected, 1u);
+}
+
+}  // namespace
+}  // namespace coload
