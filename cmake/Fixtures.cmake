@@ -5,6 +5,8 @@
 #                         namespace coload::testing; include "support/bundle_writer.h"
 #                         (or "bundle_writer.h")
 #   make_ccob             tests/support/make_ccob.cpp, wraps a plain bundle into a CCOB
+#   coload_elf_writer     static library (tests/support/elf_writer.{h,cpp}), from
+#                         cmake/ElfWriter.cmake; the fuzz targets link it too
 #   coload_fixtures       custom target (ALL) running tests/fixtures/build_fixtures.sh
 #                         at build time into ${COLOAD_FIXTURE_DIR}
 #   COLOAD_FIXTURE_DIR    ${CMAKE_BINARY_DIR}/fixtures (normal and cache variable)
@@ -26,6 +28,8 @@ target_link_libraries(coload_bundle_writer PRIVATE coload_llvm PkgConfig::ZSTD Z
 
 add_executable(make_ccob ${COLOAD_TEST_SUPPORT_DIR}/make_ccob.cpp)
 target_link_libraries(make_ccob PRIVATE coload_bundle_writer)
+
+include(ElfWriter)
 
 set(COLOAD_FIXTURE_DIR ${CMAKE_BINARY_DIR}/fixtures)
 set(COLOAD_FIXTURE_DIR ${COLOAD_FIXTURE_DIR} CACHE INTERNAL "Toolchain-built test fixtures")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the coload CLI against the toolchain-built fixtures:
 # extraction byte-identical to clang-offload-bundler-22 --unbundle, valid JSON
-# from `ls --json` and `select --json`, selection and the documented exit codes.
+# from `ls --json`, `select --json` and `check --json`, selection, checks and the
+# documented exit codes.
 set -uo pipefail
 coload=$1
 fixtures=$2
@@ -107,13 +108,75 @@ expect_exit_env 1 "gfx1031 without opt-in" COLOAD_EXTENDED_ISA_COMPAT= "$coload"
 expect_exit_env 2 "unknown COLOAD_LOG value" COLOAD_LOG=loud "$coload" select --device gfx90a "$fixtures/$features"
 expect_exit_env 2 "unknown COLOAD_UNBUNDLER value" COLOAD_UNBUNDLER=both "$coload" select --device gfx90a "$fixtures/$features"
 
-# Exit codes: 1 for input errors, 2 for usage errors.
+# `check`: kernels, problems and violations of a code object, alone or as selected.
+"$coload" check --json --device gfx942 "$fixtures/check/lds_heavy-gfx950.co" > "$work/heavy.json"
+check "check exits 1 for a gfx950 LDS object on gfx942" test $? -eq 1
+check "check --json names the LDS overflow and the processor it fits (seeds/002)" python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["device"] == "gfx942:sramecc+:xnack-" and doc["ok"] is False, doc
+[co] = doc["code_objects"]
+assert co["bundle"] is None and co["error"] is None and co["code_object"]["target"] == "gfx950", co
+[k] = co["code_object"]["kernels"]
+assert k["name"] == "gemm_128x128" and k["group_segment_size"] == 98304 and k["wavefront_size"] == 64, k
+assert [v["field"] for v in co["violations"]] == ["target", "group_segment_fixed_size"], co["violations"]
+lds = co["violations"][1]
+assert lds["kind"] == "limit_exceeded" and lds["value"] == 98304 and lds["limit"] == 65536, lds
+assert lds["message"] == "kernel \"gemm_128x128\": group_segment_fixed_size 98304 exceeds the 65536-byte LDS of gfx942 (built for gfx950?)", lds
+' "$work/heavy.json"
+"$coload" check --device gfx942 "$fixtures/check/lds_heavy-gfx950.co" > "$work/heavy.txt"
+check "check text prints the violation" grep -qF 'violation: kernel "gemm_128x128": group_segment_fixed_size 98304 exceeds the 65536-byte LDS of gfx942 (built for gfx950?)' "$work/heavy.txt"
+"$coload" check --json "$fixtures/check/kernel_args-cov5.co" > "$work/args.json"
+check "check without a device reads the object alone" python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["device"] is None and doc["ok"] is True, doc
+[co] = doc["code_objects"]
+[k] = co["code_object"]["kernels"]
+assert (k["name"], k["explicit_size"], k["hidden_offset"]) == ("many_args", 104, 104), k
+assert co["violations"] == [] and co["code_object"]["problems"] == []
+' "$work/args.json"
+"$coload" check --json --device gfx942 "$fixtures/check/kernel_args.hipfb" > "$work/args_fat.json"
+check "check of a fat binary checks the selected entry" python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+[co] = doc["code_objects"]
+assert doc["ok"] is True and co["bundle"] == 0 and co["tier"] == "native", co
+assert co["id"] == "hipv4-amdgcn-amd-amdhsa--gfx942" and co["code_object"]["target"] == "gfx942", co
+' "$work/args_fat.json"
+"$coload" check --json --device gfx90a:xnack- "$fixtures/host/libkernels_mixed.so" > "$work/check_mixed.json"
+check "check exits 1 when a bundle has nothing for the device" test $? -eq 1
+check "check reports the bundles without a fit" python3 -c '
+import json, sys
+cos = json.load(open(sys.argv[1]))["code_objects"]
+assert [c["error"] is None for c in cos] == [True, False, False], cos
+assert cos[0]["ok"] and cos[2]["error"].endswith("device runs with xnack-"), cos[2]
+' "$work/check_mixed.json"
+# Every toolchain-built code object reads without a problem.
+while IFS=$'\t' read -r fixture kind _; do
+  [[ -z "$fixture" || "$fixture" == \#* || "$kind" != code_object ]] && continue
+  if "$coload" check "$fixtures/$fixture" > "$work/co.txt" 2>&1; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL: check $fixture:"; cat "$work/co.txt"
+  fi
+done < "$fixtures/fixtures.tsv"
 expect_exit() {  # expect_exit CODE NAME COMMAND...
   local code=$1 name=$2; shift 2
   "$@" >/dev/null 2>&1
   local got=$?
   if [ "$got" -eq "$code" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name: exit $got, expected $code"; fi
 }
+expect_exit 0 "check a gfx950 object on gfx950" "$coload" check --device gfx950 "$fixtures/check/lds_heavy-gfx950.co"
+expect_exit 1 "check with --lds below the static LDS" "$coload" check --device gfx950 --lds 65536 "$fixtures/check/lds_heavy-gfx950.co"
+expect_exit 1 "check v6 on a runtime that stops at v5" "$coload" check --device gfx90a --co-versions 4,5 "$fixtures/check/kernel_args-cov6.co"
+expect_exit 0 "check v4 on a runtime that stops at v5" "$coload" check --device gfx90a --co-versions 4,5 "$fixtures/check/kernel_args-cov4.co"
+expect_exit 2 "check of a fat binary without --device" "$coload" check "$fixtures/check/kernel_args.hipfb"
+expect_exit 2 "check --lds without --device" "$coload" check --lds 65536 "$fixtures/check/lds_heavy-gfx950.co"
+expect_exit 2 "check without FILE" "$coload" check --device gfx942
+expect_exit 1 "check of a missing file" "$coload" check /nonexistent/file.co
+
+# Exit codes: 1 for input errors, 2 for usage errors.
 expect_exit 1 "ls of a missing file" "$coload" ls /nonexistent/file.so
 expect_exit 1 "ls of a non-fat-binary" "$coload" ls /bin/sh
 expect_exit 2 "no command" "$coload"

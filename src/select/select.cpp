@@ -4,54 +4,10 @@
 #include <tuple>
 
 #include "coload/select.h"
+#include "select/target_rules.h"
 
 namespace coload {
 namespace {
-
-// The same-ISA groups of the Debian/Solus patches (isa-matching.md section 5):
-// code built for `code` runs on these devices. gfx904 is in no group; gfx906
-// only receives; gfx1011-1013 code is not accepted on gfx1010.
-struct Equivalence {
-  std::initializer_list<std::string_view> code;
-  std::initializer_list<std::string_view> devices;
-};
-const Equivalence kEquivalences[] = {
-    {{"gfx900", "gfx902", "gfx909", "gfx90c"}, {"gfx900", "gfx902", "gfx906", "gfx909", "gfx90c"}},
-    {{"gfx1010"}, {"gfx1010", "gfx1011", "gfx1012", "gfx1013"}},
-    {{"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"},
-     {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"}},
-};
-
-bool contains(std::initializer_list<std::string_view> list, std::string_view name) {
-  return std::find(list.begin(), list.end(), name) != list.end();
-}
-
-bool runs_equivalently(std::string_view code, std::string_view device) {
-  for (const Equivalence& group : kEquivalences) {
-    if (contains(group.code, code) && contains(group.devices, device)) return true;
-  }
-  return false;
-}
-
-std::string list_versions(const std::vector<unsigned>& versions) {
-  std::string text;
-  for (unsigned version : versions) text += (text.empty() ? "versions " : ", ") + std::to_string(version);
-  return text;
-}
-
-// Features the code pins to the device's mode (On/Off); Any pins nothing.
-int exact_features(const TargetId& code) {
-  int count = 0;
-  for (FeatureState state : {code.sramecc, code.xnack}) count += state == FeatureState::On || state == FeatureState::Off;
-  return count;
-}
-
-std::string feature_summary(const TargetId& code) {
-  int exact = exact_features(code);
-  if (exact > 0) return "features match exactly (" + code.str() + ")";
-  if (code.xnack == FeatureState::Any || code.sramecc == FeatureState::Any) return "runs in any feature mode";
-  return "no feature modes";
-}
 
 // What an entry is, before it is compared with the device: its code object's
 // target, or the reason it can never be loaded.
@@ -122,64 +78,17 @@ Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t i
 void place(const Device& device, const SelectOptions& options, Judged& judged) {
   Candidate& candidate = judged.candidate;
   if (!candidate.code_object) return;
-  const CodeObjectTarget& code = *candidate.code_object;
-  const Processor& mine = *device.target.processor;
-  const Processor& theirs = *code.target.processor;
-  auto reject = [&](std::string reason) { candidate.reason = std::move(reason) + judged.id_note; };
-  auto fit = [&](Tier tier, std::string reason) {
-    candidate.tier = tier;
-    candidate.verdict = Verdict::Compatible;
-    candidate.reason = std::move(reason) + judged.id_note;
-  };
-
-  if (!device.accepts_code_object_version(code.code_object_version)) {
-    return reject("code object version " + std::to_string(code.code_object_version) + "; the runtime loads " +
-                  list_versions(device.code_object_versions));
-  }
-  std::string mismatch = feature_mismatch(code.target, device.target);
-  if (&theirs == &mine) {
-    if (!mismatch.empty()) return reject(mismatch);
-    return fit(Tier::Native, "native: " + feature_summary(code.target));
-  }
-  if (theirs.is_generic) {
-    if (theirs.name != mine.generic_family) {
-      return reject("generic target " + std::string(theirs.name) + " does not cover " +
-                    std::string(mine.name) +
-                    (mine.generic_family.empty() ? " (it has no generic family)"
-                                                 : " (its family is " + std::string(mine.generic_family) + ")"));
-    }
-    if (code.code_object_version < 6) {
-      return reject("a generic code object needs v6, this one is v" +
-                    std::to_string(code.code_object_version));
-    }
-    if (code.generic_version < mine.min_generic_version) {
-      return reject("generic version " + std::to_string(code.generic_version) + " is below " +
-                    std::to_string(mine.min_generic_version) + ", the first to support " + std::string(mine.name));
-    }
-    if (!mismatch.empty()) return reject(mismatch);
-    return fit(Tier::Generic, "generic " + std::string(theirs.name) + " v" + std::to_string(code.generic_version) +
-                                  ": " + feature_summary(code.target));
-  }
-  if (runs_equivalently(theirs.name, mine.name)) {
-    if (!device.extended_isa_compat) {
-      return reject("runs on " + std::string(mine.name) +
-                    " only with extended ISA compatibility, which is off for this device");
-    }
-    if (!mismatch.empty()) return reject(mismatch);
-    return fit(Tier::Equivalent, "same ISA as " + std::string(mine.name) + " (extended ISA compatibility): " +
-                                     feature_summary(code.target));
-  }
-  if (options.hotswap_allowlist.contains(theirs.name, mine.name)) {
-    if (!options.hotswap) return reject("allowlisted hotswap source, but hotswap is off");
-    return fit(Tier::Hotswap, "hotswap source " + std::string(theirs.name) + " -> " + std::string(mine.name));
-  }
-  return reject("built for " + std::string(theirs.name) + "; device is " + std::string(mine.name));
+  detail::TargetJudgement judgement = detail::judge_target(*candidate.code_object, device, options);
+  candidate.reason = std::move(judgement.reason) + judged.id_note;
+  if (!judgement.tier) return;
+  candidate.tier = judgement.tier;
+  candidate.verdict = Verdict::Compatible;
 }
 
 // Lower sorts first: tier, then exact features, then generic version, then file order.
 auto rank(const Candidate& candidate) {
   const CodeObjectTarget& code = *candidate.code_object;
-  return std::make_tuple(static_cast<int>(*candidate.tier), -exact_features(code.target),
+  return std::make_tuple(static_cast<int>(*candidate.tier), -detail::exact_features(code.target),
                          -static_cast<int>(code.generic_version), candidate.entry_index);
 }
 
@@ -278,7 +187,7 @@ Error no_fit_error(const Device& device, const Selection& selection) {
     const Processor* theirs = candidate.code_object->target.processor;
     if (theirs == mine) return 0;
     if (theirs->is_generic && theirs->name == mine->generic_family) return 1;
-    if (runs_equivalently(theirs->name, mine->name)) return 2;
+    if (detail::runs_equivalently(theirs->name, mine->name)) return 2;
     if (candidate.reason.find("hotswap") != std::string::npos) return 3;
     return 99;
   };

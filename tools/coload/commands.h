@@ -17,6 +17,7 @@ inline constexpr int kExitUsage = 2;       ///< the command line itself is wrong
 int run_ls(std::span<const std::string> args);
 int run_extract(std::span<const std::string> args);
 int run_select(std::span<const std::string> args);
+int run_check(std::span<const std::string> args);
 
 /// Parses a decimal or 0x-prefixed unsigned number; nullopt if it is not one.
 std::optional<std::uint64_t> parse_number(const std::string& text);

@@ -1,4 +1,4 @@
-// coload: list, extract and select the code objects of AMD GPU fat binaries.
+// coload: list, extract, select and check the code objects of AMD GPU fat binaries.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -41,6 +41,17 @@ commands:
       Exit 1 when some bundle has no entry for the device. The COLOAD_*
       variables apply (docs/environment.md).
 
+  check [--device SPEC] [--lds BYTES] [--co-versions 4,5,6] [--extended-isa-compat]
+        [--json] [--max-decompressed-bytes N] FILE
+      Read a code object and check it: its ELF tables, metadata note, kernel
+      descriptors and kernarg layouts; with --device, also its code object
+      version, target, static LDS, wave sizes and workgroup sizes against the
+      device. FILE is a bare code object (--device optional) or a fat binary
+      (--device required: each bundle's entry is chosen as `select` does).
+      Prints every kernel (kernarg size, LDS, private size, wave size,
+      VGPR/SGPR/AGPR counts), every problem and every violation. --json: one
+      document (docs/cli-json.md). Exit 1 when anything is wrong.
+
 exit codes: 0 success, 1 input error (the message names file, bundle, field and
 offset), 2 usage error.
 )";
@@ -61,5 +72,6 @@ int main(int argc, char** argv) {
   if (command == "ls") return coload::cli::run_ls(args);
   if (command == "extract") return coload::cli::run_extract(args);
   if (command == "select") return coload::cli::run_select(args);
+  if (command == "check") return coload::cli::run_check(args);
   return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
 }

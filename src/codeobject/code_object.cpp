@@ -1,0 +1,582 @@
+// CodeObject::read: the ELF layer of an AMDHSA code object (header, tables,
+// the metadata note, the symbol tables, the kernel descriptors) and the
+// assembly of the metadata, descriptors and kernarg layouts into one
+// CodeObject. shared/reference/metadata-and-loader.md sections 1.1, 2, 2.1,
+// 4.5 and 7 are the rules.
+#include "coload/code_object.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codeobject/kernarg_layout.h"
+#include "codeobject/kernel_descriptor.h"
+#include "codeobject/metadata.h"
+#include "common/aligned_bytes.h"
+#include "common/bytes.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELF.h"
+#include "target/elf_target.h"
+
+namespace coload {
+namespace {
+
+namespace E = llvm::ELF;
+using detail::Bytes;
+using detail::check_range;
+using detail::checked_add;
+using detail::hex;
+
+constexpr std::string_view kContainer = "the code object";
+constexpr std::string_view kTriplePrefix = "amdgcn-amd-amdhsa--";
+constexpr std::string_view kNoteName{"AMDGPU\0", 7};
+
+Error elf_error(ErrorKind kind, const std::string& what) { return Error(kind, "code object ELF: " + what); }
+
+std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+/// A section header, copied out of the (aligned) bytes.
+struct Section {
+  unsigned index = 0;
+  std::uint32_t type = 0;
+  std::uint64_t flags = 0, addr = 0, offset = 0, size = 0;
+  std::uint32_t link = 0;
+  std::uint64_t addralign = 0, entsize = 0;
+
+  std::string label() const { return "section " + std::to_string(index); }
+};
+
+/// A program header, copied out.
+struct Segment {
+  unsigned index = 0;
+  std::uint32_t type = 0, flags = 0;
+  std::uint64_t offset = 0, vaddr = 0, filesz = 0, memsz = 0, align = 0;
+};
+
+/// The header tables, every range checked against the bytes.
+struct Layout {
+  std::vector<Section> sections;
+  std::vector<Segment> segments;
+};
+
+/// One symbol; `name` views the caller's (aligned) bytes.
+struct Symbol {
+  std::string_view name;
+  std::uint8_t type = 0;
+  std::uint16_t shndx = 0;
+  std::uint64_t value = 0, size = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Header and tables.
+
+Expected<void> check_header(Bytes elf) {
+  E::Elf64_Ehdr header;
+  std::memcpy(&header, elf.data(), sizeof header);  // read_code_object_target checked the length
+  if (header.e_ident[E::EI_VERSION] != E::EV_CURRENT || header.e_version != E::EV_CURRENT) {
+    return elf_error(ErrorKind::Malformed, "EI_VERSION " + std::to_string(header.e_ident[E::EI_VERSION]) +
+                                               " (offset 0x6) / e_version " + std::to_string(header.e_version) +
+                                               " (offset 0x14) is not EV_CURRENT (1)");
+  }
+  if (header.e_type != E::ET_DYN) {
+    return elf_error(ErrorKind::Malformed,
+                     "e_type " + std::to_string(header.e_type) +
+                         " at offset 0x10 is not ET_DYN (3); a code object is a linked shared object");
+  }
+  if (header.e_phnum != 0 && header.e_phentsize != sizeof(E::Elf64_Phdr)) {
+    return elf_error(ErrorKind::Malformed, "e_phentsize " + std::to_string(header.e_phentsize) +
+                                               " at offset 0x36 is not " + std::to_string(sizeof(E::Elf64_Phdr)));
+  }
+  if ((header.e_shnum != 0 || header.e_shoff != 0) && header.e_shentsize != sizeof(E::Elf64_Shdr)) {
+    return elf_error(ErrorKind::Malformed, "e_shentsize " + std::to_string(header.e_shentsize) +
+                                               " at offset 0x3a is not " + std::to_string(sizeof(E::Elf64_Shdr)));
+  }
+  // Extended numbering (PN_XNUM, e_shnum 0) keeps its count in section 0, which LLVM reads below.
+  if (header.e_phnum != E::PN_XNUM) {
+    if (auto fits = check_range("program header table (e_phoff " + hex(header.e_phoff) + ", " +
+                                    std::to_string(header.e_phnum) + " entries)",
+                                header.e_phoff, std::uint64_t{header.e_phnum} * sizeof(E::Elf64_Phdr), elf.size(),
+                                kContainer);
+        !fits) {
+      return fits;
+    }
+  }
+  if (header.e_shoff != 0) {
+    std::uint64_t count = header.e_shnum == 0 ? 1 : header.e_shnum;
+    if (auto fits = check_range("section header table (e_shoff " + hex(header.e_shoff) + ", " +
+                                    std::to_string(count) + " entries)",
+                                header.e_shoff, count * sizeof(E::Elf64_Shdr), elf.size(), kContainer);
+        !fits) {
+      return fits;
+    }
+  }
+  return {};
+}
+
+Expected<Layout> read_layout(const llvm::object::ELF64LEFile& file, Bytes elf) {
+  Layout layout;
+  auto sections = file.sections();
+  if (!sections) return elf_error(ErrorKind::Malformed, llvm::toString(sections.takeError()));
+  unsigned index = 0;
+  for (const auto& shdr : *sections) {
+    Section section{index++,      shdr.sh_type, shdr.sh_flags, shdr.sh_addr,      shdr.sh_offset,
+                    shdr.sh_size, shdr.sh_link, shdr.sh_addralign, shdr.sh_entsize};
+    if (section.type != E::SHT_NOBITS) {
+      if (auto fits = check_range(section.label() + " (sh_type " + std::to_string(section.type) + ")",
+                                  section.offset, section.size, elf.size(), kContainer);
+          !fits) {
+        return std::move(fits).error();
+      }
+    }
+    layout.sections.push_back(section);
+  }
+  std::uint32_t shstrndx = file.getHeader().e_shstrndx;
+  if (shstrndx != E::SHN_UNDEF && shstrndx != E::SHN_XINDEX && shstrndx >= layout.sections.size()) {
+    return elf_error(ErrorKind::Malformed, "e_shstrndx " + std::to_string(shstrndx) +
+                                               " at offset 0x3e is not one of the " +
+                                               std::to_string(layout.sections.size()) + " sections");
+  }
+  auto segments = file.program_headers();
+  if (!segments) return elf_error(ErrorKind::Malformed, llvm::toString(segments.takeError()));
+  index = 0;
+  for (const auto& phdr : *segments) {
+    Segment segment{index++,        phdr.p_type,  phdr.p_flags, phdr.p_offset,
+                    phdr.p_vaddr,   phdr.p_filesz, phdr.p_memsz, phdr.p_align};
+    if (auto fits = check_range("segment " + std::to_string(segment.index) + " (p_type " + hex(segment.type) + ")",
+                                segment.offset, segment.filesz, elf.size(), kContainer);
+        !fits) {
+      return std::move(fits).error();
+    }
+    layout.segments.push_back(segment);
+  }
+  return layout;
+}
+
+// ---------------------------------------------------------------------------
+// Notes.
+
+/// One NT_AMDGPU_METADATA record: where it starts and its descriptor.
+struct MetadataNote {
+  std::uint64_t offset = 0;
+  Bytes desc;
+};
+
+/// Walks the note records in elf[offset, offset + size) by their declared
+/// sizes, collecting the AMDGPU metadata ones. The last record may lack the
+/// padding after its descriptor when the descriptor ends exactly at the end
+/// of the region (IREE accepts this too).
+Expected<void> walk_notes(Bytes elf, std::uint64_t offset, std::uint64_t size, std::uint64_t align,
+                          const std::string& where, std::vector<MetadataNote>& found) {
+  if (auto fits = check_range(where, offset, size, elf.size(), kContainer); !fits) return fits;
+  Bytes region = elf.subspan(offset, size);
+  // Offsets below are relative to the region; messages say so.
+  std::string region_name = where + " (file offset " + hex(offset) + ")";
+  std::string_view limit = "the region";
+  std::uint64_t position = 0;
+  while (position < size) {
+    std::string record = region_name + ": note record at region offset " + hex(position);
+    if (size - position < 12) {
+      return Error(ErrorKind::Truncated, record + " needs a 12-byte header, only " + std::to_string(size - position) +
+                                             " bytes remain");
+    }
+    auto namesz = detail::load_le<std::uint32_t>(region.data() + position);
+    auto descsz = detail::load_le<std::uint32_t>(region.data() + position + 4);
+    auto type = detail::load_le<std::uint32_t>(region.data() + position + 8);
+    std::uint64_t name_at = position + 12;
+    if (auto fits = check_range(record + ": name (namesz " + hex(namesz) + ")", name_at, namesz, size, limit);
+        !fits) {
+      return fits;
+    }
+    auto desc_at = detail::align_up(name_at + namesz, align);
+    if (!desc_at || *desc_at > size) {
+      return Error(ErrorKind::OutOfBounds, record + ": name padding to " + std::to_string(align) +
+                                               " bytes runs past the end of the region (" + hex(size) + " bytes)");
+    }
+    if (auto fits = check_range(record + ": descriptor (descsz " + hex(descsz) + ")", *desc_at, descsz, size, limit);
+        !fits) {
+      return fits;
+    }
+    std::uint64_t desc_end = *desc_at + descsz;
+    auto next = detail::align_up(desc_end, align);
+    if (!next || *next > size) {
+      if (desc_end != size) {
+        return Error(ErrorKind::Truncated, record + ": descriptor padding to " + std::to_string(align) +
+                                               " bytes runs past the end of the region (" + hex(size) + " bytes)");
+      }
+      next = size;  // the producer left out the last record's padding
+    }
+    if (type == E::NT_AMDGPU_METADATA && namesz == kNoteName.size() &&
+        detail::as_chars(region.subspan(name_at, namesz)) == kNoteName) {
+      found.push_back({offset + position, region.subspan(*desc_at, descsz)});
+    }
+    position = *next;
+  }
+  return {};
+}
+
+/// Note records are aligned to 4, or to 8 in a region aligned to 8.
+Expected<std::uint64_t> note_alignment(std::uint64_t align, const std::string& where) {
+  if (align <= 4) return std::uint64_t{4};
+  if (align == 8) return std::uint64_t{8};
+  return Error(ErrorKind::Malformed, where + ": alignment " + std::to_string(align) + " is not 4 or 8");
+}
+
+/// The descriptor of the one NT_AMDGPU_METADATA note: from the PT_NOTE
+/// segments, or from the SHT_NOTE sections when there is no PT_NOTE.
+Expected<MetadataNote> find_metadata_note(Bytes elf, const Layout& layout) {
+  std::vector<MetadataNote> found;
+  bool any_segment = false;
+  for (const Segment& segment : layout.segments) {
+    if (segment.type != E::PT_NOTE) continue;
+    any_segment = true;
+    std::string where = "PT_NOTE segment " + std::to_string(segment.index);
+    auto align = note_alignment(segment.align, where);
+    if (!align) return std::move(align).error();
+    if (auto walked = walk_notes(elf, segment.offset, segment.filesz, *align, where, found); !walked) {
+      return std::move(walked).error();
+    }
+  }
+  if (!any_segment) {
+    for (const Section& section : layout.sections) {
+      if (section.type != E::SHT_NOTE) continue;
+      std::string where = "SHT_NOTE " + section.label();
+      auto align = note_alignment(section.addralign, where);
+      if (!align) return std::move(align).error();
+      if (auto walked = walk_notes(elf, section.offset, section.size, *align, where, found); !walked) {
+        return std::move(walked).error();
+      }
+    }
+  }
+  // Two PT_NOTE segments may cover the same record.
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+  found.erase(std::unique(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.offset == b.offset; }),
+              found.end());
+  if (found.empty()) {
+    return Error(ErrorKind::NotFound, std::string("code object has no NT_AMDGPU_METADATA note (name \"AMDGPU\", "
+                                                  "type 32) in its ") +
+                                          (any_segment ? "PT_NOTE segments" : "SHT_NOTE sections"));
+  }
+  if (found.size() > 1) {
+    return Error(ErrorKind::Malformed, "code object has two metadata notes (NT_AMDGPU_METADATA), at file offsets " +
+                                           hex(found[0].offset) + " and " + hex(found[1].offset) +
+                                           (found.size() > 2 ? " and " + std::to_string(found.size() - 2) + " more"
+                                                             : std::string()));
+  }
+  return found.front();
+}
+
+// ---------------------------------------------------------------------------
+// Symbols.
+
+bool is_real_section(std::uint16_t shndx, const Layout& layout) {
+  return shndx != E::SHN_UNDEF && shndx < E::SHN_LORESERVE && shndx < layout.sections.size();
+}
+
+/// Reads one SHT_SYMTAB / SHT_DYNSYM table after checking it and its string
+/// table (metadata-and-loader.md section 4.5).
+Expected<void> read_symbol_table(Bytes elf, const Layout& layout, const Section& table,
+                                 std::vector<Symbol>& symbols) {
+  std::string what = "symbol table " + table.label();
+  if (auto fits = check_range(what, table.offset, table.size, elf.size(), kContainer); !fits) return fits;
+  if (table.entsize != sizeof(E::Elf64_Sym)) {
+    return elf_error(ErrorKind::Malformed, what + ": sh_entsize " + std::to_string(table.entsize) + " is not " +
+                                               std::to_string(sizeof(E::Elf64_Sym)));
+  }
+  if (table.size % sizeof(E::Elf64_Sym) != 0) {
+    return elf_error(ErrorKind::Malformed, what + ": sh_size " + hex(table.size) + " is not a multiple of " +
+                                               std::to_string(sizeof(E::Elf64_Sym)));
+  }
+  if (table.link == 0 || table.link >= layout.sections.size() ||
+      layout.sections[table.link].type != E::SHT_STRTAB) {
+    return elf_error(ErrorKind::Malformed,
+                     what + ": sh_link " + std::to_string(table.link) + " is not a string table section");
+  }
+  const Section& strings = layout.sections[table.link];
+  if (auto fits = check_range(what + ": string table " + strings.label(), strings.offset, strings.size, elf.size(),
+                              kContainer);
+      !fits) {
+    return fits;
+  }
+  std::string_view text = detail::as_chars(elf.subspan(strings.offset, strings.size));
+  std::uint64_t count = table.size / sizeof(E::Elf64_Sym);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    E::Elf64_Sym raw;
+    std::memcpy(&raw, elf.data() + table.offset + i * sizeof raw, sizeof raw);
+    std::string entry = what + ": symbol " + std::to_string(i);
+    if (raw.st_name >= text.size()) {
+      return elf_error(ErrorKind::OutOfBounds, entry + ": st_name " + hex(raw.st_name) +
+                                                   " is outside its string table (" + hex(text.size()) + " bytes)");
+    }
+    std::size_t end = text.find('\0', raw.st_name);
+    if (end == std::string_view::npos) {
+      return elf_error(ErrorKind::Malformed,
+                       entry + ": name at st_name " + hex(raw.st_name) + " has no NUL before the end of its string table");
+    }
+    if (raw.st_shndx != E::SHN_UNDEF && raw.st_shndx < E::SHN_LORESERVE && raw.st_shndx >= layout.sections.size()) {
+      return elf_error(ErrorKind::Malformed, entry + " (" + quoted(text.substr(raw.st_name, end - raw.st_name)) +
+                                                 "): st_shndx " + std::to_string(raw.st_shndx) + " is not one of the " +
+                                                 std::to_string(layout.sections.size()) + " sections");
+    }
+    symbols.push_back({text.substr(raw.st_name, end - raw.st_name), raw.getType(), raw.st_shndx, raw.st_value,
+                       raw.st_size});
+  }
+  return {};
+}
+
+/// Every symbol of every SHT_SYMTAB and SHT_DYNSYM, .symtab first.
+Expected<std::vector<Symbol>> read_symbols(Bytes elf, const Layout& layout) {
+  std::vector<Symbol> symbols;
+  for (std::uint32_t type : {E::SHT_SYMTAB, E::SHT_DYNSYM}) {
+    for (const Section& section : layout.sections) {
+      if (section.type != type) continue;
+      if (auto read = read_symbol_table(elf, layout, section, symbols); !read) return std::move(read).error();
+    }
+  }
+  return symbols;
+}
+
+/// The first defined symbol of each name (.symtab before .dynsym).
+std::map<std::string_view, const Symbol*> index_symbols(const std::vector<Symbol>& symbols) {
+  std::map<std::string_view, const Symbol*> index;
+  for (const Symbol& symbol : symbols) {
+    if (symbol.shndx == E::SHN_UNDEF || symbol.name.empty()) continue;
+    index.emplace(symbol.name, &symbol);
+  }
+  return index;
+}
+
+std::string symbol_type_name(std::uint8_t type) {
+  switch (type) {
+    case E::STT_NOTYPE: return "STT_NOTYPE (0)";
+    case E::STT_OBJECT: return "STT_OBJECT (1)";
+    case E::STT_FUNC: return "STT_FUNC (2)";
+    default: return "type " + std::to_string(type);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Kernels.
+
+/// Attaches descriptors to the metadata kernels and cross-checks them.
+class KernelBinder {
+ public:
+  KernelBinder(Bytes elf, const Layout& layout, const std::vector<Symbol>& symbols, const CodeObjectTarget& target,
+               std::vector<Problem>& problems)
+      : elf_(elf), layout_(layout), index_(index_symbols(symbols)), target_(target), problems_(problems) {}
+
+  void bind(Kernel& kernel) {
+    auto located = locate_descriptor(kernel);
+    if (!located) return;
+    KernelDescriptor descriptor = detail::decode_kernel_descriptor(located->bytes, located->address);
+    detail::cross_check_descriptor(kernel, descriptor, located->bytes, target_, problems_);
+    check_entry(kernel, descriptor);
+    kernel.descriptor = descriptor;
+  }
+
+ private:
+  void add(const Kernel& kernel, ErrorKind kind, std::string_view field, const std::string& what) {
+    problems_.push_back({kind, kernel.name, std::string(field), "kernel " + quoted(kernel.name) + ": " + what});
+  }
+
+  struct Located {
+    Bytes bytes;
+    std::uint64_t address = 0;
+  };
+
+  /// The 64 bytes `.symbol` names, after the symbol rows of table 2.1.
+  std::optional<Located> locate_descriptor(const Kernel& kernel) {
+    std::string symbol_text = "descriptor symbol " + quoted(kernel.symbol) + " (.symbol)";
+    auto found = index_.find(kernel.symbol);
+    if (found == index_.end()) {
+      add(kernel, ErrorKind::NotFound, ".symbol", symbol_text + " is not defined in the symbol table");
+      return std::nullopt;
+    }
+    const Symbol& symbol = *found->second;
+    if (symbol.type != E::STT_OBJECT) {
+      add(kernel, ErrorKind::Malformed, ".symbol",
+          symbol_text + " is " + symbol_type_name(symbol.type) + ", not STT_OBJECT (1)");
+      return std::nullopt;
+    }
+    if (symbol.size != detail::kKernelDescriptorSize) {
+      add(kernel, ErrorKind::Malformed, ".symbol",
+          symbol_text + ": st_size " + std::to_string(symbol.size) + " is not 64");
+      return std::nullopt;
+    }
+    if (symbol.value % detail::kKernelDescriptorAlign != 0) {
+      add(kernel, ErrorKind::Malformed, ".symbol",
+          symbol_text + ": st_value " + hex(symbol.value) + " is not 64-byte aligned");
+      return std::nullopt;
+    }
+    if (!is_real_section(symbol.shndx, layout_)) {
+      add(kernel, ErrorKind::Malformed, ".symbol",
+          symbol_text + ": st_shndx " + hex(symbol.shndx) + " is not a section");
+      return std::nullopt;
+    }
+    const Section& section = layout_.sections[symbol.shndx];
+    if (section.type == E::SHT_NOBITS) {
+      add(kernel, ErrorKind::Malformed, ".symbol",
+          symbol_text + ": " + section.label() + " is SHT_NOBITS and holds no bytes");
+      return std::nullopt;
+    }
+    // [st_value, +64) inside the section's addresses, then its file bytes.
+    std::uint64_t delta = symbol.value - section.addr;
+    if (symbol.value < section.addr || delta > section.size || section.size - delta < detail::kKernelDescriptorSize) {
+      add(kernel, ErrorKind::OutOfBounds, ".symbol",
+          symbol_text + ": [" + hex(symbol.value) + ", +64) is outside " + section.label() + " [" +
+              hex(section.addr) + ", +" + hex(section.size) + ")");
+      return std::nullopt;
+    }
+    std::uint64_t offset = section.offset + delta;  // section.offset + size fits: read_layout checked it
+    if (auto fits = check_range(symbol_text, offset, detail::kKernelDescriptorSize, elf_.size(), kContainer); !fits) {
+      add(kernel, fits.error().kind(), ".symbol", fits.error().message());
+      return std::nullopt;
+    }
+    return Located{elf_.subspan(offset, detail::kKernelDescriptorSize), symbol.value};
+  }
+
+  /// KD address + kernel_code_entry_byte_offset: 256-aligned, inside an
+  /// executable PT_LOAD, and the kernel's STT_FUNC when there is one.
+  void check_entry(const Kernel& kernel, const KernelDescriptor& kd) {
+    std::uint64_t entry = kd.address + static_cast<std::uint64_t>(kd.kernel_code_entry_byte_offset);
+    bool wrapped = kd.kernel_code_entry_byte_offset >= 0 ? entry < kd.address : entry > kd.address;
+    std::string sum = "descriptor address " + hex(kd.address) + " + kernel_code_entry_byte_offset " +
+                      std::to_string(kd.kernel_code_entry_byte_offset);
+    if (wrapped) {
+      add(kernel, ErrorKind::Overflow, "kernel_code_entry_byte_offset", sum + " wraps around 64 bits");
+      return;
+    }
+    if (entry % detail::kKernelEntryAlign != 0) {
+      add(kernel, ErrorKind::Malformed, "kernel_code_entry_byte_offset",
+          sum + " = entry " + hex(entry) + ", which is not 256-byte aligned");
+    }
+    bool executable = std::any_of(layout_.segments.begin(), layout_.segments.end(), [&](const Segment& segment) {
+      return segment.type == E::PT_LOAD && (segment.flags & E::PF_X) && entry >= segment.vaddr &&
+             entry - segment.vaddr < segment.memsz;
+    });
+    if (!executable) {
+      add(kernel, ErrorKind::OutOfBounds, "kernel_code_entry_byte_offset",
+          sum + " = entry " + hex(entry) + ", which is in no executable PT_LOAD segment");
+    }
+    const Symbol* function = entry_symbol(kernel);
+    if (function && function->value != entry) {
+      add(kernel, ErrorKind::Malformed, "kernel_code_entry_byte_offset",
+          sum + " = entry " + hex(entry) + ", but function symbol " + quoted(function->name) + " is at " +
+              hex(function->value));
+    }
+  }
+
+  /// The STT_FUNC `.name`, or `.symbol` without its ".kd"; null when neither exists.
+  const Symbol* entry_symbol(const Kernel& kernel) const {
+    std::string_view symbol = kernel.symbol;
+    for (std::string_view name : {std::string_view(kernel.name),
+                                  symbol.ends_with(".kd") ? symbol.substr(0, symbol.size() - 3) : std::string_view()}) {
+      auto found = index_.find(name);
+      if (!name.empty() && found != index_.end() && found->second->type == E::STT_FUNC) return found->second;
+    }
+    return nullptr;
+  }
+
+  Bytes elf_;
+  const Layout& layout_;
+  std::map<std::string_view, const Symbol*> index_;
+  const CodeObjectTarget& target_;
+  std::vector<Problem>& problems_;
+};
+
+/// `amdhsa.target` against e_flags, and `amdhsa.version` against EI_ABIVERSION.
+void check_object_wide(const Metadata& metadata, const CodeObjectTarget& target, std::vector<Problem>& problems) {
+  std::string from_flags = target.target.str();
+  std::string flags_text = "the e_flags target " + quoted(from_flags) + " (e_flags " + hex(target.e_flags) + ")";
+  if (metadata.target.empty()) {
+    if (target.code_object_version >= 4) {
+      problems.push_back({ErrorKind::NotFound, "", "amdhsa.target",
+                          "amdhsa.target is missing; code object v" + std::to_string(target.code_object_version) +
+                              " requires it (" + flags_text + ")"});
+    }
+  } else {
+    std::string_view text = metadata.target;
+    bool agrees = false;
+    if (text.starts_with(kTriplePrefix)) {
+      auto parsed = TargetId::parse(text.substr(kTriplePrefix.size()));
+      agrees = parsed && *parsed == target.target;
+    }
+    if (!agrees) {
+      problems.push_back({ErrorKind::Malformed, "", "amdhsa.target",
+                          "amdhsa.target " + quoted(metadata.target) + " does not describe " + flags_text +
+                              ", expected " + quoted(std::string(kTriplePrefix) + from_flags)});
+    }
+  }
+  // V3 = 1.0, V4 = 1.1, V5 and V6 = 1.2 (AMDGPUMetadata.h); later minors are tolerated.
+  std::uint32_t minor = target.code_object_version == 3 ? 0 : target.code_object_version == 4 ? 1 : 2;
+  if (metadata.version_major != 1 || metadata.version_minor < minor) {
+    problems.push_back({ErrorKind::Malformed, "", "amdhsa.version",
+                        "amdhsa.version " + std::to_string(metadata.version_major) + "." +
+                            std::to_string(metadata.version_minor) + " is older than code object v" +
+                            std::to_string(target.code_object_version) + " (EI_ABIVERSION) needs (1." +
+                            std::to_string(minor) + ")"});
+  }
+}
+
+/// `.kd` objects no metadata kernel names: reported, never kernels.
+std::vector<std::string> find_orphans(const std::vector<Symbol>& symbols, const Metadata& metadata,
+                                      std::vector<Problem>& problems) {
+  std::set<std::string_view> named;
+  for (const Kernel& kernel : metadata.kernels) named.insert(kernel.symbol);
+  std::vector<std::string> orphans;
+  std::set<std::string_view> seen;
+  for (const Symbol& symbol : symbols) {
+    if (symbol.type != E::STT_OBJECT || symbol.shndx == E::SHN_UNDEF || !symbol.name.ends_with(".kd")) continue;
+    if (named.contains(symbol.name) || !seen.insert(symbol.name).second) continue;
+    orphans.emplace_back(symbol.name);
+    problems.push_back({ErrorKind::NotFound, "", ".symbol",
+                        "descriptor symbol " + quoted(symbol.name) +
+                            " has no amdhsa.kernels entry; it is never turned into a kernel"});
+  }
+  return orphans;
+}
+
+}  // namespace
+
+Expected<CodeObject> CodeObject::read(std::span<const std::byte> bytes) {
+  auto target = read_code_object_target(bytes);
+  if (!target) return std::move(target).error();
+  detail::AlignedBytes aligned(bytes);
+  Bytes elf = aligned.bytes();
+  if (auto header = check_header(elf); !header) return std::move(header).error();
+
+  auto file = llvm::object::ELF64LEFile::create(detail::as_chars(elf));
+  if (!file) return elf_error(ErrorKind::Malformed, llvm::toString(file.takeError()));
+  auto layout = read_layout(*file, elf);
+  if (!layout) return std::move(layout).error();
+  auto size = detail::code_object_size(elf);
+  if (!size) return std::move(size).error();
+
+  auto note = find_metadata_note(elf, *layout);
+  if (!note) return std::move(note).error();
+  auto decoded = detail::decode_metadata(note->desc);
+  if (!decoded) return std::move(decoded).error().with_context("metadata note at offset " + hex(note->offset));
+  auto symbols = read_symbols(elf, *layout);
+  if (!symbols) return std::move(symbols).error();
+
+  Metadata metadata = std::move(decoded->metadata);
+  std::vector<Problem> problems = std::move(decoded->problems);
+  check_object_wide(metadata, *target, problems);
+  KernelBinder binder(elf, *layout, *symbols, *target, problems);
+  for (Kernel& kernel : metadata.kernels) {
+    binder.bind(kernel);
+    detail::compute_kernarg_layout(kernel, problems);
+  }
+  std::vector<std::string> orphans = find_orphans(*symbols, metadata, problems);
+  return CodeObject(std::move(*target), std::move(metadata), std::move(problems), std::move(orphans), *size);
+}
+
+const Kernel* CodeObject::find_kernel(std::string_view name) const {
+  for (const Kernel& kernel : metadata_.kernels) {
+    if (kernel.name == name) return &kernel;
+  }
+  return nullptr;
+}
+
+}  // namespace coload

@@ -1,0 +1,127 @@
+#include "select/target_rules.h"
+
+#include <algorithm>
+#include <initializer_list>
+
+namespace coload::detail {
+namespace {
+
+// The same-ISA groups of the Debian/Solus patches (isa-matching.md section 5):
+// code built for `code` runs on these devices. gfx904 is in no group; gfx906
+// only receives; gfx1011-1013 code is not accepted on gfx1010.
+struct Equivalence {
+  std::initializer_list<std::string_view> code;
+  std::initializer_list<std::string_view> devices;
+};
+const Equivalence kEquivalences[] = {
+    {{"gfx900", "gfx902", "gfx909", "gfx90c"}, {"gfx900", "gfx902", "gfx906", "gfx909", "gfx90c"}},
+    {{"gfx1010"}, {"gfx1010", "gfx1011", "gfx1012", "gfx1013"}},
+    {{"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"},
+     {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"}},
+};
+
+bool contains(std::initializer_list<std::string_view> list, std::string_view name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+std::string list_versions(const std::vector<unsigned>& versions) {
+  std::string text;
+  for (unsigned version : versions) text += (text.empty() ? "versions " : ", ") + std::to_string(version);
+  return text;
+}
+
+std::string feature_summary(const TargetId& code) {
+  if (exact_features(code) > 0) return "features match exactly (" + code.str() + ")";
+  if (code.xnack == FeatureState::Any || code.sramecc == FeatureState::Any) return "runs in any feature mode";
+  return "no feature modes";
+}
+
+}  // namespace
+
+int exact_features(const TargetId& code) {
+  int count = 0;
+  for (FeatureState state : {code.sramecc, code.xnack}) count += state == FeatureState::On || state == FeatureState::Off;
+  return count;
+}
+
+bool runs_equivalently(std::string_view code, std::string_view device) {
+  for (const Equivalence& group : kEquivalences) {
+    if (contains(group.code, code) && contains(group.devices, device)) return true;
+  }
+  return false;
+}
+
+TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device, const SelectOptions& options) {
+  TargetJudgement judgement;
+  const Processor* mine = device.target.processor;
+  const Processor* theirs = code.target.processor;
+  auto reject = [&](ErrorKind kind, std::string field, std::uint64_t value, std::uint64_t limit, std::string reason) {
+    judgement.kind = kind;
+    judgement.field = std::move(field);
+    judgement.value = value;
+    judgement.limit = limit;
+    judgement.reason = std::move(reason);
+    return judgement;
+  };
+  auto target_mismatch = [&](std::string reason) {
+    return reject(ErrorKind::InvalidArgument, "target", theirs ? theirs->mach : 0, mine ? mine->mach : 0,
+                  std::move(reason));
+  };
+  auto fit = [&](Tier tier, std::string reason) {
+    judgement.tier = tier;
+    judgement.reason = std::move(reason);
+    return judgement;
+  };
+  if (!mine || !theirs) return target_mismatch("no known processor");
+
+  if (!device.accepts_code_object_version(code.code_object_version)) {
+    unsigned highest = device.code_object_versions.empty() ? 0 : device.code_object_versions.back();
+    return reject(ErrorKind::UnsupportedVersion, "code_object_version", code.code_object_version, highest,
+                  "code object version " + std::to_string(code.code_object_version) + "; the runtime loads " +
+                      list_versions(device.code_object_versions));
+  }
+  std::string mismatch = feature_mismatch(code.target, device.target);
+  if (theirs == mine) {
+    if (!mismatch.empty()) return target_mismatch(mismatch);
+    return fit(Tier::Native, "native: " + feature_summary(code.target));
+  }
+  if (theirs->is_generic) {
+    if (theirs->name != mine->generic_family) {
+      return target_mismatch("generic target " + std::string(theirs->name) + " does not cover " +
+                             std::string(mine->name) +
+                             (mine->generic_family.empty()
+                                  ? " (it has no generic family)"
+                                  : " (its family is " + std::string(mine->generic_family) + ")"));
+    }
+    if (code.code_object_version < 6) {
+      return reject(ErrorKind::UnsupportedVersion, "code_object_version", code.code_object_version, 6,
+                    "a generic code object needs v6, this one is v" + std::to_string(code.code_object_version));
+    }
+    if (code.generic_version < mine->min_generic_version) {
+      return reject(ErrorKind::UnsupportedVersion, "generic_version", code.generic_version,
+                    mine->min_generic_version,
+                    "generic version " + std::to_string(code.generic_version) + " is below " +
+                        std::to_string(mine->min_generic_version) + ", the first to support " +
+                        std::string(mine->name));
+    }
+    if (!mismatch.empty()) return target_mismatch(mismatch);
+    return fit(Tier::Generic, "generic " + std::string(theirs->name) + " v" + std::to_string(code.generic_version) +
+                                  ": " + feature_summary(code.target));
+  }
+  if (runs_equivalently(theirs->name, mine->name)) {
+    if (!device.extended_isa_compat) {
+      return target_mismatch("runs on " + std::string(mine->name) +
+                             " only with extended ISA compatibility, which is off for this device");
+    }
+    if (!mismatch.empty()) return target_mismatch(mismatch);
+    return fit(Tier::Equivalent, "same ISA as " + std::string(mine->name) + " (extended ISA compatibility): " +
+                                     feature_summary(code.target));
+  }
+  if (options.hotswap_allowlist.contains(theirs->name, mine->name)) {
+    if (!options.hotswap) return target_mismatch("allowlisted hotswap source, but hotswap is off");
+    return fit(Tier::Hotswap, "hotswap source " + std::string(theirs->name) + " -> " + std::string(mine->name));
+  }
+  return target_mismatch("built for " + std::string(theirs->name) + "; device is " + std::string(mine->name));
+}
+
+}  // namespace coload::detail

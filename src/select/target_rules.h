@@ -1,0 +1,35 @@
+// Internal: whether a code object's target runs on a device, and in which
+// tier: the rules the selector ranks by and the validator checks by
+// (shared/reference/isa-matching.md sections 1.2, 3.2, 4.4 and 5).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "coload/device.h"
+#include "coload/select.h"
+#include "coload/target.h"
+
+namespace coload::detail {
+
+/// A tier, or why there is none: the field at fault with its value and limit.
+struct TargetJudgement {
+  std::optional<Tier> tier;
+  ErrorKind kind = ErrorKind::InvalidArgument;
+  std::string field;  ///< "code_object_version", "generic_version" or "target"
+  std::uint64_t value = 0;
+  std::uint64_t limit = 0;
+  std::string reason;  ///< what fits or what does not, without the code object's name
+};
+
+TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device, const SelectOptions& options);
+
+/// Features the code pins to one mode (On/Off): more is a closer match.
+int exact_features(const TargetId& code);
+
+/// The Debian/Solus same-ISA groups: code built for `code` runs on `device`.
+bool runs_equivalently(std::string_view code, std::string_view device);
+
+}  // namespace coload::detail
