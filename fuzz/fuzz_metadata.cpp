@@ -22,12 +22,12 @@ void require(bool condition) {
 
 void check(const coload::Metadata& metadata) {
   require(metadata.version_major == 1);
-  require(metadata.kernels.size() <= 65536);
+  require(metadata.kernels.size() <= coload::detail::kMaxMetadataKernels);
   for (const coload::Kernel& kernel : metadata.kernels) {
     require(kernel.wavefront_size == 32 || kernel.wavefront_size == 64);
     require(std::has_single_bit(kernel.kernarg_segment_align));
     require(kernel.name.find('\0') == std::string::npos && kernel.symbol.find('\0') == std::string::npos);
-    require(kernel.args.size() <= 65536);
+    require(kernel.args.size() <= coload::detail::kMaxKernelArgs);
     for (const coload::KernelArg& arg : kernel.args) {
       if (arg.pointee_align) require(std::has_single_bit(*arg.pointee_align));
       if (arg.kind == coload::ValueKind::HiddenUnknown) {

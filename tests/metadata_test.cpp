@@ -1,18 +1,15 @@
 // The strict msgpack decoder of the NT_AMDGPU_METADATA note
 // (src/codeobject/metadata.cpp), on inputs built with the test-side msgpack
-// writer and on the notes of clang-22's code objects. Comparisons with comgr
-// and llvm-readelf are in metadata_differential_test.cpp.
+// writer. The notes of clang-22's code objects, and comparisons with comgr and
+// llvm-readelf, are in metadata_fixture_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "codeobject/metadata.h"
 #include "common/bytes.h"
-#include "support/bundle_writer.h"
-#include "support/metadata_note.h"
 #include "support/msgpack_writer.h"
 #include "test_util.h"
 
@@ -25,8 +22,6 @@ using testing::FailsWith;
 using testing::Succeeds;
 using testing::msgpack::Node;
 using testing::msgpack::Writer;
-
-const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
 
 Expected<DecodedMetadata> decode(const std::vector<std::byte>& bytes) { return decode_metadata(bytes); }
 Expected<DecodedMetadata> decode(const Node& document) { return decode(document.encode()); }
@@ -311,7 +306,7 @@ TEST(Metadata, TheRootIsExactlyOneMap) {
   std::vector<std::byte> padded = one;
   padded.push_back(std::byte{0});
   auto result = decode(padded);
-  EXPECT_TRUE(FailsNaming(result, ErrorKind::Malformed, "1 trailing bytes"));
+  EXPECT_TRUE(FailsNaming(result, ErrorKind::Malformed, "1 trailing byte after the root map"));
   EXPECT_NE(result.error().message().find("at byte " + detail::hex(one.size())), std::string::npos)
       << result.error().message();
 }
@@ -659,160 +654,6 @@ TEST(Metadata, MalformedPrintfFormatsAreProblems) {
   EXPECT_EQ(result->problems[0].kind, ErrorKind::Malformed);
   EXPECT_EQ(result->problems[2].field, "amdhsa.printf[3]");
   EXPECT_EQ(result->metadata.printf_formats.size(), 4u);
-}
-
-// ---------------------------------------------------------------------------
-// Notes of clang-22 code objects (tests/kernels/*.hip).
-
-std::vector<std::byte> fixture_note(const std::string& path) {
-  auto bytes = testing::read_file((kFixtures / path).string());
-  auto note = testing::amdgpu_metadata_note(bytes);
-  EXPECT_TRUE(note.has_value()) << path << " has no NT_AMDGPU_METADATA note";
-  return note.value_or(std::vector<std::byte>{});
-}
-
-std::vector<ValueKind> kinds(const Kernel& k) {
-  std::vector<ValueKind> out;
-  for (const KernelArg& a : k.args) out.push_back(a.kind);
-  return out;
-}
-
-bool has_kind(const Kernel& k, ValueKind kind) {
-  for (const KernelArg& a : k.args) {
-    if (a.kind == kind) return true;
-  }
-  return false;
-}
-
-TEST(MetadataFixtures, VectorOpsAtCodeObjectV4) {
-  auto result = decode(fixture_note("co/gfx90a-cov4.co"));
-  ASSERT_TRUE(Succeeds(result));
-  const Metadata& m = result->metadata;
-  EXPECT_EQ(m.version_major, 1u);
-  EXPECT_EQ(m.version_minor, 1u);
-  EXPECT_EQ(m.target, "amdgcn-amd-amdhsa--gfx90a");
-  ASSERT_EQ(m.kernels.size(), 3u);
-  EXPECT_EQ(m.kernels[0].name, "_Z7add_onePii");
-  EXPECT_EQ(m.kernels[0].symbol, "_Z7add_onePii.kd");
-  EXPECT_EQ(m.kernels[0].kernarg_segment_size, 12u);
-  EXPECT_EQ(m.kernels[1].name, "_Z5saxpyfPKfPfi");
-  EXPECT_EQ(m.kernels[1].kernarg_segment_size, 28u);
-  EXPECT_EQ(m.kernels[2].name, "_Z12scale_doublePddx");
-  EXPECT_EQ(m.kernels[2].symbol, "_Z12scale_doublePddx.kd");
-  EXPECT_EQ(m.kernels[2].kernarg_segment_size, 24u);
-  for (const Kernel& k : m.kernels) {
-    EXPECT_EQ(k.kernarg_segment_align, 8u);
-    EXPECT_EQ(k.group_segment_fixed_size, 0u);
-    EXPECT_EQ(k.wavefront_size, 64u);
-    EXPECT_EQ(k.max_flat_workgroup_size, 1024u);
-    EXPECT_EQ(k.agpr_count, 0u);               // gfx90a has AGPRs
-    EXPECT_FALSE(k.uses_dynamic_stack);        // a v5 addition
-    for (const KernelArg& a : k.args) EXPECT_FALSE(is_hidden(a.kind)) << k.name;  // -O2: none kept
-  }
-  EXPECT_EQ(kinds(m.kernels[1]), (std::vector<ValueKind>{ValueKind::ByValue, ValueKind::GlobalBuffer,
-                                                          ValueKind::GlobalBuffer, ValueKind::ByValue}));
-  EXPECT_EQ(m.kernels[1].args[1].actual_access, Access::ReadOnly);  // const float* __restrict__
-  EXPECT_EQ(m.kernels[1].args[1].address_space, AddressSpace::Global);
-  EXPECT_TRUE(m.unknown_keys.empty());
-  EXPECT_TRUE(result->problems.empty());
-}
-
-TEST(MetadataFixtures, VectorOpsAtCodeObjectV5HasHiddenArguments) {
-  auto result = decode(fixture_note("co/gfx90a-cov5.co"));
-  ASSERT_TRUE(Succeeds(result));
-  const Metadata& m = result->metadata;
-  EXPECT_EQ(m.version_minor, 2u);
-  ASSERT_EQ(m.kernels.size(), 3u);
-  const Kernel& add_one = m.kernels[0];
-  EXPECT_EQ(add_one.name, "_Z7add_onePii");
-  EXPECT_EQ(add_one.kernarg_segment_size, 272u);
-  EXPECT_EQ(add_one.uses_dynamic_stack, false);
-  EXPECT_EQ(add_one.uniform_work_group_size, 1u);
-  ASSERT_EQ(add_one.args.size(), 15u);
-  EXPECT_EQ(add_one.args[2].kind, ValueKind::HiddenBlockCountX);  // blockIdx * blockDim + threadIdx
-  EXPECT_EQ(add_one.args[2].offset, 16u);
-  EXPECT_EQ(add_one.args[5].kind, ValueKind::HiddenGroupSizeX);
-  EXPECT_EQ(add_one.args[5].size, 2u);
-  EXPECT_EQ(add_one.args[14].kind, ValueKind::HiddenGridDims);
-  EXPECT_EQ(add_one.args[14].offset, 80u);
-  EXPECT_EQ(m.kernels[1].kernarg_segment_size, 288u);
-  EXPECT_EQ(m.kernels[2].kernarg_segment_size, 280u);
-  for (const Kernel& k : m.kernels) {
-    EXPECT_TRUE(has_kind(k, ValueKind::HiddenBlockCountX)) << k.name;
-    EXPECT_FALSE(has_kind(k, ValueKind::HiddenUnknown)) << k.name;
-  }
-  EXPECT_TRUE(m.unknown_keys.empty());
-}
-
-TEST(MetadataFixtures, VectorOpsOnWave32AndGenericTargets) {
-  auto result = decode(fixture_note("co/gfx1100.co"));
-  ASSERT_TRUE(Succeeds(result));
-  for (const Kernel& k : result->metadata.kernels) {
-    EXPECT_EQ(k.wavefront_size, 32u) << k.name;
-    EXPECT_EQ(k.workgroup_processor_mode, 1u) << k.name;
-    EXPECT_FALSE(k.agpr_count) << k.name;  // no MAI on gfx11
-  }
-  result = decode(fixture_note("co/gfx9-generic.co"));
-  ASSERT_TRUE(Succeeds(result));
-  EXPECT_EQ(result->metadata.target, "amdgcn-amd-amdhsa--gfx9-generic");
-  EXPECT_EQ(result->metadata.kernels.size(), 3u);
-}
-
-TEST(MetadataFixtures, StaticLds) {
-  auto result = decode(fixture_note("expected/bundles__bundler_plain.hipfb/hipv4-amdgcn-amd-amdhsa--gfx90a.co"));
-  ASSERT_TRUE(Succeeds(result));
-  const Metadata& m = result->metadata;
-  ASSERT_EQ(m.kernels.size(), 2u);
-  EXPECT_EQ(m.kernels[0].name, "_Z9block_sumPKfPfj");
-  EXPECT_EQ(m.kernels[0].symbol, "_Z9block_sumPKfPfj.kd");
-  EXPECT_EQ(m.kernels[0].group_segment_fixed_size, 1024u);  // float tile[256]
-  EXPECT_EQ(m.kernels[0].kernarg_segment_size, 20u);
-  EXPECT_FALSE(has_kind(m.kernels[0], ValueKind::HiddenBlockCountX));
-  EXPECT_EQ(m.kernels[1].name, "_Z9histogramPKhPjj");
-  EXPECT_EQ(m.kernels[1].group_segment_fixed_size, 1024u);  // unsigned local[256]
-  EXPECT_EQ(m.kernels[1].kernarg_segment_size, 280u);
-  EXPECT_TRUE(has_kind(m.kernels[1], ValueKind::HiddenBlockCountX));  // the grid-stride loop
-}
-
-TEST(MetadataFixtures, DynamicLds) {
-  auto result = decode(fixture_note("expected/bundles__driver_single_arch.hipfb/hipv4-amdgcn-amd-amdhsa--gfx1100.co"));
-  ASSERT_TRUE(Succeeds(result));
-  const Metadata& m = result->metadata;
-  ASSERT_EQ(m.kernels.size(), 2u);
-  const Kernel& transform = m.kernels[0];
-  EXPECT_EQ(transform.name, "_Z9transform6ParamsPKfPf");
-  EXPECT_EQ(transform.group_segment_fixed_size, 0u);  // extern __shared__: all dynamic
-  EXPECT_EQ(transform.kernarg_segment_size, 296u);
-  EXPECT_EQ(transform.wavefront_size, 32u);
-  EXPECT_EQ(transform.args.at(0).kind, ValueKind::ByValue);
-  EXPECT_EQ(transform.args.at(0).size, 24u);  // struct Params
-  EXPECT_TRUE(has_kind(transform, ValueKind::HiddenDynamicLdsSize));
-  EXPECT_EQ(m.kernels[1].name, "_Z4fillPffy");
-  EXPECT_EQ(m.kernels[1].kernarg_segment_size, 280u);
-  EXPECT_FALSE(has_kind(m.kernels[1], ValueKind::HiddenDynamicLdsSize));
-}
-
-TEST(MetadataFixtures, EveryFixtureNoteDecodesAndNoPrefixDoes) {
-  std::size_t decoded = 0;
-  for (const auto& path : testing::code_object_files(kFixtures)) {
-    auto bytes = testing::read_file(path.string());
-    auto note = testing::amdgpu_metadata_note(bytes);
-    if (!note) continue;  // SPIR-V entries and the like
-    auto result = decode(*note);
-    EXPECT_TRUE(Succeeds(result)) << path;
-    if (result) {
-      EXPECT_TRUE(result->metadata.unknown_keys.empty()) << path << ": " << result->metadata.unknown_keys.front();
-      EXPECT_TRUE(result->problems.empty()) << path;
-    }
-    ++decoded;
-  }
-  EXPECT_GE(decoded, 14u);
-  // Truncations of one real note, byte by byte.
-  auto note = fixture_note("co/gfx90a-cov5.co");
-  for (std::size_t size = 0; size < note.size(); ++size) {
-    std::vector<std::byte> prefix(note.begin(), note.begin() + size);
-    ASSERT_TRUE(FailsWith(decode(prefix), ErrorKind::Malformed)) << "prefix of " << size << " bytes";
-  }
 }
 
 }  // namespace

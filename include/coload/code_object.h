@@ -60,14 +60,18 @@ enum class ValueKind : std::uint8_t {
   HiddenQueuePtr,
   HiddenUnknown,
 };
-/// The metadata spelling ("hidden_block_count_x").
+/// The metadata spelling ("hidden_block_count_x"). HiddenUnknown gives
+/// "hidden_unknown", which is no real spelling: KernelArg::kind_text has it.
 std::string_view to_string(ValueKind kind);
+/// Whether the runtime fills the argument (a `hidden_*` kind) rather than the caller.
 bool is_hidden(ValueKind kind);
 
 enum class AddressSpace : std::uint8_t { Unspecified, Private, Global, Constant, Local, Generic, Region };
+/// The metadata spelling ("global"); Unspecified gives "unspecified".
 std::string_view to_string(AddressSpace space);
 
 enum class Access : std::uint8_t { Unspecified, ReadOnly, WriteOnly, ReadWrite };
+/// The metadata spelling ("read_only"); Unspecified gives "unspecified".
 std::string_view to_string(Access access);
 
 /// One entry of a kernel's `.args`.

@@ -49,8 +49,9 @@ struct Dispatch {
 /// does not run into the hidden ones or past the segment; static + dynamic LDS
 /// fits the device (64-bit, overflow-safe); the workgroup size respects
 /// `.max_flat_workgroup_size` and `.reqd_workgroup_size`. Errors:
-/// InvalidArgument (SizeMismatch for a kernarg length) naming kernel, field,
-/// value and limit; LimitExceeded for LDS.
+/// SizeMismatch for a kernarg length, LimitExceeded for LDS, InvalidArgument
+/// for a workgroup size, Malformed for a kernel whose kernarg layout has a
+/// problem (it cannot be dispatched); each names kernel, field, value and limit.
 Expected<void> check_dispatch(const Kernel& kernel, const Device& device, const Dispatch& dispatch);
 
 }  // namespace coload

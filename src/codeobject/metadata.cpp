@@ -28,11 +28,6 @@ namespace {
 
 using llvm::msgpack::Type;
 
-/// Kernels per object and arguments per kernel: far above what a compiler
-/// writes, low enough that a hostile count cannot make us work without bound.
-constexpr std::size_t kMaxKernels = 65536;
-constexpr std::size_t kMaxArgs = 65536;
-
 constexpr std::array<std::string_view, 10> kRequiredKernelKeys = {
     ".name", ".symbol", ".kernarg_segment_size", ".kernarg_segment_align", ".group_segment_fixed_size",
     ".private_segment_fixed_size", ".wavefront_size", ".sgpr_count", ".vgpr_count", ".max_flat_workgroup_size"};
@@ -399,8 +394,9 @@ class Decoder {
     if (!done) return done;
     if (auto required = require(seen, kRequiredRootKeys, "", map); !required) return required;
     if (position_ < input_.size()) {
-      return malformed("", position_, std::to_string(input_.size() - position_) +
-                                          " trailing bytes after the root map");
+      std::uint64_t extra = input_.size() - position_;
+      return malformed("", position_, std::to_string(extra) + (extra == 1 ? " trailing byte" : " trailing bytes") +
+                                          " after the root map");
     }
     // The position above is this file's own count; LLVM's reader must agree.
     llvm::msgpack::Object extra;
@@ -478,10 +474,10 @@ class Decoder {
     Value array;
     if (auto read = next(array, path); !read) return std::move(read).error();
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of kernel maps");
-    if (array.object.Length > kMaxKernels) {
+    if (array.object.Length > kMaxMetadataKernels) {
       return error(ErrorKind::LimitExceeded, path, array.offset,
                    std::to_string(array.object.Length) + " kernels exceed the limit of " +
-                       std::to_string(kMaxKernels));
+                       std::to_string(kMaxMetadataKernels));
     }
     if (auto opened = open(array, path, 2); !opened) return opened;
     for (std::size_t i = 0; i < array.object.Length; ++i) {
@@ -539,7 +535,9 @@ class Decoder {
     std::uint64_t at = position_;
     auto size = u32(path);
     if (!size) return std::move(size).error();
-    if (*size != 32 && *size != 64) return malformed(path, at, "wavefront size " + std::to_string(*size) + " is not 32 or 64");
+    if (*size != 32 && *size != 64) {
+      return malformed(path, at, "wavefront size " + std::to_string(*size) + " is not 32 or 64");
+    }
     k.wavefront_size = *size;
     return {};
   }
@@ -548,10 +546,10 @@ class Decoder {
     Value array;
     if (auto read = next(array, path); !read) return std::move(read).error();
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of argument maps");
-    if (array.object.Length > kMaxArgs) {
+    if (array.object.Length > kMaxKernelArgs) {
       return error(ErrorKind::LimitExceeded, path, array.offset,
                    std::to_string(array.object.Length) + " arguments exceed the limit of " +
-                       std::to_string(kMaxArgs));
+                       std::to_string(kMaxKernelArgs));
     }
     if (auto opened = open(array, path, depth); !opened) return opened;
     for (std::size_t i = 0; i < array.object.Length; ++i) {

@@ -1,8 +1,11 @@
 // Internal: strict decoding of the NT_AMDGPU_METADATA msgpack descriptor
 // (shared/reference/metadata-and-loader.md sections 1.2-1.5) with LLVM's
-// msgpack reader.
+// msgpack reader. Does not cover: the ELF note that holds the bytes, the
+// kernel descriptors and kernarg layouts (code_object.cpp, kernarg_layout.cpp).
+// Thread safety: a pure function of its input; no shared state.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <vector>
 
@@ -10,11 +13,21 @@
 
 namespace coload::detail {
 
-/// Nesting deeper than this is refused (IREE uses the same bound).
+/// Nesting deeper than this is refused (IREE uses the same bound); the root
+/// map is depth 1.
 inline constexpr unsigned kMaxMetadataDepth = 64;
+/// Kernels per object and arguments per kernel: far above what a compiler
+/// writes, low enough that a hostile count cannot make the decoder work
+/// without bound.
+inline constexpr std::size_t kMaxMetadataKernels = 65536;
+inline constexpr std::size_t kMaxKernelArgs = 65536;
 
+/// What decode_metadata returns.
 struct DecodedMetadata {
   Metadata metadata;  ///< kernels without descriptor or layout yet
+  /// Findings that do not stop decoding: two kernels sharing a `.name` or a
+  /// `.symbol` (Ambiguous), an `amdhsa.printf` string not of the form
+  /// `ID:N:S0:...:Format` (Malformed).
   std::vector<Problem> problems;
 };
 
@@ -22,9 +35,14 @@ struct DecodedMetadata {
 /// no duplicate keys in any map, depth at most kMaxMetadataDepth, the
 /// required keys per map, integers in uint32 range (signed encodings only when
 /// non-negative), power-of-two alignments, strings where strings belong.
-/// Unknown keys are skipped and listed in Metadata::unknown_keys. Errors:
-/// Malformed naming the key path ("amdhsa.kernels[2].args[0].offset") and the
-/// offending value.
+/// Unknown keys are skipped (with the same depth, count and duplicate checks)
+/// and listed in Metadata::unknown_keys; an unknown `hidden_*` value kind is
+/// HiddenUnknown, any other unknown value kind an error. Every error names
+/// the key path ("amdhsa.kernels[2].args[0].offset"), the byte offset in
+/// `msgpack` and the offending value or encoding: LimitExceeded for depth and
+/// the kernel and argument caps, UnsupportedVersion for an `amdhsa.version`
+/// whose major is not 1, Malformed for everything else (truncation included).
+/// Copies what it keeps; `msgpack` is not referenced after the call.
 Expected<DecodedMetadata> decode_metadata(std::span<const std::byte> msgpack);
 
 }  // namespace coload::detail
