@@ -364,6 +364,11 @@ TEST(CodeObjectElf, HeaderErrors) {
   spec.header.e_version = 0;
   EXPECT_TRUE(FailsWith(read(spec), ErrorKind::Malformed));
   spec = valid_spec();
+  spec.header.e_ehsize = 0x3040;  // would make the extent larger than the bytes
+  EXPECT_TRUE(FailsWith(read(spec), ErrorKind::Malformed));
+  spec.header.e_ehsize = 0;
+  EXPECT_TRUE(FailsWith(read(spec), ErrorKind::Malformed));
+  spec = valid_spec();
   spec.header.e_phentsize = 32;
   EXPECT_TRUE(FailsWith(read(spec), ErrorKind::Malformed));
   spec = valid_spec();

@@ -4,6 +4,7 @@
 #include "coload/fat_binary.h"
 #include "coload/target.h"
 #include "support/elf_writer.h"
+#include "target/elf_target.h"
 #include "test_util.h"
 
 namespace coload {
@@ -194,6 +195,15 @@ TEST(CodeObjectTarget, RefusesWhatIsNotAnHsaCodeObject) {
   std::vector<std::byte> elf32 = header;
   elf32[4] = std::byte{1};
   EXPECT_TRUE(FailsWith(read_code_object_target(elf32), ErrorKind::Malformed));
+}
+
+// Fuzzer find: an e_ehsize past the bytes made the measured size exceed them.
+TEST(CodeObjectSize, RefusesAHeaderSizePastTheBytes) {
+  std::vector<std::byte> header = amdgpu_elf_header(0x3f, kAbiV5);
+  EXPECT_EQ(*detail::code_object_size(header), 64u);
+  header[52] = std::byte{0x40};
+  header[53] = std::byte{0x30};  // e_ehsize 0x3040
+  EXPECT_TRUE(FailsWith(detail::code_object_size(header), ErrorKind::OutOfBounds));
 }
 
 // Every clang-22 code object fixture reads back as the target it was built for.

@@ -159,7 +159,10 @@ struct Metadata {
 /// Something wrong with a code object that does not stop it being read:
 /// a descriptor disagreeing with the metadata, a `.kd` symbol without a
 /// metadata entry, an inconsistent kernarg layout. `kernel` is empty for
-/// object-wide problems.
+/// object-wide problems. Kinds: SizeMismatch (descriptor and metadata sizes
+/// differ), NotFound (missing descriptor or target, orphan `.kd`),
+/// OutOfBounds / Overflow (descriptor range, entry point), Ambiguous (two
+/// kernels share a name or symbol), Malformed (everything else).
 struct Problem {
   ErrorKind kind = ErrorKind::Malformed;
   std::string kernel;

@@ -85,6 +85,11 @@ Expected<void> check_header(Bytes elf) {
                      "e_type " + std::to_string(header.e_type) +
                          " at offset 0x10 is not ET_DYN (3); a code object is a linked shared object");
   }
+  // detail::code_object_size counts e_ehsize in the extent; only the real size is sane.
+  if (header.e_ehsize != sizeof(E::Elf64_Ehdr)) {
+    return elf_error(ErrorKind::Malformed, "e_ehsize " + std::to_string(header.e_ehsize) + " at offset 0x34 is not " +
+                                               std::to_string(sizeof(E::Elf64_Ehdr)));
+  }
   if (header.e_phnum != 0 && header.e_phentsize != sizeof(E::Elf64_Phdr)) {
     return elf_error(ErrorKind::Malformed, "e_phentsize " + std::to_string(header.e_phentsize) +
                                                " at offset 0x36 is not " + std::to_string(sizeof(E::Elf64_Phdr)));

@@ -6,26 +6,10 @@
 
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELF.h"
+#include "common/aligned_bytes.h"
 
 namespace coload::detail {
 namespace {
-
-/// LLVM's ELF reader reads its tables in place and expects them naturally
-/// aligned; an entry of a -bundle-align=1 bundle is not. Copies only then.
-class Aligned {
- public:
-  explicit Aligned(Bytes bytes) : bytes_(bytes) {
-    if (reinterpret_cast<std::uintptr_t>(bytes.data()) % alignof(std::uint64_t) == 0) return;
-    storage_.resize((bytes.size() + 7) / 8);
-    std::memcpy(storage_.data(), bytes.data(), bytes.size());
-    bytes_ = Bytes(reinterpret_cast<const std::byte*>(storage_.data()), bytes.size());
-  }
-  Bytes bytes() const { return bytes_; }
-
- private:
-  Bytes bytes_;
-  std::vector<std::uint64_t> storage_;
-};
 
 // Returns LLVM's own Expected: a coload::Expected<llvm::…> instantiation would
 // be a weak coload:: symbol carrying an LLVM type out of libcoload.so.
@@ -41,17 +25,21 @@ llvm::Expected<llvm::object::ELF64LEFile> open_amdgpu_elf(Bytes elf) {
 }  // namespace
 
 Expected<std::uint64_t> code_object_size(Bytes unaligned) {
-  Aligned aligned(unaligned);
+  AlignedBytes aligned(unaligned);
   Bytes elf = aligned.bytes();
   auto file = open_amdgpu_elf(elf);
   if (!file) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(file.takeError()));
   const auto& header = file->getHeader();
-  std::uint64_t end = std::max<std::uint64_t>(header.e_ehsize, sizeof(llvm::ELF::Elf64_Ehdr));
+  std::uint64_t end = sizeof(llvm::ELF::Elf64_Ehdr);
   auto extend = [&](std::string_view what, std::uint64_t offset, std::uint64_t size) -> Expected<void> {
     if (auto fits = check_range(what, offset, size, elf.size(), "the available bytes"); !fits) return fits;
     end = std::max(end, offset + size);
     return {};
   };
+  // A header claiming more than the bytes hold must not stretch the object.
+  if (auto fits = extend("code object ELF header (e_ehsize)", 0, header.e_ehsize); !fits) {
+    return std::move(fits).error();
+  }
   // LLVM has checked both header tables against the buffer when listing them.
   auto sections = file->sections();
   if (!sections) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(sections.takeError()));

@@ -287,6 +287,7 @@ std::vector<std::byte> write_amdgpu_elf(const ElfSpec& spec) {
   out.put(20, spec.header.e_version.value_or(1));
   out.put(32, spec.header.e_phoff.value_or(kEhdrSize));
   out.put(40, spec.header.e_shoff.value_or(shoff));
+  out.put(52, spec.header.e_ehsize.value_or(std::uint16_t{kEhdrSize}));
   out.put(54, spec.header.e_phentsize.value_or(std::uint16_t{kPhdrSize}));
   out.put(56, spec.header.e_phnum.value_or(static_cast<std::uint16_t>(phdrs.size())));
   out.put(58, spec.header.e_shentsize.value_or(std::uint16_t{kShdrSize}));

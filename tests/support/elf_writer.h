@@ -118,7 +118,7 @@ struct SegmentPatch {
 /// Replaces ELF header fields after layout.
 struct HeaderPatch {
   std::optional<std::uint64_t> e_phoff, e_shoff;
-  std::optional<std::uint16_t> e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx;
+  std::optional<std::uint16_t> e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx;
   std::optional<std::uint32_t> e_version;
 };
 
