@@ -225,32 +225,17 @@ void print_json(const std::string& path, const FatBinary& binary, const Device* 
 }  // namespace
 
 int run_check(std::span<const std::string> args) {
-  std::string spec;
+  DeviceOptions device_options;
   bool json = false;
-  bool device_options = false;
-  DeviceOverrides overrides;
   std::optional<std::uint64_t> max_decompressed;
   std::vector<std::string> files;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     bool has_value = i + 1 < args.size();
-    if (arg == "--device" && has_value) {
-      spec = args[++i];
-    } else if (arg == "--extended-isa-compat") {
-      overrides.extended_isa_compat = true;
-      device_options = true;
+    if (Option taken = take_device_option(args, i, "check", device_options); taken != Option::NotMine) {
+      if (taken == Option::UsageError) return kExitUsage;
     } else if (arg == "--json") {
       json = true;
-    } else if (arg == "--lds" && has_value) {
-      auto bytes = parse_number(args[++i]);
-      if (!bytes) return usage_error("check: --lds needs a byte count");
-      overrides.lds_bytes = *bytes;
-      device_options = true;
-    } else if (arg == "--co-versions" && has_value) {
-      auto versions = parse_code_object_versions(args[++i]);
-      if (!versions) return usage_error("check: --co-versions: " + versions.error().message());
-      overrides.code_object_versions = *versions;
-      device_options = true;
     } else if (arg == "--max-decompressed-bytes" && has_value) {
       auto limit = parse_number(args[++i]);
       if (!limit) return usage_error("check: --max-decompressed-bytes needs a number");
@@ -262,7 +247,7 @@ int run_check(std::span<const std::string> args) {
     }
   }
   if (files.size() != 1) return usage_error("check: exactly one FILE is required");
-  if (device_options && spec.empty()) {
+  if (device_options.overridden && device_options.spec.empty()) {
     return usage_error("check: --lds, --co-versions and --extended-isa-compat describe a device: give --device");
   }
   const std::string& path = files.front();
@@ -270,11 +255,9 @@ int run_check(std::span<const std::string> args) {
   const Expected<Config>& config = process_config();
   if (!config) return usage_error("environment: " + config.error().message());
   std::optional<Device> device;
-  if (!spec.empty()) {
-    auto parsed = device_from_spec(spec, overrides);
-    if (!parsed) return usage_error("check: --device: " + parsed.error().message());
-    device = std::move(*parsed);
-    config->apply(*device);
+  if (!device_options.spec.empty()) {
+    device = build_device(device_options, *config, "check");
+    if (!device) return kExitUsage;
   }
   ReadOptions read_options = config->read_options();
   if (max_decompressed) read_options.max_decompressed_bytes = *max_decompressed;

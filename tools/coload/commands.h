@@ -7,6 +7,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+
+#include "coload/config.h"
+#include "coload/device.h"
 
 namespace coload::cli {
 
@@ -24,6 +28,22 @@ std::optional<std::uint64_t> parse_number(const std::string& text);
 
 /// Prints "coload: <message>" to stderr and returns kExitUsage.
 int usage_error(const std::string& message);
+
+/// The device options `select` and `check` share: --device SPEC, --lds BYTES,
+/// --co-versions LIST, --extended-isa-compat.
+struct DeviceOptions {
+  std::string spec;
+  DeviceOverrides overrides;
+  bool overridden = false;  ///< an option besides --device was given
+};
+enum class Option { NotMine, Taken, UsageError };
+/// Takes args[i] (and its value, advancing i) when it is a device option; a
+/// bad value prints a usage error for `command`.
+Option take_device_option(std::span<const std::string> args, std::size_t& i, std::string_view command,
+                          DeviceOptions& options);
+/// The device the options describe, with the environment's config applied;
+/// nullopt after printing a usage error.
+std::optional<Device> build_device(const DeviceOptions& options, const Config& config, std::string_view command);
 
 /// Writes `bytes` to `path`; on failure prints why and returns false.
 bool write_file(const std::string& path, std::span<const std::byte> bytes);

@@ -112,31 +112,20 @@ void print_json(const Device& device, Unbundler unbundler, const std::vector<Bun
 }  // namespace
 
 int run_select(std::span<const std::string> args) {
-  std::string spec;
+  DeviceOptions device_options;
   std::string output;
   bool json = false;
-  DeviceOverrides overrides;
   std::optional<std::uint64_t> max_decompressed;
   std::vector<std::string> files;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     bool has_value = i + 1 < args.size();
-    if (arg == "--device" && has_value) {
-      spec = args[++i];
-    } else if (arg == "--extended-isa-compat") {
-      overrides.extended_isa_compat = true;
+    if (Option taken = take_device_option(args, i, "select", device_options); taken != Option::NotMine) {
+      if (taken == Option::UsageError) return kExitUsage;
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "-o" && has_value) {
       output = args[++i];
-    } else if (arg == "--lds" && has_value) {
-      auto bytes = parse_number(args[++i]);
-      if (!bytes) return usage_error("select: --lds needs a byte count");
-      overrides.lds_bytes = *bytes;
-    } else if (arg == "--co-versions" && has_value) {
-      auto versions = parse_code_object_versions(args[++i]);
-      if (!versions) return usage_error("select: --co-versions: " + versions.error().message());
-      overrides.code_object_versions = *versions;
     } else if (arg == "--max-decompressed-bytes" && has_value) {
       auto limit = parse_number(args[++i]);
       if (!limit) return usage_error("select: --max-decompressed-bytes needs a number");
@@ -147,15 +136,16 @@ int run_select(std::span<const std::string> args) {
       files.push_back(arg);
     }
   }
-  if (spec.empty()) return usage_error("select: --device SPEC is required (e.g. gfx90a:sramecc+:xnack-)");
+  if (device_options.spec.empty()) {
+    return usage_error("select: --device SPEC is required (e.g. gfx90a:sramecc+:xnack-)");
+  }
   if (files.size() != 1) return usage_error("select: exactly one FILE is required");
   const std::string& path = files.front();
 
   const Expected<Config>& config = process_config();
   if (!config) return usage_error("environment: " + config.error().message());
-  auto device = device_from_spec(spec, overrides);
-  if (!device) return usage_error("select: --device: " + device.error().message());
-  config->apply(*device);
+  std::optional<Device> device = build_device(device_options, *config, "select");
+  if (!device) return kExitUsage;
   ReadOptions read_options = config->read_options();
   if (max_decompressed) read_options.max_decompressed_bytes = *max_decompressed;
   SelectOptions select_options = config->select_options();
