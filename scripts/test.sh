@@ -2,8 +2,10 @@
 # Runs every test coload has:
 #   1. the normal build's ctest (unit, fixture, CLI, export and corpus-replay tests);
 #   2. the same suite built with AddressSanitizer + UBSan (build-asan/);
-#   3. each libFuzzer target for a short run, seeded with its corpus and the fixtures.
-# FUZZ_SECONDS (default 30) sets the length of each fuzz run; 0 skips step 3.
+#   3. the registry's 16-thread stress test under ThreadSanitizer (build-tsan/, only
+#      that test and the library it links are built);
+#   4. each libFuzzer target for a short run, seeded with its corpus and the fixtures.
+# FUZZ_SECONDS (default 30) sets the length of each fuzz run; 0 skips step 4.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=$(nproc)
@@ -21,6 +23,11 @@ cmake -S "$root" -B "$root/build-asan" -G Ninja "${compilers[@]}" \
 cmake --build "$root/build-asan"
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs")
+
+echo "== ThreadSanitizer: registry stress test"
+cmake -S "$root" -B "$root/build-tsan" -G Ninja "${compilers[@]}" -DCOLOAD_SANITIZE=thread
+cmake --build "$root/build-tsan" --target coload_registry_stress_test
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$root/build-tsan/tests/coload_registry_stress_test"
 
 if [ "$fuzz_seconds" -gt 0 ]; then
   echo "== fuzzing, ${fuzz_seconds}s per target"

@@ -200,5 +200,30 @@ if [ -n "$ccob" ]; then
   check "hash mismatch exits 1 and names the field" grep -q "bad.hipfb: bundle 0 at offset 0x0: CCOB v3: stored hash" "$work/err"
 fi
 
+# `load` with the dry-run runtime: every bundle with an entry for the device,
+# each kernel with its handle (0) and sizes; failures exit 1 with the reason.
+"$coload" load --runtime dry-run --device gfx1100 "$fixtures/host/libkernels.so" > "$work/load.txt" 2>&1
+check "load dry-run lists the kernels of both fitting bundles" grep -q "2 code objects" "$work/load.txt"
+check "load dry-run lists handle and sizes" \
+  grep -q "kernel _Z9block_sumPKfPfj: handle 0x0, kernarg 20 (align 8), LDS 1024, private 0" "$work/load.txt"
+expect_exit 0 "load dry-run of a compressed bundle" "$coload" load --runtime dry-run --device gfx90a \
+  "$fixtures/compressed/bundler22_v3.hipfb"
+expect_exit 1 "load dry-run with no fitting entry" "$coload" load --runtime dry-run --device gfx942 \
+  "$fixtures/bundles/driver_two_arch.hipfb"
+expect_exit 1 "load dry-run over the device LDS" "$coload" load --runtime dry-run --device gfx950 --lds 65536 \
+  "$fixtures/check/lds_heavy-gfx950.co"
+expect_exit 2 "load dry-run without a device spec" "$coload" load --runtime dry-run "$fixtures/bundles/driver_two_arch.hipfb"
+expect_exit 2 "load with an unknown runtime" "$coload" load --runtime cuda "$fixtures/bundles/driver_two_arch.hipfb"
+# `devices` and `load` on the real runtime: this machine has no GPU, so a clear
+# message and exit 1 (a machine with one lists it and exits 0).
+if [ ! -e /dev/kfd ]; then
+  "$coload" devices --runtime hsa > /dev/null 2>"$work/err"
+  code=$?
+  check "devices without a GPU exits 1" test "$code" -eq 1
+  check "devices without a GPU says why" grep -q "no GPU devices: the hsa runtime cannot be used" "$work/err"
+  expect_exit 1 "load on hsa without a GPU" "$coload" load "$fixtures/bundles/driver_two_arch.hipfb"
+fi
+expect_exit 2 "devices with an unknown runtime" "$coload" devices --runtime dry-run
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

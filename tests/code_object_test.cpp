@@ -19,9 +19,6 @@
 #include "support/elf_writer.h"
 #include "test_util.h"
 
-// Specs name only the fields they set; the rest keep their defaults on purpose.
-#pragma clang diagnostic ignored "-Wmissing-designated-field-initializers"
-
 namespace coload {
 namespace {
 

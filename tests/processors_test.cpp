@@ -47,7 +47,7 @@ TEST(ProcessorTable, HoldsEveryAmdgcnProcessorOfLlvm22TargetParser) {
   std::set<std::string> ours;
   for (const Processor& row : processors()) ours.insert(std::string(row.name));
   std::size_t seen = 0;
-  for (int kind = llvm::AMDGPU::GK_AMDGCN_FIRST; kind <= llvm::AMDGPU::GK_AMDGCN_LAST; ++kind) {
+  for (unsigned kind = llvm::AMDGPU::GK_AMDGCN_FIRST; kind <= llvm::AMDGPU::GK_AMDGCN_LAST; ++kind) {
     llvm::StringRef name = llvm::AMDGPU::getArchNameAMDGCN(static_cast<llvm::AMDGPU::GPUKind>(kind));
     if (name.empty()) continue;
     EXPECT_TRUE(ours.count(name.str())) << name.str() << " is in LLVM 22's TargetParser but not in processors.def";

@@ -22,6 +22,8 @@ int run_ls(std::span<const std::string> args);
 int run_extract(std::span<const std::string> args);
 int run_select(std::span<const std::string> args);
 int run_check(std::span<const std::string> args);
+int run_devices(std::span<const std::string> args);
+int run_load(std::span<const std::string> args);
 
 /// Parses a decimal or 0x-prefixed unsigned number; nullopt if it is not one.
 std::optional<std::uint64_t> parse_number(const std::string& text);

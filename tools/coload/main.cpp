@@ -1,4 +1,4 @@
-// coload: list, extract, select and check the code objects of AMD GPU fat binaries.
+// coload: list, extract, select, check and load the code objects of AMD GPU fat binaries.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -52,6 +52,21 @@ commands:
       VGPR/SGPR/AGPR counts), every problem and every violation. --json: one
       document (docs/cli-json.md). Exit 1 when anything is wrong.
 
+  devices [--runtime hsa|hip] [--json]
+      List the GPU devices the runtime (default hsa) reports: target ID, LDS,
+      wave sizes, code object versions. Exit 1 with the runtime's reason when
+      there is no GPU (no /dev/kfd) or the runtime library is missing.
+
+  load [--runtime hsa|hip|dry-run] [--device N|SPEC] [--lds BYTES] [--co-versions 4,5,6]
+       [--extended-isa-compat] FILE
+      Select, validate and load FILE's code objects on one device, as a runtime
+      would through coload's registry (every bundle with an entry for the
+      device), and list each kernel with its handle and sizes. hsa/hip: --device
+      is an index (default 0) or a target ID/processor of a runtime device.
+      dry-run (no GPU needed; handles are 0): --device SPEC is required and the
+      device options of `select` apply. Exit 1 when nothing fits, a check fails
+      or the runtime refuses.
+
 exit codes: 0 success, 1 input error (the message names file, bundle, field and
 offset), 2 usage error.
 )";
@@ -73,5 +88,7 @@ int main(int argc, char** argv) {
   if (command == "extract") return coload::cli::run_extract(args);
   if (command == "select") return coload::cli::run_select(args);
   if (command == "check") return coload::cli::run_check(args);
+  if (command == "devices") return coload::cli::run_devices(args);
+  if (command == "load") return coload::cli::run_load(args);
   return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
 }

@@ -1,0 +1,141 @@
+/* coload/coload.h: the C API, for C runtimes (HIP/CLR-style) and other languages.
+ *
+ * Covers: a registry of fat binaries over a runtime (HSA, HIP or dry-run),
+ * registering a fat binary from a file or a caller's buffer, looking kernels
+ * up per device, and the devices the runtime has. It mirrors the C++ API of
+ * coload/registry.h; the semantics (lazy loading, once per binary and device,
+ * caching) are that header's. Does not cover: listing, extracting or checking
+ * bundles (use the C++ API or the coload tool).
+ *
+ * Conventions:
+ * - Every function returns a coload_status; COLOAD_OK is 0. On failure the
+ *   calling thread's coload_last_error_message() says what, where and which
+ *   value. No C++ exception ever crosses this boundary.
+ * - Handles are opaque and checked on entry: a null or foreign pointer gives
+ *   COLOAD_ERROR_INVALID_HANDLE (a pointer to freed memory cannot be detected
+ *   reliably; do not use a registry after destroying it).
+ * - Options and result structs start with `struct_size`, which the caller sets
+ *   to sizeof(the struct) so later versions can grow them.
+ * - Output strings go to caller buffers with a capacity; too small a buffer
+ *   gives COLOAD_ERROR_BUFFER_TOO_SMALL and the needed size (with the NUL).
+ *
+ * Threads: every function may be called from many threads at once on the same
+ * registry, except coload_registry_destroy, which must be the last call on it.
+ * Kernel handles stay valid until their binary is unregistered or the registry
+ * destroyed.
+ */
+#ifndef COLOAD_COLOAD_H
+#define COLOAD_COLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Results. The values from COLOAD_ERROR_IO on mirror coload::ErrorKind. */
+typedef enum coload_status {
+  COLOAD_OK = 0,
+  COLOAD_ERROR_INVALID_HANDLE = 1,     /**< null or not a coload_registry */
+  COLOAD_ERROR_NULL_ARGUMENT = 2,      /**< a required pointer argument is null */
+  COLOAD_ERROR_BAD_STRUCT_SIZE = 3,    /**< struct_size smaller than the struct this library knows */
+  COLOAD_ERROR_BUFFER_TOO_SMALL = 4,   /**< output buffer capacity too small; *required says how much */
+  COLOAD_ERROR_OUT_OF_MEMORY = 5,
+  COLOAD_ERROR_INTERNAL = 6,           /**< a bug in coload; the message says where */
+  COLOAD_ERROR_IO = 16,
+  COLOAD_ERROR_TRUNCATED = 17,
+  COLOAD_ERROR_BAD_MAGIC = 18,
+  COLOAD_ERROR_OUT_OF_BOUNDS = 19,
+  COLOAD_ERROR_OVERFLOW = 20,
+  COLOAD_ERROR_LIMIT_EXCEEDED = 21,
+  COLOAD_ERROR_UNSUPPORTED_VERSION = 22,
+  COLOAD_ERROR_UNSUPPORTED_METHOD = 23,
+  COLOAD_ERROR_HASH_MISMATCH = 24,
+  COLOAD_ERROR_SIZE_MISMATCH = 25,
+  COLOAD_ERROR_CORRUPT_DATA = 26,
+  COLOAD_ERROR_MALFORMED = 27,
+  COLOAD_ERROR_NOT_FOUND = 28,       /**< no fit, unknown kernel, unknown binary, no GPU */
+  COLOAD_ERROR_AMBIGUOUS = 29,
+  COLOAD_ERROR_INVALID_ARGUMENT = 30 /**< e.g. a device index out of range, a bad device spec */
+} coload_status;
+
+/** Which runtime a registry loads with. */
+typedef enum coload_runtime_kind {
+  COLOAD_RUNTIME_HSA = 0,     /**< ROCr (libhsa-runtime64), opened at run time */
+  COLOAD_RUNTIME_HIP = 1,     /**< HIP (libamdhip64), opened at run time */
+  COLOAD_RUNTIME_DRY_RUN = 2  /**< validation only, for the devices in dry_run_devices */
+} coload_runtime_kind;
+
+/** A registry of fat binaries over one runtime. Opaque. */
+typedef struct coload_registry coload_registry;
+
+/** A registered fat binary; 0 is never a valid one. */
+typedef uint64_t coload_binary;
+
+/** Options of coload_registry_create. Zero-initialise, then set struct_size. */
+typedef struct coload_registry_options {
+  size_t struct_size;          /**< sizeof(coload_registry_options) */
+  coload_runtime_kind runtime;
+  /** DRY_RUN: the devices, comma-separated target IDs ("gfx90a,gfx942:xnack+"). Required there. */
+  const char* dry_run_devices;
+  /** HSA/HIP: the library to open instead of the default; null for the default. */
+  const char* runtime_library;
+  /** Nonzero: ignore the COLOAD_* environment variables and use the defaults. */
+  int ignore_environment;
+} coload_registry_options;
+
+/** A kernel as the runtime registered it. Set struct_size before the call. */
+typedef struct coload_kernel_info {
+  size_t struct_size; /**< sizeof(coload_kernel_info) */
+  /** HSA: the AQL kernel_object; HIP: the hipFunction_t; dry-run: 0. */
+  uint64_t handle;
+  uint32_t kernarg_segment_size;
+  uint32_t kernarg_segment_align;
+  uint32_t group_segment_size;   /**< static LDS bytes */
+  uint32_t private_segment_size; /**< scratch bytes per work-item */
+  int dynamic_callstack;         /**< nonzero when the private size is only a lower bound */
+} coload_kernel_info;
+
+/** Opens the runtime and creates a registry over its devices. Errors: those
+ *  of opening the runtime (COLOAD_ERROR_NOT_FOUND when there is no GPU),
+ *  COLOAD_ERROR_INVALID_ARGUMENT for a bad device spec or environment value. */
+coload_status coload_registry_create(const coload_registry_options* options, coload_registry** out);
+/** Unloads everything and frees the registry. Null is COLOAD_ERROR_INVALID_HANDLE. */
+coload_status coload_registry_destroy(coload_registry* registry);
+
+/** Maps the file at `path` and registers it (headers read, nothing decompressed or loaded). */
+coload_status coload_register_file(coload_registry* registry, const char* path, coload_binary* out);
+/** Registers `size` bytes at `bytes`, which must stay valid until unregistered.
+ *  `name` (may be null) appears in error messages. */
+coload_status coload_register_memory(coload_registry* registry, const void* bytes, size_t size, const char* name,
+                                     coload_binary* out);
+/** Unloads the binary on every device and releases it. */
+coload_status coload_unregister(coload_registry* registry, coload_binary binary);
+
+/** Looks `kernel_name` up in `binary` for device `device`, loading the binary
+ *  there on first use. Errors: COLOAD_ERROR_NOT_FOUND (no code object fits,
+ *  unknown kernel or binary), COLOAD_ERROR_INVALID_ARGUMENT (device out of
+ *  range), and whatever reading, validating or loading reports. */
+coload_status coload_lookup_kernel(coload_registry* registry, coload_binary binary, size_t device,
+                                   const char* kernel_name, coload_kernel_info* out);
+
+/** The number of devices the runtime has. */
+coload_status coload_device_count(const coload_registry* registry, size_t* out);
+/** Device `device`'s target ID ("gfx90a:sramecc+:xnack-") into `buffer` of
+ *  `capacity` bytes, NUL-terminated. `required` (may be null) receives the
+ *  size needed, NUL included, also when the buffer is too small. */
+coload_status coload_device_name(const coload_registry* registry, size_t device, char* buffer, size_t capacity,
+                                 size_t* required);
+
+/** The message of this thread's last failed call; "" after a success. Valid
+ *  until this thread's next coload call. Never null. */
+const char* coload_last_error_message(void);
+/** A constant name for a status ("not_found"); "unknown_status" for others. */
+const char* coload_status_string(coload_status status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLOAD_COLOAD_H */

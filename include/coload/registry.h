@@ -1,0 +1,129 @@
+// coload/registry.h: fat binaries registered once, loaded lazily per device.
+//
+// Covers: the registry a HIP/CLR-style runtime or a framework's kernel table
+// keeps: register a fat binary (a file, mapped; or a caller's buffer: a bundle
+// file, a bare code object or a host ELF image with .hip_fatbin) cheaply, then
+// look kernels up by (binary, device, name). The first lookup for a (binary,
+// device) pair selects an entry in every bundle (select_in_bundle with the
+// Config's SelectOptions; the Config's extended ISA compatibility applied to
+// each device), reads and validates the chosen code objects and loads them
+// with the Runtime; later lookups are a hash-map hit. Does not cover:
+// launching kernels, or choosing which runtime to use (coload/runtime.h).
+//
+// Cost of registering: the fat binary's headers are read (FatBinary::open /
+// from_memory) and nothing else: no bundle is decompressed (except measuring
+// a CCOB v1, which has no size field), no code object is read, nothing is
+// loaded. Nothing happens in static constructors: a Registry does work only
+// when called.
+//
+// Host images: a host image holds several bundles (one per translation
+// unit). For a device, every bundle with an entry for it is loaded, and a
+// kernel is searched across them in file order (the first module that has the
+// name wins). Bundles without an entry for the device are skipped; when no
+// bundle has one, lookups fail with coload::no_fit_error's message plus the
+// binary and bundle.
+//
+// Caching: a compressed bundle is decompressed at most once per registration,
+// and registrations of identical compressed bundles (same stored hash and
+// size) share the decompressed bytes while any of them is alive. The code
+// object read from an entry is shared by every device that chose that entry
+// (same bundle hash + entry ID); it is the Image owner handed to the runtime.
+// A failed (binary, device) load is remembered: later lookups return the same
+// error without retrying.
+//
+// Ownership: the Registry shares the Runtime (which must outlive the
+// registry's modules; holding it by shared_ptr ensures that). A file
+// registration maps the file until it is unregistered; a memory registration
+// borrows the caller's bytes, which must stay valid and unchanged until
+// unregister() returns or the Registry is destroyed. unregister() and the
+// destructor unload every module of the binary before releasing the bytes.
+//
+// Threads: every member function may be called from many threads at once.
+// Loading for a (binary, device) pair happens exactly once, even when many
+// threads ask at once: concurrent first lookups of the same pair wait for one
+// load; lookups of other pairs proceed in parallel (there is no global lock
+// around selection, reading or loading). A LoadedKernel pointer from
+// lookup_kernel() stays valid until its binary is unregistered or the
+// Registry is destroyed; unregistering a binary while another thread still
+// uses its kernels is the caller's bug, as is destroying the Registry while
+// calls are in flight.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coload/config.h"
+#include "coload/device.h"
+#include "coload/error.h"
+#include "coload/runtime.h"
+
+namespace coload {
+
+/// A registered fat binary. Handles are never reused; 0 is never valid.
+struct BinaryHandle {
+  std::uint64_t value = 0;
+  friend bool operator==(const BinaryHandle&, const BinaryHandle&) = default;
+};
+
+/// Counters of the work the registry has done, for tests and diagnostics.
+struct RegistryStats {
+  std::uint64_t binaries_registered = 0;  ///< registrations made, ever
+  std::uint64_t bundles_read = 0;         ///< bundle tables parsed (FatBinary::read calls)
+  std::uint64_t bundles_decompressed = 0; ///< CCOBs decompressed
+  std::uint64_t code_objects_read = 0;    ///< CodeObject::read calls
+  std::uint64_t modules_loaded = 0;       ///< successful Runtime::load calls
+};
+
+/// Fat binaries registered once and loaded lazily, once per (binary, device).
+class Registry {
+ public:
+  /// A registry over `runtime`'s devices, each with `config` applied
+  /// (Config::apply); `config` also gives the read and select options.
+  Registry(std::shared_ptr<Runtime> runtime, Config config);
+  /// Unloads every module, then releases every binary.
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  /// The runtime modules are loaded with.
+  Runtime& runtime() const;
+  /// The runtime's devices with the config applied; the index is the device number.
+  std::span<const Device> devices() const;
+
+  /// Maps `path` and locates its bundles (headers only). Errors: those of
+  /// FatBinary::open, naming the path.
+  Expected<BinaryHandle> register_file(const std::string& path);
+  /// Registers a caller's buffer (bundle file, code object or host image),
+  /// which must outlive the registration. `name` appears in errors.
+  Expected<BinaryHandle> register_memory(std::span<const std::byte> bytes, std::string name = "<memory>");
+  /// Unloads the binary's modules on every device and releases its bytes.
+  /// Errors: NotFound for an unknown (or already unregistered) handle.
+  Expected<void> unregister(BinaryHandle binary);
+
+  /// The kernel named `kernel` (its `.name`) of `binary` on device `device`,
+  /// loading the binary there first if this is the pair's first request.
+  /// Errors: NotFound for an unknown handle, for a binary with no entry for
+  /// the device (no_fit_error's message with the binary and bundle) or for a
+  /// kernel none of the loaded modules has (naming kernel and binary);
+  /// InvalidArgument for a device out of range; otherwise the first error of
+  /// reading, selecting, reading the code object, or Runtime::load.
+  Expected<const LoadedKernel*> lookup_kernel(BinaryHandle binary, std::size_t device, std::string_view kernel);
+  /// The modules loaded for (binary, device), loading them first if needed;
+  /// in bundle order. Valid as lookup_kernel's pointers are. Same errors.
+  Expected<std::vector<const LoadedModule*>> modules(BinaryHandle binary, std::size_t device);
+  /// The binary's name (its path, or the name given to register_memory).
+  Expected<std::string> binary_name(BinaryHandle binary) const;
+
+  RegistryStats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace coload

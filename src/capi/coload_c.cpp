@@ -1,0 +1,327 @@
+// The C API (coload/coload.h) over coload::Registry: handles checked by a
+// magic tag, sizes of options structs checked, every C++ error and exception
+// turned into a status plus a thread-local message.
+#include "coload/coload.h"
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "coload/config.h"
+#include "coload/device.h"
+#include "coload/error.h"
+#include "coload/registry.h"
+#include "coload/runtime.h"
+
+namespace {
+
+constexpr std::uint64_t kRegistryMagic = 0x59524745524c4f43;  // "COLREGRY"
+constexpr std::uint64_t kDeadMagic = 0xdeaddeaddeaddead;
+
+}  // namespace
+
+struct coload_registry {
+  std::uint64_t magic = kRegistryMagic;
+  std::unique_ptr<coload::Registry> registry;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+coload_status fail(coload_status status, std::string message) {
+  last_error = std::move(message);
+  return status;
+}
+
+coload_status ok() {
+  last_error.clear();
+  return COLOAD_OK;
+}
+
+coload_status status_of(coload::ErrorKind kind) {
+  using coload::ErrorKind;
+  switch (kind) {
+    case ErrorKind::Io: return COLOAD_ERROR_IO;
+    case ErrorKind::Truncated: return COLOAD_ERROR_TRUNCATED;
+    case ErrorKind::BadMagic: return COLOAD_ERROR_BAD_MAGIC;
+    case ErrorKind::OutOfBounds: return COLOAD_ERROR_OUT_OF_BOUNDS;
+    case ErrorKind::Overflow: return COLOAD_ERROR_OVERFLOW;
+    case ErrorKind::LimitExceeded: return COLOAD_ERROR_LIMIT_EXCEEDED;
+    case ErrorKind::UnsupportedVersion: return COLOAD_ERROR_UNSUPPORTED_VERSION;
+    case ErrorKind::UnsupportedMethod: return COLOAD_ERROR_UNSUPPORTED_METHOD;
+    case ErrorKind::HashMismatch: return COLOAD_ERROR_HASH_MISMATCH;
+    case ErrorKind::SizeMismatch: return COLOAD_ERROR_SIZE_MISMATCH;
+    case ErrorKind::CorruptData: return COLOAD_ERROR_CORRUPT_DATA;
+    case ErrorKind::Malformed: return COLOAD_ERROR_MALFORMED;
+    case ErrorKind::NotFound: return COLOAD_ERROR_NOT_FOUND;
+    case ErrorKind::Ambiguous: return COLOAD_ERROR_AMBIGUOUS;
+    case ErrorKind::InvalidArgument: return COLOAD_ERROR_INVALID_ARGUMENT;
+  }
+  return COLOAD_ERROR_INTERNAL;
+}
+
+coload_status fail(const coload::Error& error) { return fail(status_of(error.kind()), error.message()); }
+
+/// Runs `body`, turning any exception into a status: nothing crosses into C.
+template <class Body>
+coload_status guarded(const char* function, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(COLOAD_ERROR_OUT_OF_MEMORY, std::string(function) + ": out of memory");
+  } catch (const std::exception& exception) {
+    return fail(COLOAD_ERROR_INTERNAL, std::string(function) + ": " + exception.what());
+  } catch (...) {
+    return fail(COLOAD_ERROR_INTERNAL, std::string(function) + ": unknown exception");
+  }
+}
+
+/// Checks `handle`'s tag; on success *registry is the C++ registry behind it.
+coload_status check(const coload_registry* handle, const char* function, coload::Registry** registry) {
+  if (handle == nullptr) return fail(COLOAD_ERROR_INVALID_HANDLE, std::string(function) + ": registry is null");
+  if (handle->magic != kRegistryMagic || !handle->registry) {
+    return fail(COLOAD_ERROR_INVALID_HANDLE,
+                std::string(function) + ": not a coload_registry (bad tag: destroyed, or another object)");
+  }
+  *registry = handle->registry.get();
+  return COLOAD_OK;
+}
+
+coload_status null_argument(const char* function, const char* argument) {
+  return fail(COLOAD_ERROR_NULL_ARGUMENT, std::string(function) + ": " + argument + " is null");
+}
+
+coload::Expected<std::vector<coload::Device>> parse_devices(std::string_view specs) {
+  std::vector<coload::Device> devices;
+  while (!specs.empty()) {
+    std::size_t comma = specs.find(',');
+    std::string_view spec = specs.substr(0, comma);
+    while (!spec.empty() && spec.front() == ' ') spec.remove_prefix(1);
+    while (!spec.empty() && spec.back() == ' ') spec.remove_suffix(1);
+    if (!spec.empty()) {
+      auto device = coload::device_from_spec(spec);
+      if (!device) return device.error().with_context("dry_run_devices \"" + std::string(spec) + "\"");
+      devices.push_back(std::move(*device));
+    }
+    if (comma == std::string_view::npos) break;
+    specs.remove_prefix(comma + 1);
+  }
+  if (devices.empty()) {
+    return coload::Error(coload::ErrorKind::InvalidArgument, "dry_run_devices lists no device");
+  }
+  return devices;
+}
+
+coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_registry_options& options) {
+  switch (options.runtime) {
+    case COLOAD_RUNTIME_HSA: {
+      coload::HsaOptions hsa;
+      if (options.runtime_library) hsa.library = options.runtime_library;
+      auto runtime = coload::open_hsa_runtime(hsa);
+      if (!runtime) return std::move(runtime).error();
+      return std::shared_ptr<coload::Runtime>(std::move(*runtime));
+    }
+    case COLOAD_RUNTIME_HIP: {
+      coload::HipOptions hip;
+      if (options.runtime_library) hip.library = options.runtime_library;
+      auto runtime = coload::open_hip_runtime(hip);
+      if (!runtime) return std::move(runtime).error();
+      return std::shared_ptr<coload::Runtime>(std::move(*runtime));
+    }
+    case COLOAD_RUNTIME_DRY_RUN: {
+      if (!options.dry_run_devices) {
+        return coload::Error(coload::ErrorKind::InvalidArgument, "the dry-run runtime needs dry_run_devices");
+      }
+      auto devices = parse_devices(options.dry_run_devices);
+      if (!devices) return std::move(devices).error();
+      return std::shared_ptr<coload::Runtime>(coload::open_dry_run_runtime(std::move(*devices)));
+    }
+  }
+  return coload::Error(coload::ErrorKind::InvalidArgument,
+                       "unknown runtime kind " + std::to_string(static_cast<int>(options.runtime)) +
+                           " (0 hsa, 1 hip, 2 dry-run)");
+}
+
+}  // namespace
+
+extern "C" {
+
+coload_status coload_registry_create(const coload_registry_options* options, coload_registry** out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    if (!out) return null_argument(function, "out");
+    *out = nullptr;
+    if (!options) return null_argument(function, "options");
+    if (options->struct_size < sizeof(coload_registry_options)) {
+      return fail(COLOAD_ERROR_BAD_STRUCT_SIZE, std::string(function) + ": options->struct_size " +
+                                                    std::to_string(options->struct_size) + " is less than " +
+                                                    std::to_string(sizeof(coload_registry_options)));
+    }
+    coload::Config config;
+    if (!options->ignore_environment) {
+      const auto& environment = coload::process_config();
+      if (!environment) return fail(environment.error());
+      config = *environment;
+    }
+    auto runtime = open_runtime(*options);
+    if (!runtime) return fail(runtime.error());
+    auto handle = std::make_unique<coload_registry>();
+    handle->registry = std::make_unique<coload::Registry>(std::move(*runtime), std::move(config));
+    *out = handle.release();
+    return ok();
+  });
+}
+
+coload_status coload_registry_destroy(coload_registry* registry) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    registry->magic = kDeadMagic;
+    delete registry;
+    return ok();
+  });
+}
+
+coload_status coload_register_file(coload_registry* registry, const char* path, coload_binary* out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (!out) return null_argument(function, "out");
+    *out = 0;
+    if (!path) return null_argument(function, "path");
+    auto binary = cxx->register_file(path);
+    if (!binary) return fail(binary.error());
+    *out = binary->value;
+    return ok();
+  });
+}
+
+coload_status coload_register_memory(coload_registry* registry, const void* bytes, size_t size, const char* name,
+                                     coload_binary* out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (!out) return null_argument(function, "out");
+    *out = 0;
+    if (!bytes) return null_argument(function, "bytes");
+    std::span<const std::byte> view(static_cast<const std::byte*>(bytes), size);
+    auto binary = cxx->register_memory(view, name ? name : "<memory>");
+    if (!binary) return fail(binary.error());
+    *out = binary->value;
+    return ok();
+  });
+}
+
+coload_status coload_unregister(coload_registry* registry, coload_binary binary) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    auto result = cxx->unregister(coload::BinaryHandle{binary});
+    if (!result) return fail(result.error());
+    return ok();
+  });
+}
+
+coload_status coload_lookup_kernel(coload_registry* registry, coload_binary binary, size_t device,
+                                   const char* kernel_name, coload_kernel_info* out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (!out) return null_argument(function, "out");
+    if (out->struct_size < sizeof(coload_kernel_info)) {
+      return fail(COLOAD_ERROR_BAD_STRUCT_SIZE, std::string(function) + ": out->struct_size " +
+                                                    std::to_string(out->struct_size) + " is less than " +
+                                                    std::to_string(sizeof(coload_kernel_info)));
+    }
+    if (!kernel_name) return null_argument(function, "kernel_name");
+    auto kernel = cxx->lookup_kernel(coload::BinaryHandle{binary}, device, kernel_name);
+    if (!kernel) return fail(kernel.error());
+    const coload::LoadedKernel& found = **kernel;
+    out->handle = found.handle;
+    out->kernarg_segment_size = found.kernarg_segment_size;
+    out->kernarg_segment_align = found.kernarg_segment_align;
+    out->group_segment_size = found.group_segment_size;
+    out->private_segment_size = found.private_segment_size;
+    out->dynamic_callstack = found.dynamic_callstack ? 1 : 0;
+    return ok();
+  });
+}
+
+coload_status coload_device_count(const coload_registry* registry, size_t* out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (!out) return null_argument(function, "out");
+    *out = cxx->devices().size();
+    return ok();
+  });
+}
+
+coload_status coload_device_name(const coload_registry* registry, size_t device, char* buffer, size_t capacity,
+                                 size_t* required) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (device >= cxx->devices().size()) {
+      return fail(COLOAD_ERROR_INVALID_ARGUMENT, std::string(function) + ": device " + std::to_string(device) +
+                                                     " out of range (" + std::to_string(cxx->devices().size()) +
+                                                     " devices)");
+    }
+    const std::string name = cxx->devices()[device].str();
+    if (required) *required = name.size() + 1;
+    if (!buffer && capacity > 0) return null_argument(function, "buffer");
+    if (capacity < name.size() + 1) {
+      return fail(COLOAD_ERROR_BUFFER_TOO_SMALL, std::string(function) + ": capacity " + std::to_string(capacity) +
+                                                     " is less than the " + std::to_string(name.size() + 1) +
+                                                     " bytes of \"" + name + "\"");
+    }
+    std::memcpy(buffer, name.c_str(), name.size() + 1);
+    return ok();
+  });
+}
+
+const char* coload_last_error_message(void) { return last_error.c_str(); }
+
+const char* coload_status_string(coload_status status) {
+  switch (status) {
+    case COLOAD_OK: return "ok";
+    case COLOAD_ERROR_INVALID_HANDLE: return "invalid_handle";
+    case COLOAD_ERROR_NULL_ARGUMENT: return "null_argument";
+    case COLOAD_ERROR_BAD_STRUCT_SIZE: return "bad_struct_size";
+    case COLOAD_ERROR_BUFFER_TOO_SMALL: return "buffer_too_small";
+    case COLOAD_ERROR_OUT_OF_MEMORY: return "out_of_memory";
+    case COLOAD_ERROR_INTERNAL: return "internal";
+    case COLOAD_ERROR_IO: return "io";
+    case COLOAD_ERROR_TRUNCATED: return "truncated";
+    case COLOAD_ERROR_BAD_MAGIC: return "bad_magic";
+    case COLOAD_ERROR_OUT_OF_BOUNDS: return "out_of_bounds";
+    case COLOAD_ERROR_OVERFLOW: return "overflow";
+    case COLOAD_ERROR_LIMIT_EXCEEDED: return "limit_exceeded";
+    case COLOAD_ERROR_UNSUPPORTED_VERSION: return "unsupported_version";
+    case COLOAD_ERROR_UNSUPPORTED_METHOD: return "unsupported_method";
+    case COLOAD_ERROR_HASH_MISMATCH: return "hash_mismatch";
+    case COLOAD_ERROR_SIZE_MISMATCH: return "size_mismatch";
+    case COLOAD_ERROR_CORRUPT_DATA: return "corrupt_data";
+    case COLOAD_ERROR_MALFORMED: return "malformed";
+    case COLOAD_ERROR_NOT_FOUND: return "not_found";
+    case COLOAD_ERROR_AMBIGUOUS: return "ambiguous";
+    case COLOAD_ERROR_INVALID_ARGUMENT: return "invalid_argument";
+  }
+  return "unknown_status";
+}
+
+}  // extern "C"

@@ -1,0 +1,90 @@
+// The dry-run runtime: loads nothing. load() runs the device checks
+// (coload::validate) and hands back every metadata kernel with handle 0 and
+// the sizes the metadata declares. What tools, CI and machines without an AMD
+// GPU use in place of HSA or HIP.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coload/runtime.h"
+#include "coload/validate.h"
+
+namespace coload {
+namespace {
+
+class DryRunModule final : public LoadedModule {
+ public:
+  DryRunModule(CodeObject code_object, std::vector<LoadedKernel> kernels, std::shared_ptr<const void> owner)
+      : code_object_(std::move(code_object)), kernels_(std::move(kernels)), owner_(std::move(owner)) {}
+
+  const CodeObject& code_object() const override { return code_object_; }
+  std::span<const LoadedKernel> kernels() const override { return kernels_; }
+
+ private:
+  CodeObject code_object_;
+  std::vector<LoadedKernel> kernels_;
+  std::shared_ptr<const void> owner_;  // what a real runtime would keep alive
+};
+
+LoadedKernel loaded_kernel(const Kernel& kernel) {
+  LoadedKernel loaded;
+  loaded.name = kernel.name;
+  loaded.symbol = kernel.symbol;
+  loaded.kernarg_segment_size = kernel.kernarg_segment_size;
+  loaded.kernarg_segment_align = kernel.kernarg_segment_align;
+  loaded.group_segment_size = kernel.group_segment_fixed_size;
+  loaded.private_segment_size = kernel.private_segment_fixed_size;
+  loaded.dynamic_callstack =
+      kernel.uses_dynamic_stack.value_or(kernel.descriptor && kernel.descriptor->uses_dynamic_stack());
+  return loaded;
+}
+
+class DryRunRuntime final : public Runtime {
+ public:
+  explicit DryRunRuntime(std::vector<Device> devices) : devices_(std::move(devices)) {}
+
+  std::string_view name() const override { return "dry-run"; }
+  std::span<const Device> devices() const override { return devices_; }
+
+  Expected<std::unique_ptr<LoadedModule>> load(std::size_t device, const Image& image,
+                                               const CodeObject& code_object) override {
+    if (device >= devices_.size()) {
+      return Error(ErrorKind::InvalidArgument, "dry-run: device " + std::to_string(device) + " out of range (" +
+                                                   std::to_string(devices_.size()) + " devices)");
+    }
+    const Device& target = devices_[device];
+    std::vector<Violation> violations = validate(code_object, target);
+    // A kernel without a descriptor is what a real runtime's symbol probe refuses.
+    for (const Kernel& kernel : code_object.kernels()) {
+      if (kernel.descriptor) continue;
+      violations.push_back(Violation{ErrorKind::NotFound, kernel.name, "symbol", 0, 0,
+                                     "kernel \"" + kernel.name + "\": symbol " + kernel.symbol +
+                                         " is not in the code object"});
+    }
+    if (!violations.empty()) {
+      std::string message = "dry-run: code object for " + code_object.target().target.str() + " cannot load on device " +
+                            std::to_string(device) + " (" + target.str() + "): ";
+      for (std::size_t i = 0; i < violations.size(); ++i) {
+        message += (i ? "; " : "") + violations[i].message;
+      }
+      return Error(violations.front().kind, std::move(message));
+    }
+    std::vector<LoadedKernel> kernels;
+    kernels.reserve(code_object.kernels().size());
+    for (const Kernel& kernel : code_object.kernels()) kernels.push_back(loaded_kernel(kernel));
+    return std::unique_ptr<LoadedModule>(std::make_unique<DryRunModule>(code_object, std::move(kernels), image.owner));
+  }
+
+ private:
+  std::vector<Device> devices_;
+};
+
+}  // namespace
+
+std::unique_ptr<Runtime> open_dry_run_runtime(std::vector<Device> devices) {
+  return std::make_unique<DryRunRuntime>(std::move(devices));
+}
+
+}  // namespace coload

@@ -1,0 +1,407 @@
+// The HIP backend: libamdhip64 opened at run time, every call through one
+// status check that names the HIP function, modules as RAII handles.
+// <hip/hip_runtime_api.h> is included for its types and enum values only;
+// nothing links against HIP. shared/reference/metadata-and-loader.md 3.3 is
+// the call sequence, 6.3 what HIP 5.2.3 does without a GPU.
+//
+// Version rule: hipDeviceProp_t (and the hipDeviceAttribute_t numbering) are
+// header-specific and changed between HIP majors, so the library's
+// hipRuntimeGetVersion major must equal the major of the header compiled in
+// here; any other major is refused before a struct is handed to it.
+#ifndef __HIP_PLATFORM_AMD__
+#define __HIP_PLATFORM_AMD__ 1
+#endif
+#include <hip/hip_runtime_api.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "coload/runtime.h"
+#include "common/bytes.h"
+
+namespace coload {
+namespace {
+
+using detail::hex;
+
+/// The entry points coload calls, resolved with dlsym.
+struct HipApi {
+  decltype(&hipGetErrorName) get_error_name = nullptr;
+  decltype(&hipGetErrorString) get_error_string = nullptr;
+  decltype(&hipRuntimeGetVersion) runtime_get_version = nullptr;
+  decltype(&hipGetDeviceCount) get_device_count = nullptr;
+  decltype(&hipGetDeviceProperties) get_device_properties = nullptr;
+  decltype(&hipDeviceGetAttribute) device_get_attribute = nullptr;
+  decltype(&hipGetDevice) get_device = nullptr;
+  decltype(&hipSetDevice) set_device = nullptr;
+  decltype(&hipModuleLoadData) module_load_data = nullptr;
+  decltype(&hipModuleGetFunction) module_get_function = nullptr;
+  decltype(&hipModuleUnload) module_unload = nullptr;
+};
+
+/// A loaded libamdhip64. Never dlclosed: HIP keeps threads and global state
+/// that do not survive being unmapped, so the handle lives until exit.
+struct HipLibrary {
+  std::string path;
+  HipApi api;
+  int version = 0;  ///< hipRuntimeGetVersion, e.g. 50221153
+};
+
+ErrorKind kind_of(hipError_t status) {
+  switch (status) {
+    case hipErrorNoDevice:
+    case hipErrorInvalidDevice:  // what every call gives when hsa_init failed (6.3)
+    case hipErrorNotFound:
+      return ErrorKind::NotFound;
+    case hipErrorInvalidValue:
+    case hipErrorNoBinaryForGpu:  // the code object does not fit the device
+      return ErrorKind::InvalidArgument;
+    case hipErrorOutOfMemory:
+      return ErrorKind::LimitExceeded;
+    default:  // hipErrorInvalidImage, hipErrorInvalidKernelFile, ...
+      return ErrorKind::Malformed;
+  }
+}
+
+/// The one place a hipError_t becomes a coload error: the function, HIP's
+/// name, number and text for the status, and what was asked.
+Expected<void> check(const HipApi& api, hipError_t status, std::string_view function, std::string_view what) {
+  if (status == hipSuccess) return {};
+  const char* name = api.get_error_name(status);
+  const char* text = api.get_error_string(status);
+  std::string message = "HIP " + std::string(function) + " failed with " + (name ? name : "unknown status") + " (" +
+                        std::to_string(static_cast<int>(status)) + ")";
+  if (text && (!name || std::strcmp(text, name) != 0)) message += ": " + std::string(text);
+  if (!what.empty()) message += " " + std::string(what);
+  return Error(kind_of(status), std::move(message));
+}
+
+std::string version_text(int version) {
+  // HIP_VERSION = major * 10000000 + minor * 100000 + patch.
+  return std::to_string(version / 10000000) + "." + std::to_string(version / 100000 % 100) + "." +
+         std::to_string(version % 100000);
+}
+
+Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path) {
+  dlerror();  // clear a stale message
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    return Error(ErrorKind::Io, "cannot load HIP from '" + path + "': " + (why ? why : "dlopen failed"));
+  }
+  auto library = std::make_shared<HipLibrary>();
+  library->path = path;
+  HipApi& api = library->api;
+  std::string missing;
+  auto resolve = [&](auto& function, const char* symbol) {
+    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(handle, symbol));
+    if (!function) missing += (missing.empty() ? "" : ", ") + std::string(symbol);
+  };
+  resolve(api.get_error_name, "hipGetErrorName");
+  resolve(api.get_error_string, "hipGetErrorString");
+  resolve(api.runtime_get_version, "hipRuntimeGetVersion");
+  resolve(api.get_device_count, "hipGetDeviceCount");
+  resolve(api.get_device_properties, "hipGetDeviceProperties");
+  resolve(api.device_get_attribute, "hipDeviceGetAttribute");
+  resolve(api.get_device, "hipGetDevice");
+  resolve(api.set_device, "hipSetDevice");
+  resolve(api.module_load_data, "hipModuleLoadData");
+  resolve(api.module_get_function, "hipModuleGetFunction");
+  resolve(api.module_unload, "hipModuleUnload");
+  if (!missing.empty()) {
+    dlclose(handle);
+    return Error(ErrorKind::UnsupportedVersion, "'" + path + "' lacks " + missing + " (not a HIP runtime library?)");
+  }
+  if (auto ok = check(api, api.runtime_get_version(&library->version), "hipRuntimeGetVersion", "in '" + path + "'");
+      !ok) {
+    return std::move(ok).error();
+  }
+  return std::shared_ptr<const HipLibrary>(std::move(library));
+}
+
+/// One device's properties in a buffer larger than this header's struct, so
+/// a library of the same major that writes a slightly longer one stays inside.
+struct PropertiesBuffer {
+  hipDeviceProp_t properties;
+  unsigned char slack[4096];
+};
+
+Expected<int> attribute(const HipLibrary& library, hipDeviceAttribute_t attribute, std::string_view name, int device) {
+  int value = 0;
+  auto ok = check(library.api, library.api.device_get_attribute(&value, attribute, device), "hipDeviceGetAttribute",
+                  "for " + std::string(name) + " of device " + std::to_string(device));
+  if (!ok) return std::move(ok).error();
+  return value;
+}
+
+Expected<Device> describe_device(const HipLibrary& library, int index) {
+  std::string where = "device " + std::to_string(index);
+  auto buffer = std::make_unique<PropertiesBuffer>();  // zeroed
+  if (auto ok = check(library.api, library.api.get_device_properties(&buffer->properties, index),
+                      "hipGetDeviceProperties", "for " + where);
+      !ok) {
+    return std::move(ok).error();
+  }
+  const char* arch = buffer->properties.gcnArchName;
+  std::size_t length = strnlen(arch, sizeof buffer->properties.gcnArchName);
+  if (length == sizeof buffer->properties.gcnArchName) {
+    return Error(ErrorKind::Malformed, "HIP hipGetDeviceProperties: gcnArchName of " + where + " is not terminated within " +
+                                           std::to_string(length) + " bytes");
+  }
+  std::string_view arch_name(arch, length);
+  auto target = TargetId::parse(arch_name);
+  if (!target) {
+    return std::move(target).error().with_context("HIP hipGetDeviceProperties: gcnArchName '" + std::string(arch_name) +
+                                                  "' of " + where);
+  }
+  if (target->processor->is_generic || !target->is_concrete()) {
+    return Error(ErrorKind::Malformed, "HIP hipGetDeviceProperties: gcnArchName '" + std::string(arch_name) + "' of " +
+                                           where + " is not a concrete device target ID (every xnack/sramecc mode "
+                                           "the processor has must be + or -)");
+  }
+  auto lds = attribute(library, hipDeviceAttributeMaxSharedMemoryPerBlock, "hipDeviceAttributeMaxSharedMemoryPerBlock",
+                       index);
+  if (!lds) return std::move(lds).error();
+  auto warp = attribute(library, hipDeviceAttributeWarpSize, "hipDeviceAttributeWarpSize", index);
+  if (!warp) return std::move(warp).error();
+  if (*lds < 0) {
+    return Error(ErrorKind::Malformed, "HIP hipDeviceGetAttribute: hipDeviceAttributeMaxSharedMemoryPerBlock of " +
+                                           where + " is negative (" + std::to_string(*lds) + ")");
+  }
+  if (*warp != 32 && *warp != 64) {
+    return Error(ErrorKind::Malformed, "HIP hipDeviceGetAttribute: hipDeviceAttributeWarpSize of " + where + " is " +
+                                           std::to_string(*warp) + ", not 32 or 64");
+  }
+  Device device;
+  device.target = *target;
+  device.lds_bytes = static_cast<std::uint64_t>(*lds);
+  // The runtime reports its default wave size; the processor may run both.
+  device.wave_sizes = target->processor->wave_sizes | (*warp == 32 ? kWave32 : kWave64);
+  // ROCm 5 loads code objects v4 and v5 (v6 came with ROCm 6.x).
+  device.code_object_versions = {4, 5};
+  return device;
+}
+
+/// A hipModule_t, unloaded when destroyed. Empty after a move or a failed load.
+class ModuleHandle {
+ public:
+  ModuleHandle() = default;
+  ModuleHandle(const HipApi& api, hipModule_t module) : api_(&api), module_(module) {}
+  ModuleHandle(ModuleHandle&& other) noexcept : api_(other.api_), module_(std::exchange(other.module_, nullptr)) {}
+  ModuleHandle& operator=(ModuleHandle&&) = delete;
+  ~ModuleHandle() {
+    // Nothing to report a failure to; HIP fails here only for a bad handle.
+    if (module_) static_cast<void>(api_->module_unload(module_));
+  }
+  hipModule_t get() const { return module_; }
+
+ private:
+  const HipApi* api_ = nullptr;
+  hipModule_t module_ = nullptr;
+};
+
+class HipModule final : public LoadedModule {
+ public:
+  HipModule(std::shared_ptr<const HipLibrary> library, std::shared_ptr<const void> owner, ModuleHandle module,
+            CodeObject code_object, std::vector<LoadedKernel> kernels)
+      : library_(std::move(library)),
+        owner_(std::move(owner)),
+        module_(std::move(module)),
+        code_object_(std::move(code_object)),
+        kernels_(std::move(kernels)) {}
+
+  const CodeObject& code_object() const override { return code_object_; }
+  std::span<const LoadedKernel> kernels() const override { return kernels_; }
+
+ private:
+  // Destroyed bottom-up: the module is unloaded before the bytes' owner and
+  // the library are released.
+  std::shared_ptr<const HipLibrary> library_;
+  std::shared_ptr<const void> owner_;
+  ModuleHandle module_;
+  CodeObject code_object_;
+  std::vector<LoadedKernel> kernels_;
+};
+
+/// Sets the calling thread's current HIP device and puts the previous one
+/// back when it goes out of scope (HIP's current device is per thread).
+class CurrentDevice {
+ public:
+  static Expected<CurrentDevice> select(const HipApi& api, int device) {
+    int previous = 0;
+    if (auto ok = check(api, api.get_device(&previous), "hipGetDevice", ""); !ok) return std::move(ok).error();
+    if (auto ok = check(api, api.set_device(device), "hipSetDevice", "to device " + std::to_string(device)); !ok) {
+      return std::move(ok).error();
+    }
+    return CurrentDevice(api, previous, device);
+  }
+  CurrentDevice(CurrentDevice&& other) noexcept
+      : api_(other.api_), previous_(other.previous_), restore_(std::exchange(other.restore_, false)) {}
+  CurrentDevice& operator=(CurrentDevice&&) = delete;
+  ~CurrentDevice() {
+    // Best effort: a destructor has nowhere to report to.
+    if (restore_) static_cast<void>(api_->set_device(previous_));
+  }
+
+ private:
+  CurrentDevice(const HipApi& api, int previous, int selected)
+      : api_(&api), previous_(previous), restore_(previous != selected) {}
+
+  const HipApi* api_;
+  int previous_;
+  bool restore_;
+};
+
+class HipRuntime final : public Runtime {
+ public:
+  HipRuntime(std::shared_ptr<const HipLibrary> library, std::vector<Device> devices)
+      : library_(std::move(library)), devices_(std::move(devices)) {}
+
+  std::string_view name() const override { return "hip"; }
+  std::span<const Device> devices() const override { return devices_; }
+
+  Expected<std::unique_ptr<LoadedModule>> load(std::size_t device, const Image& image,
+                                               const CodeObject& code_object) override {
+    const HipApi& api = library_->api;
+    if (device >= devices_.size()) {
+      return Error(ErrorKind::InvalidArgument, "HIP load: device " + std::to_string(device) + " does not exist (" +
+                                                   std::to_string(devices_.size()) + " devices)");
+    }
+    // hipModuleLoadData takes no size: HIP reads as far as the ELF says, so
+    // the bytes must hold every byte the code object's tables reach.
+    if (image.bytes.empty() || image.bytes.size() < code_object.size()) {
+      return Error(ErrorKind::OutOfBounds, "HIP load: the image has " + hex(image.bytes.size()) +
+                                               " bytes but the code object reaches " + hex(code_object.size()));
+    }
+    std::string where = "on device " + std::to_string(device) + " (" + devices_[device].str() + ")";
+    auto current = CurrentDevice::select(api, static_cast<int>(device));
+    if (!current) return std::move(current).error();
+
+    hipModule_t raw = nullptr;
+    if (auto ok = check(api, api.module_load_data(&raw, image.bytes.data()), "hipModuleLoadData",
+                        "for a code object of " + hex(image.bytes.size()) + " bytes " + where);
+        !ok) {
+      // A failed load leaves nothing loaded; should HIP hand a module back
+      // anyway, it is unloaded here.
+      ModuleHandle stray(api, raw);
+      return std::move(ok).error();
+    }
+    ModuleHandle module(api, raw);
+    if (!raw) {
+      return Error(ErrorKind::Malformed, "HIP hipModuleLoadData succeeded but returned no module " + where);
+    }
+
+    // The registration probe: every kernel the metadata lists must resolve.
+    std::vector<LoadedKernel> kernels;
+    kernels.reserve(code_object.kernels().size());
+    for (const Kernel& kernel : code_object.kernels()) {
+      std::string what = "for kernel '" + kernel.name + "' " + where + " (the metadata lists it; module unloaded)";
+      hipFunction_t function = nullptr;
+      if (auto ok = check(api, api.module_get_function(&function, module.get(), kernel.name.c_str()),
+                          "hipModuleGetFunction", what);
+          !ok) {
+        return std::move(ok).error();
+      }
+      if (!function) {
+        return Error(ErrorKind::NotFound, "HIP hipModuleGetFunction returned no function " + what);
+      }
+      LoadedKernel loaded;
+      loaded.name = kernel.name;
+      loaded.symbol = kernel.symbol;
+      loaded.handle = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(function));
+      loaded.kernarg_segment_size = kernel.kernarg_segment_size;
+      loaded.kernarg_segment_align = kernel.kernarg_segment_align;
+      loaded.group_segment_size = kernel.group_segment_fixed_size;
+      loaded.private_segment_size = kernel.private_segment_fixed_size;
+      loaded.dynamic_callstack = kernel.uses_dynamic_stack.value_or(
+          kernel.descriptor ? kernel.descriptor->uses_dynamic_stack() : false);
+      kernels.push_back(std::move(loaded));
+    }
+    return std::unique_ptr<LoadedModule>(
+        new HipModule(library_, image.owner, std::move(module), code_object, std::move(kernels)));
+  }
+
+ private:
+  std::shared_ptr<const HipLibrary> library_;
+  std::vector<Device> devices_;
+};
+
+/// hipDeviceProp_t and the attribute numbering are this header's: a library
+/// of another HIP major would read and write them differently.
+Expected<void> check_major(const HipLibrary& library) {
+  if (library.version / 10000000 == HIP_VERSION_MAJOR) return {};
+  return Error(ErrorKind::UnsupportedVersion,
+               "'" + library.path + "' is HIP " + version_text(library.version) + " (hipRuntimeGetVersion " +
+                   std::to_string(library.version) + "), but coload was built against HIP " +
+                   std::to_string(HIP_VERSION_MAJOR) + " headers; hipDeviceProp_t differs between HIP majors, so "
+                   "its devices cannot be read");
+}
+
+Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary> library) {
+  const HipApi& api = library->api;
+  int count = 0;
+  hipError_t status = api.get_device_count(&count);
+  if (status == hipErrorNoDevice || (status == hipSuccess && count <= 0)) {
+    std::string why = status == hipSuccess ? "HIP hipGetDeviceCount reports " + std::to_string(count) + " devices"
+                                           : check(api, status, "hipGetDeviceCount", "").error().message();
+    return Error(ErrorKind::NotFound, "no AMD GPU: " + why + " (HIP " + version_text(library->version) + " from '" +
+                                          library->path + "')");
+  }
+  if (auto ok = check(api, status, "hipGetDeviceCount", ""); !ok) return std::move(ok).error();
+
+  // A count far beyond any machine is a broken library, not a reason to allocate.
+  constexpr int kMaxDevices = 1024;
+  if (count > kMaxDevices) {
+    return Error(ErrorKind::LimitExceeded, "HIP hipGetDeviceCount reports " + std::to_string(count) +
+                                               " devices, above the limit of " + std::to_string(kMaxDevices));
+  }
+  std::vector<Device> devices;
+  devices.reserve(static_cast<std::size_t>(count));
+  for (int index = 0; index < count; ++index) {
+    auto device = describe_device(*library, index);
+    if (!device) return std::move(device).error();
+    devices.push_back(std::move(*device));
+  }
+  return std::unique_ptr<Runtime>(new HipRuntime(std::move(library), std::move(devices)));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Runtime>> open_hip_runtime(const HipOptions& options) {
+  std::vector<std::string> candidates;
+  for (std::string path : {options.library, std::string("libamdhip64.so.6"), std::string("libamdhip64.so.5")}) {
+    if (!path.empty() && std::find(candidates.begin(), candidates.end(), path) == candidates.end()) {
+      candidates.push_back(std::move(path));
+    }
+  }
+  // Only a library that cannot be opened sends us to the next name, and a
+  // fallback of another HIP major; the library asked for by name is the answer.
+  std::string failures;
+  std::optional<Error> wrong_major;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    auto library = open_library(candidates[i]);
+    if (!library) {
+      if (library.error().kind() != ErrorKind::Io) return std::move(library).error();
+      failures += (failures.empty() ? "" : "; ") + library.error().message();
+      continue;
+    }
+    auto major = check_major(**library);
+    if (!major) {
+      if (i == 0) return std::move(major).error();
+      if (!wrong_major) wrong_major = std::move(major).error();
+      continue;
+    }
+    return open_devices(std::move(*library));
+  }
+  if (wrong_major) return std::move(*wrong_major);
+  return Error(ErrorKind::Io, "no HIP runtime library could be loaded: " + failures);
+}
+
+}  // namespace coload

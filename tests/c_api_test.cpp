@@ -1,0 +1,206 @@
+// Contract test of the C API (coload/coload.h), through libcoload.so: every
+// entry point with a null and a foreign handle, null arguments, bad struct
+// sizes and small buffers; then the happy path with the dry-run runtime.
+#include "coload/coload.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+std::string fixture(const std::string& relative) { return std::string(COLOAD_FIXTURE_DIR) + "/" + relative; }
+
+coload_registry_options dry_run_options(const char* devices) {
+  coload_registry_options options;
+  std::memset(&options, 0, sizeof options);
+  options.struct_size = sizeof options;
+  options.runtime = COLOAD_RUNTIME_DRY_RUN;
+  options.dry_run_devices = devices;
+  options.ignore_environment = 1;
+  return options;
+}
+
+coload_kernel_info kernel_info() {
+  coload_kernel_info info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  return info;
+}
+
+/// Something that is not a registry, with a plausible size and alignment.
+struct Foreign {
+  alignas(16) unsigned char bytes[64];
+  Foreign() { std::memset(bytes, 0xa5, sizeof bytes); }
+  coload_registry* handle() { return reinterpret_cast<coload_registry*>(bytes); }
+};
+
+struct CApiTest : ::testing::Test {
+  coload_registry* registry = nullptr;
+  void SetUp() override {
+    auto options = dry_run_options("gfx90a, gfx1100");
+    ASSERT_EQ(coload_registry_create(&options, &registry), COLOAD_OK) << coload_last_error_message();
+  }
+  void TearDown() override {
+    if (registry) EXPECT_EQ(coload_registry_destroy(registry), COLOAD_OK);
+  }
+};
+
+TEST(CApiContract, EveryEntryPointRejectsNullAndForeignHandles) {
+  Foreign foreign;
+  for (coload_registry* bad : {static_cast<coload_registry*>(nullptr), foreign.handle()}) {
+    coload_binary binary = 7;
+    coload_kernel_info info = kernel_info();
+    std::size_t count = 9;
+    char name[32];
+    std::size_t required = 0;
+    EXPECT_EQ(coload_registry_destroy(bad), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_NE(std::string(coload_last_error_message()).find("coload_registry_destroy"), std::string::npos);
+    EXPECT_EQ(coload_register_file(bad, fixture("bundles/driver_two_arch.hipfb").c_str(), &binary),
+              COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(coload_register_memory(bad, name, sizeof name, "x", &binary), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(coload_unregister(bad, 1), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(coload_lookup_kernel(bad, 1, 0, "k", &info), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(coload_device_count(bad, &count), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(coload_device_name(bad, 0, name, sizeof name, &required), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_STRNE(coload_last_error_message(), "");
+  }
+}
+
+TEST(CApiContract, CreateChecksItsArguments) {
+  coload_registry* registry = reinterpret_cast<coload_registry*>(0x1);
+  auto options = dry_run_options("gfx90a");
+  EXPECT_EQ(coload_registry_create(nullptr, &registry), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(registry, nullptr);  // cleared before anything else fails
+  EXPECT_EQ(coload_registry_create(&options, nullptr), COLOAD_ERROR_NULL_ARGUMENT);
+
+  auto small = options;
+  small.struct_size = sizeof(std::size_t);
+  EXPECT_EQ(coload_registry_create(&small, &registry), COLOAD_ERROR_BAD_STRUCT_SIZE);
+  auto no_devices = dry_run_options(nullptr);
+  EXPECT_EQ(coload_registry_create(&no_devices, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
+  auto empty = dry_run_options(" , ");
+  EXPECT_EQ(coload_registry_create(&empty, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
+  auto generic = dry_run_options("gfx9-generic");
+  EXPECT_EQ(coload_registry_create(&generic, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
+  auto unknown = dry_run_options("gfx90a,gfx9999");
+  EXPECT_NE(coload_registry_create(&unknown, &registry), COLOAD_OK);
+  EXPECT_NE(std::string(coload_last_error_message()).find("gfx9999"), std::string::npos);
+  auto bad_kind = dry_run_options("gfx90a");
+  bad_kind.runtime = static_cast<coload_runtime_kind>(42);
+  EXPECT_EQ(coload_registry_create(&bad_kind, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(registry, nullptr);
+
+  // No GPU here, or a missing library: an error, never a crash.
+  auto hsa = dry_run_options(nullptr);
+  hsa.runtime = COLOAD_RUNTIME_HSA;
+  hsa.runtime_library = "/nonexistent/libhsa-runtime64.so.1";
+  EXPECT_NE(coload_registry_create(&hsa, &registry), COLOAD_OK);
+  EXPECT_STRNE(coload_last_error_message(), "");
+  auto hip = hsa;
+  hip.runtime = COLOAD_RUNTIME_HIP;
+  hip.runtime_library = "/nonexistent/libamdhip64.so";
+  EXPECT_NE(coload_registry_create(&hip, &registry), COLOAD_OK);
+  EXPECT_EQ(registry, nullptr);
+}
+
+TEST_F(CApiTest, NullArgumentsAndBadSizes) {
+  coload_binary binary = 7;
+  coload_kernel_info info = kernel_info();
+  EXPECT_EQ(coload_register_file(registry, nullptr, &binary), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(binary, 0u);
+  EXPECT_EQ(coload_register_file(registry, "x", nullptr), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(coload_register_memory(registry, nullptr, 16, "x", &binary), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(coload_register_memory(registry, "x", 1, "x", nullptr), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(coload_lookup_kernel(registry, 1, 0, nullptr, &info), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(coload_lookup_kernel(registry, 1, 0, "k", nullptr), COLOAD_ERROR_NULL_ARGUMENT);
+  info.struct_size = 8;
+  EXPECT_EQ(coload_lookup_kernel(registry, 1, 0, "k", &info), COLOAD_ERROR_BAD_STRUCT_SIZE);
+  EXPECT_EQ(coload_device_count(registry, nullptr), COLOAD_ERROR_NULL_ARGUMENT);
+}
+
+TEST_F(CApiTest, WrongBinaryHandles) {
+  coload_kernel_info info = kernel_info();
+  EXPECT_EQ(coload_unregister(registry, 0), COLOAD_ERROR_NOT_FOUND);
+  EXPECT_EQ(coload_unregister(registry, 12345), COLOAD_ERROR_NOT_FOUND);
+  EXPECT_EQ(coload_lookup_kernel(registry, 0, 0, "k", &info), COLOAD_ERROR_NOT_FOUND);
+  EXPECT_NE(std::string(coload_last_error_message()).find("handle 0"), std::string::npos);
+}
+
+TEST_F(CApiTest, DeviceNamesWithSmallBuffers) {
+  std::size_t count = 0;
+  ASSERT_EQ(coload_device_count(registry, &count), COLOAD_OK);
+  EXPECT_EQ(count, 2u);
+  std::size_t required = 0;
+  EXPECT_EQ(coload_device_name(registry, 0, nullptr, 0, &required), COLOAD_ERROR_BUFFER_TOO_SMALL);
+  const std::string expected = "gfx90a:sramecc+:xnack-";
+  EXPECT_EQ(required, expected.size() + 1);
+  char small[8];
+  std::memset(small, 'z', sizeof small);
+  EXPECT_EQ(coload_device_name(registry, 0, small, sizeof small, &required), COLOAD_ERROR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(small[0], 'z');  // nothing written
+  std::vector<char> exact(required);
+  ASSERT_EQ(coload_device_name(registry, 0, exact.data(), exact.size(), nullptr), COLOAD_OK);
+  EXPECT_EQ(std::string(exact.data()), expected);
+  EXPECT_STREQ(coload_last_error_message(), "");
+  EXPECT_EQ(coload_device_name(registry, 0, nullptr, 5, &required), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(coload_device_name(registry, 2, exact.data(), exact.size(), &required), COLOAD_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(CApiTest, RegisterLookUpAndUnregister) {
+  coload_binary binary = 0;
+  ASSERT_EQ(coload_register_file(registry, fixture("host/libkernels_compressed.so").c_str(), &binary), COLOAD_OK)
+      << coload_last_error_message();
+  EXPECT_NE(binary, 0u);
+  coload_kernel_info info = kernel_info();
+  ASSERT_EQ(coload_lookup_kernel(registry, binary, 0, "_Z5saxpyfPKfPfi", &info), COLOAD_OK)
+      << coload_last_error_message();
+  EXPECT_EQ(info.handle, 0u);
+  EXPECT_EQ(info.kernarg_segment_size, 288u);
+  ASSERT_EQ(coload_lookup_kernel(registry, binary, 1, "_Z9block_sumPKfPfj", &info), COLOAD_OK)
+      << coload_last_error_message();
+  EXPECT_EQ(info.group_segment_size, 1024u);
+
+  EXPECT_EQ(coload_lookup_kernel(registry, binary, 0, "missing", &info), COLOAD_ERROR_NOT_FOUND);
+  EXPECT_NE(std::string(coload_last_error_message()).find("\"missing\""), std::string::npos);
+  EXPECT_EQ(coload_lookup_kernel(registry, binary, 9, "missing", &info), COLOAD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(coload_unregister(registry, binary), COLOAD_OK);
+  EXPECT_EQ(coload_unregister(registry, binary), COLOAD_ERROR_NOT_FOUND);
+}
+
+TEST_F(CApiTest, RegisterMemoryAndBadInput) {
+  std::ifstream in(fixture("bundles/driver_two_arch.hipfb"), std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  coload_binary binary = 0;
+  ASSERT_EQ(coload_register_memory(registry, bytes.data(), bytes.size(), nullptr, &binary), COLOAD_OK);
+  coload_kernel_info info = kernel_info();
+  EXPECT_EQ(coload_lookup_kernel(registry, binary, 1, "_Z5saxpyfPKfPfi", &info), COLOAD_ERROR_NOT_FOUND);
+  EXPECT_NE(std::string(coload_last_error_message()).find("no code object fits"), std::string::npos);
+  EXPECT_EQ(coload_unregister(registry, binary), COLOAD_OK);
+
+  const char garbage[64] = "definitely not a fat binary";
+  EXPECT_EQ(coload_register_memory(registry, garbage, sizeof garbage, "garbage", &binary), COLOAD_ERROR_BAD_MAGIC);
+  EXPECT_EQ(binary, 0u);
+  EXPECT_EQ(coload_register_file(registry, "/nonexistent/file.hipfb", &binary), COLOAD_ERROR_IO);
+}
+
+TEST(CApiContract, LastErrorIsPerThread) {
+  EXPECT_EQ(coload_device_count(nullptr, nullptr), COLOAD_ERROR_INVALID_HANDLE);
+  std::string other;
+  std::thread([&] { other = coload_last_error_message(); }).join();
+  EXPECT_EQ(other, "");
+  EXPECT_STRNE(coload_last_error_message(), "");
+}
+
+TEST(CApiContract, StatusStrings) {
+  EXPECT_STREQ(coload_status_string(COLOAD_OK), "ok");
+  EXPECT_STREQ(coload_status_string(COLOAD_ERROR_NOT_FOUND), "not_found");
+  EXPECT_STREQ(coload_status_string(static_cast<coload_status>(999)), "unknown_status");
+}
+
+}  // namespace

@@ -1,0 +1,320 @@
+// The HIP backend against the test HIP library (tests/support/fake_hip), so
+// its real call sequence runs without a GPU, and against Debian's real
+// libamdhip64.so.5 where there is no GPU: a clear error, never a crash.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coload/code_object.h"
+#include "coload/runtime.h"
+#include "support/bundle_writer.h"
+#include "support/fake_hip/fake_hip.h"
+#include "test_util.h"
+
+namespace coload {
+namespace {
+
+using testing::Bytes;
+using testing::FailsWith;
+using testing::Succeeds;
+
+/// Asserts that `text` contains `part`, printing both otherwise.
+::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << text << "' lacks '" << part << "'";
+}
+
+const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
+constexpr const char* kTestHip = COLOAD_TEST_HIP_LIBRARY;
+
+// hipError_t values of HIP 5 (hip_runtime_api.h); the test does not include HIP.
+constexpr int kNoDevice = 100;
+constexpr int kInvalidImage = 200;
+constexpr int kNoBinaryForGpu = 209;
+
+/// The test library's control entry points, resolved from the instance coload opens.
+struct FakeHip {
+  decltype(&coload_fake_hip_reset) reset = nullptr;
+  decltype(&coload_fake_hip_add_device) add_device = nullptr;
+  decltype(&coload_fake_hip_set_version) set_version = nullptr;
+  decltype(&coload_fake_hip_fail) fail = nullptr;
+  decltype(&coload_fake_hip_hide_kernel) hide_kernel = nullptr;
+  decltype(&coload_fake_hip_counter) counter = nullptr;
+
+  static const FakeHip& get() {
+    static const FakeHip fake = [] {
+      FakeHip f;
+      void* handle = dlopen(kTestHip, RTLD_NOW | RTLD_LOCAL);
+      if (!handle) return f;
+      f.reset = reinterpret_cast<decltype(f.reset)>(dlsym(handle, "coload_fake_hip_reset"));
+      f.add_device = reinterpret_cast<decltype(f.add_device)>(dlsym(handle, "coload_fake_hip_add_device"));
+      f.set_version = reinterpret_cast<decltype(f.set_version)>(dlsym(handle, "coload_fake_hip_set_version"));
+      f.fail = reinterpret_cast<decltype(f.fail)>(dlsym(handle, "coload_fake_hip_fail"));
+      f.hide_kernel = reinterpret_cast<decltype(f.hide_kernel)>(dlsym(handle, "coload_fake_hip_hide_kernel"));
+      f.counter = reinterpret_cast<decltype(f.counter)>(dlsym(handle, "coload_fake_hip_counter"));
+      return f;
+    }();
+    return fake;
+  }
+};
+
+class HipRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fake.reset && fake.counter) << "cannot load the test HIP library " << kTestHip << ": " << dlerror();
+    fake.reset();
+  }
+  void TearDown() override {
+    EXPECT_EQ(fake.counter("live_modules"), 0) << "a module stayed loaded";
+    EXPECT_EQ(fake.counter("bad_unloads"), 0) << "a module was unloaded twice or never loaded";
+    EXPECT_EQ(fake.counter("module_loads"), fake.counter("module_unloads"));
+  }
+
+  Expected<std::unique_ptr<Runtime>> open() { return open_hip_runtime(HipOptions{kTestHip}); }
+
+  /// Two devices: gfx90a (wave64) and gfx1100 (wave32).
+  void two_devices() {
+    fake.add_device("gfx90a:sramecc+:xnack-", 65536, 64);
+    fake.add_device("gfx1100", 65536, 32);
+  }
+
+  /// The toolchain-built gfx90a object, its bytes owned by a shared_ptr.
+  struct Fixture {
+    std::shared_ptr<const Bytes> bytes;
+    CodeObject code_object;
+    Image image() const { return Image{*bytes, bytes}; }
+  };
+  static Fixture gfx90a() {
+    auto bytes = std::make_shared<const Bytes>(testing::read_file((kFixtures / "co/gfx90a.co").string()));
+    auto code_object = CodeObject::read(*bytes);
+    EXPECT_TRUE(Succeeds(code_object));
+    return Fixture{bytes, std::move(*code_object)};
+  }
+
+  const FakeHip& fake = FakeHip::get();
+};
+
+TEST_F(HipRuntimeTest, DevicesFromArchNameAndAttributes) {
+  two_devices();
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  EXPECT_EQ((*runtime)->name(), "hip");
+  auto devices = (*runtime)->devices();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].str(), "gfx90a:sramecc+:xnack-");
+  EXPECT_TRUE(devices[0].target.is_concrete());
+  EXPECT_EQ(devices[0].lds_bytes, 65536u);
+  EXPECT_EQ(devices[0].wave_sizes, kWave64);
+  EXPECT_EQ(devices[1].str(), "gfx1100");
+  EXPECT_EQ(devices[1].wave_sizes, kWave32 | kWave64);  // RDNA runs both; HIP reports 32
+  EXPECT_EQ(devices[0].code_object_versions, (std::vector<unsigned>{4, 5}));
+}
+
+TEST_F(HipRuntimeTest, NoDevicesIsNotFound) {
+  auto runtime = open();
+  ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(runtime.error().message(), "no AMD GPU"));
+  EXPECT_TRUE(Contains(runtime.error().message(), "hipGetDeviceCount failed with hipErrorNoDevice (100)"));
+  EXPECT_TRUE(Contains(runtime.error().message(), "no ROCm-capable device is detected"));
+}
+
+TEST_F(HipRuntimeTest, DeviceCountFailingWithNoDeviceIsNotFound) {
+  two_devices();
+  fake.fail("hipGetDeviceCount", kNoDevice);
+  auto runtime = open();
+  ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(runtime.error().message(), "no AMD GPU: HIP hipGetDeviceCount failed with hipErrorNoDevice"));
+}
+
+TEST_F(HipRuntimeTest, OtherHipMajorIsUnsupportedVersion) {
+  two_devices();
+  fake.set_version(60443483);  // HIP 6.4: hipDeviceProp_t has another layout
+  auto runtime = open();
+  ASSERT_TRUE(FailsWith(runtime, ErrorKind::UnsupportedVersion));
+  EXPECT_TRUE(Contains(runtime.error().message(), "HIP 6.4.43483"));
+  EXPECT_TRUE(Contains(runtime.error().message(), "hipDeviceProp_t"));
+}
+
+TEST_F(HipRuntimeTest, UnknownArchNameNamesTheDevice) {
+  fake.add_device("gfx90a:sramecc+:xnack-", 65536, 64);
+  fake.add_device("gfx9999", 65536, 64);
+  auto runtime = open();
+  ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(runtime.error().message(), "gcnArchName 'gfx9999' of device 1"));
+}
+
+TEST_F(HipRuntimeTest, ArchNameWithoutFeatureModesIsMalformed) {
+  fake.add_device("gfx90a", 65536, 64);
+  auto runtime = open();
+  ASSERT_TRUE(FailsWith(runtime, ErrorKind::Malformed));
+  EXPECT_TRUE(Contains(runtime.error().message(), "not a concrete device target ID"));
+}
+
+TEST_F(HipRuntimeTest, AttributeFailureNamesTheFunction) {
+  two_devices();
+  fake.fail("hipDeviceGetAttribute", 101);  // hipErrorInvalidDevice
+  auto runtime = open();
+  ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(runtime.error().message(), "hipDeviceGetAttribute failed with hipErrorInvalidDevice (101) for "
+                        "hipDeviceAttributeMaxSharedMemoryPerBlock of device 0"));
+}
+
+TEST_F(HipRuntimeTest, LibraryWithoutHipIsUnsupportedVersion) {
+  auto runtime = open_hip_runtime(HipOptions{"libz.so.1"});
+  ASSERT_TRUE(FailsWith(runtime, ErrorKind::UnsupportedVersion));
+  EXPECT_TRUE(Contains(runtime.error().message(), "lacks hipGetErrorName"));
+}
+
+TEST_F(HipRuntimeTest, LoadsTheFixtureAndProbesEveryKernel) {
+  two_devices();
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  Fixture fixture = gfx90a();
+  ASSERT_FALSE(fixture.code_object.kernels().empty());
+  auto module = (*runtime)->load(0, fixture.image(), fixture.code_object);
+  ASSERT_TRUE(Succeeds(module));
+  EXPECT_EQ(fake.counter("module_loads"), 1);
+  EXPECT_EQ(fake.counter("live_modules"), 1);
+
+  auto kernels = (*module)->kernels();
+  ASSERT_EQ(kernels.size(), fixture.code_object.kernels().size());
+  std::set<std::uint64_t> handles;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& expected = fixture.code_object.kernels()[i];
+    SCOPED_TRACE(expected.name);
+    EXPECT_EQ(kernels[i].name, expected.name);
+    EXPECT_EQ(kernels[i].symbol, expected.symbol);
+    EXPECT_NE(kernels[i].handle, 0u);
+    handles.insert(kernels[i].handle);
+    EXPECT_EQ(kernels[i].kernarg_segment_size, expected.kernarg_segment_size);
+    EXPECT_EQ(kernels[i].kernarg_segment_align, expected.kernarg_segment_align);
+    EXPECT_EQ(kernels[i].group_segment_size, expected.group_segment_fixed_size);
+    EXPECT_EQ(kernels[i].private_segment_size, expected.private_segment_fixed_size);
+  }
+  EXPECT_EQ(handles.size(), kernels.size()) << "every kernel has its own hipFunction_t";
+  EXPECT_EQ((*module)->code_object().kernels().size(), kernels.size());
+
+  module->reset();
+  EXPECT_EQ(fake.counter("module_unloads"), 1);
+}
+
+TEST_F(HipRuntimeTest, KeepsTheImageOwnerAliveUntilUnload) {
+  two_devices();
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  Fixture fixture = gfx90a();
+  std::weak_ptr<const Bytes> watch = fixture.bytes;
+  auto module = (*runtime)->load(0, fixture.image(), fixture.code_object);
+  ASSERT_TRUE(Succeeds(module));
+  fixture.bytes.reset();
+  EXPECT_FALSE(watch.expired());
+  module->reset();
+  EXPECT_TRUE(watch.expired());
+}
+
+TEST_F(HipRuntimeTest, LoadRestoresTheCallersCurrentDevice) {
+  two_devices();
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  Fixture fixture = gfx90a();
+  auto module = (*runtime)->load(1, fixture.image(), fixture.code_object);
+  ASSERT_TRUE(Succeeds(module));
+  EXPECT_EQ(fake.counter("current_device"), 0);
+}
+
+TEST_F(HipRuntimeTest, InvalidImageIsMalformedAndLeavesNothingLoaded) {
+  two_devices();
+  fake.fail("hipModuleLoadData", kInvalidImage);
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  Fixture fixture = gfx90a();
+  auto module = (*runtime)->load(0, fixture.image(), fixture.code_object);
+  ASSERT_TRUE(FailsWith(module, ErrorKind::Malformed));
+  EXPECT_TRUE(Contains(module.error().message(), "hipModuleLoadData failed with hipErrorInvalidImage (200)"));
+  EXPECT_TRUE(Contains(module.error().message(), "on device 0 (gfx90a:sramecc+:xnack-)"));
+  EXPECT_EQ(fake.counter("current_device"), 0);
+}
+
+TEST_F(HipRuntimeTest, NoBinaryForGpuIsInvalidArgument) {
+  two_devices();
+  fake.fail("hipModuleLoadData", kNoBinaryForGpu);
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  Fixture fixture = gfx90a();
+  auto module = (*runtime)->load(1, fixture.image(), fixture.code_object);
+  ASSERT_TRUE(FailsWith(module, ErrorKind::InvalidArgument));
+  EXPECT_TRUE(Contains(module.error().message(), "hipModuleLoadData failed with hipErrorNoBinaryForGpu (209)"));
+  EXPECT_EQ(fake.counter("current_device"), 0);
+}
+
+TEST_F(HipRuntimeTest, MissingKernelIsNotFoundAndUnloadsTheModule) {
+  two_devices();
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  Fixture fixture = gfx90a();
+  const std::string missing = fixture.code_object.kernels().back().name;
+  fake.hide_kernel(missing.c_str());
+  auto module = (*runtime)->load(0, fixture.image(), fixture.code_object);
+  ASSERT_TRUE(FailsWith(module, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(module.error().message(), "hipModuleGetFunction failed with hipErrorNotFound (500)"));
+  EXPECT_TRUE(Contains(module.error().message(), "for kernel '" + missing + "'"));
+  EXPECT_EQ(fake.counter("module_loads"), 1);
+  EXPECT_EQ(fake.counter("module_unloads"), 1);
+}
+
+TEST_F(HipRuntimeTest, BadDeviceAndShortImageAreRefusedBeforeHip) {
+  two_devices();
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  Fixture fixture = gfx90a();
+  EXPECT_TRUE(FailsWith((*runtime)->load(2, fixture.image(), fixture.code_object), ErrorKind::InvalidArgument));
+  std::span<const std::byte> all(*fixture.bytes);
+  Image short_image{all.first(64), nullptr};
+  EXPECT_TRUE(FailsWith((*runtime)->load(0, short_image, fixture.code_object), ErrorKind::OutOfBounds));
+  EXPECT_EQ(fake.counter("module_loads"), 0);
+  EXPECT_EQ(fake.counter("set_device"), 0);
+}
+
+TEST_F(HipRuntimeTest, LoadsFromManyThreads) {
+  two_devices();
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  Fixture fixture = gfx90a();
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        auto module = (*runtime)->load(static_cast<std::size_t>((t + i) % 2), fixture.image(), fixture.code_object);
+        if (!module) ++failures;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(fake.counter("module_loads"), 160);
+}
+
+// Debian's HIP 5.2.3 on a machine without a GPU: hipGetDeviceCount gives
+// hipErrorNoDevice (reference 6.3), which must arrive as NotFound.
+TEST(HipRealRuntime, NoGpuIsAClearError) {
+  void* probe = dlopen("libamdhip64.so.5", RTLD_NOW | RTLD_LOCAL);
+  if (!probe) GTEST_SKIP() << "libamdhip64.so.5 is not installed (package libamdhip64-5)";
+  dlclose(probe);
+  auto runtime = open_hip_runtime(HipOptions{"libamdhip64.so.5"});
+  if (runtime) GTEST_SKIP() << "a GPU is present: " << (*runtime)->devices().size() << " devices";
+  ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(runtime.error().message(), "no AMD GPU"));
+  EXPECT_TRUE(Contains(runtime.error().message(), "hipGetDeviceCount"));
+  EXPECT_TRUE(Contains(runtime.error().message(), "libamdhip64.so.5"));
+}
+
+}  // namespace
+}  // namespace coload

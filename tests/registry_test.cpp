@@ -1,0 +1,267 @@
+// The registry over the dry-run runtime and toolchain-built fixtures: lazy
+// registration, one load per (binary, device), code objects shared between
+// devices, host images with several bundles, errors and unregistering.
+#include "coload/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "registry_test_support.h"
+#include "test_util.h"
+
+namespace coload {
+namespace {
+
+using testing::FailsWith;
+using testing::Succeeds;
+using testing::CountingRuntime;
+using testing::dry_run_devices;
+using testing::fixture;
+
+std::vector<std::byte> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(chars.size());
+  for (std::size_t i = 0; i < chars.size(); ++i) bytes[i] = static_cast<std::byte>(chars[i]);
+  return bytes;
+}
+
+struct RegistryTest : ::testing::Test {
+  std::shared_ptr<CountingRuntime> runtime =
+      std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a", "gfx90a", "gfx1100", "gfx942"}));
+  Registry registry{runtime, Config{}};
+};
+
+TEST_F(RegistryTest, RegisteringDoesNoWork) {
+  ASSERT_TRUE(Succeeds(registry.register_file(fixture("host/libkernels_compressed.so"))));
+  ASSERT_TRUE(Succeeds(registry.register_file(fixture("compressed/bundler22_v3.hipfb"))));
+  ASSERT_TRUE(Succeeds(registry.register_file(fixture("bundles/driver_two_arch.hipfb"))));
+  RegistryStats stats = registry.stats();
+  EXPECT_EQ(stats.binaries_registered, 3u);
+  EXPECT_EQ(stats.bundles_read, 0u);
+  EXPECT_EQ(stats.bundles_decompressed, 0u);
+  EXPECT_EQ(stats.code_objects_read, 0u);
+  EXPECT_EQ(runtime->total_loads(), 0u);
+}
+
+TEST_F(RegistryTest, LoadsOncePerBinaryAndDevice) {
+  auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  auto kernel = registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi");
+  ASSERT_TRUE(Succeeds(kernel));
+  EXPECT_EQ((*kernel)->name, "_Z5saxpyfPKfPfi");
+  EXPECT_EQ((*kernel)->symbol, "_Z5saxpyfPKfPfi.kd");
+  EXPECT_EQ((*kernel)->handle, 0u);
+  EXPECT_EQ((*kernel)->kernarg_segment_size, 288u);
+  EXPECT_EQ(runtime->loads(0), 1u);
+
+  // Later lookups, of the same or another kernel, are map hits.
+  auto again = registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi");
+  ASSERT_TRUE(Succeeds(again));
+  EXPECT_EQ(*again, *kernel);
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z7add_onePii")));
+  EXPECT_EQ(runtime->loads(0), 1u);
+  EXPECT_EQ(runtime->loads(1), 0u);
+
+  // Another device of the same binary loads once more, for itself.
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 1, "_Z7add_onePii")));
+  EXPECT_EQ(runtime->loads(1), 1u);
+  EXPECT_EQ(runtime->total_loads(), 2u);
+}
+
+// A kernel of a TU with no code for the device: the error says why it is missing.
+TEST_F(RegistryTest, MissingKernelNamesTheBundlesSkippedForTheDevice) {
+  auto binary = registry.register_file(fixture("host/libkernels_mixed.so"));
+  ASSERT_TRUE(Succeeds(binary));
+  auto present = registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi");  // bundle 0 has gfx90a
+  ASSERT_TRUE(Succeeds(present));
+  auto missing = registry.lookup_kernel(*binary, 0, "_Z9block_sumPKfPfj");  // bundle 1: gfx1100, gfx908, gfx942
+  ASSERT_TRUE(FailsWith(missing, ErrorKind::NotFound));
+  const std::string& message = missing.error().message();
+  EXPECT_NE(message.find("kernel \"_Z9block_sumPKfPfj\" not found"), std::string::npos) << message;
+  EXPECT_NE(message.find("2 bundles have no code object for this device, e.g. "), std::string::npos) << message;
+  EXPECT_NE(message.find("bundle 1: no code object fits device gfx90a:sramecc+:xnack-"), std::string::npos)
+      << message;
+}
+
+TEST_F(RegistryTest, DevicesOfOneProcessorShareTheDecompressedCodeObject) {
+  auto binary = registry.register_file(fixture("compressed/bundler22_v3.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z9block_sumPKfPfj")));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 1, "_Z9block_sumPKfPfj")));
+  ASSERT_EQ(runtime->images().size(), 2u);
+  EXPECT_EQ(runtime->images()[0].data(), runtime->images()[1].data());
+  EXPECT_EQ(runtime->owners()[0].lock(), runtime->owners()[1].lock());
+  RegistryStats stats = registry.stats();
+  EXPECT_EQ(stats.bundles_decompressed, 1u);
+  EXPECT_EQ(stats.code_objects_read, 1u);
+  EXPECT_EQ(stats.modules_loaded, 2u);
+}
+
+TEST_F(RegistryTest, RegistrationsOfOneCompressedBundleShareItsBytes) {
+  auto first = registry.register_file(fixture("compressed/bundler22_v3.hipfb"));
+  auto second = registry.register_file(fixture("compressed/bundler22_v3.hipfb"));
+  ASSERT_TRUE(Succeeds(first));
+  ASSERT_TRUE(Succeeds(second));
+  EXPECT_NE(first->value, second->value);
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*first, 0, "_Z9block_sumPKfPfj")));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*second, 0, "_Z9block_sumPKfPfj")));
+  EXPECT_EQ(registry.stats().bundles_decompressed, 1u);
+  ASSERT_EQ(runtime->images().size(), 2u);
+  EXPECT_EQ(runtime->images()[0].data(), runtime->images()[1].data());
+}
+
+TEST_F(RegistryTest, HostImageLoadsEveryBundleWithAnEntryForTheDevice) {
+  auto binary = registry.register_file(fixture("host/libkernels.so"));
+  ASSERT_TRUE(Succeeds(binary));
+  // gfx1100: bundle 1 natively and bundle 2 through gfx11-generic; bundle 0 has none.
+  auto modules = registry.modules(*binary, 2);
+  ASSERT_TRUE(Succeeds(modules));
+  ASSERT_EQ(modules->size(), 2u);
+  EXPECT_EQ(runtime->loads(2), 2u);
+  EXPECT_TRUE(Succeeds(registry.lookup_kernel(*binary, 2, "_Z9block_sumPKfPfj")));  // bundle 1
+  EXPECT_TRUE(Succeeds(registry.lookup_kernel(*binary, 2, "_Z4fillPffy")));         // bundle 2
+  EXPECT_EQ(runtime->loads(2), 2u);
+  // gfx90a:xnack-: bundle 0 only (bundle 2 has gfx90a:xnack+).
+  auto on_gfx90a = registry.modules(*binary, 0);
+  ASSERT_TRUE(Succeeds(on_gfx90a));
+  EXPECT_EQ(on_gfx90a->size(), 1u);
+  EXPECT_TRUE(FailsWith(registry.lookup_kernel(*binary, 0, "_Z4fillPffy"), ErrorKind::NotFound));
+}
+
+TEST_F(RegistryTest, CompressedHostImageDecompressesOnlyWhenLookedUp) {
+  auto binary = registry.register_file(fixture("host/libkernels_compressed.so"));
+  ASSERT_TRUE(Succeeds(binary));
+  EXPECT_EQ(registry.stats().bundles_decompressed, 0u);
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi")));
+  EXPECT_EQ(registry.stats().bundles_decompressed, 3u);  // each bundle's table is needed to select
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 2, "_Z9block_sumPKfPfj")));
+  EXPECT_EQ(registry.stats().bundles_decompressed, 3u);  // not again for another device
+}
+
+TEST_F(RegistryTest, NoFitNamesTheDeviceTheEntriesAndTheBinary) {
+  auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  auto kernel = registry.lookup_kernel(*binary, 3, "_Z5saxpyfPKfPfi");
+  ASSERT_TRUE(FailsWith(kernel, ErrorKind::NotFound));
+  const std::string& message = kernel.error().message();
+  EXPECT_NE(message.find("driver_two_arch.hipfb: bundle 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("no code object fits device gfx942"), std::string::npos) << message;
+  EXPECT_NE(message.find("hipv4-amdgcn-amd-amdhsa--gfx1030"), std::string::npos) << message;
+  EXPECT_EQ(runtime->loads(3), 0u);
+  // The failure is remembered, not retried.
+  auto again = registry.lookup_kernel(*binary, 3, "_Z5saxpyfPKfPfi");
+  ASSERT_TRUE(FailsWith(again, ErrorKind::NotFound));
+  EXPECT_EQ(again.error().message(), message);
+  EXPECT_EQ(registry.stats().bundles_read, 1u);
+}
+
+TEST_F(RegistryTest, NoBundleOfAHostImageFits) {
+  auto runtime942 = std::make_shared<CountingRuntime>(dry_run_devices({"gfx1201"}));
+  Registry only(runtime942, Config{});
+  auto binary = only.register_file(fixture("host/libkernels.so"));
+  ASSERT_TRUE(Succeeds(binary));
+  auto kernel = only.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi");
+  ASSERT_TRUE(FailsWith(kernel, ErrorKind::NotFound));
+  EXPECT_NE(kernel.error().message().find("none of its 3 bundles fits"), std::string::npos)
+      << kernel.error().message();
+}
+
+TEST_F(RegistryTest, UnknownKernelNamesKernelAndBinary) {
+  auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  auto kernel = registry.lookup_kernel(*binary, 0, "no_such_kernel");
+  ASSERT_TRUE(FailsWith(kernel, ErrorKind::NotFound));
+  EXPECT_NE(kernel.error().message().find("\"no_such_kernel\""), std::string::npos);
+  EXPECT_NE(kernel.error().message().find("driver_two_arch.hipfb"), std::string::npos);
+}
+
+TEST_F(RegistryTest, BadHandleDeviceAndInput) {
+  EXPECT_TRUE(FailsWith(registry.lookup_kernel(BinaryHandle{}, 0, "k"), ErrorKind::NotFound));
+  EXPECT_TRUE(FailsWith(registry.lookup_kernel(BinaryHandle{42}, 0, "k"), ErrorKind::NotFound));
+  EXPECT_TRUE(FailsWith(registry.unregister(BinaryHandle{42}), ErrorKind::NotFound));
+  auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  EXPECT_TRUE(FailsWith(registry.lookup_kernel(*binary, 4, "k"), ErrorKind::InvalidArgument));
+  EXPECT_TRUE(FailsWith(registry.register_file(fixture("no/such/file")), ErrorKind::Io));
+  static const std::byte garbage[64] = {};
+  EXPECT_TRUE(FailsWith(registry.register_memory(garbage, "garbage"), ErrorKind::BadMagic));
+}
+
+TEST_F(RegistryTest, ValidationFailureIsTheFirstViolationsKind) {
+  DeviceOverrides small_lds;
+  small_lds.lds_bytes = 65536;
+  auto device = device_from_spec("gfx950", small_lds);
+  ASSERT_TRUE(Succeeds(device));
+  auto small = std::make_shared<CountingRuntime>(std::vector<Device>{*device});
+  Registry one(small, Config{});
+  auto binary = one.register_file(fixture("check/lds_heavy-gfx950.co"));
+  ASSERT_TRUE(Succeeds(binary));
+  auto kernel = one.lookup_kernel(*binary, 0, "gemm_128x128");
+  ASSERT_TRUE(FailsWith(kernel, ErrorKind::LimitExceeded));
+  EXPECT_NE(kernel.error().message().find("group_segment_fixed_size 98304"), std::string::npos)
+      << kernel.error().message();
+  EXPECT_EQ(small->live_modules(), 0);
+}
+
+TEST_F(RegistryTest, ExtendedIsaCompatFromTheConfig) {
+  // gfx90a code runs on gfx942 only with the opt-in: without it, no fit.
+  auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  EXPECT_TRUE(FailsWith(registry.lookup_kernel(*binary, 3, "_Z5saxpyfPKfPfi"), ErrorKind::NotFound));
+  EXPECT_FALSE(registry.devices()[3].extended_isa_compat);
+  Config config;
+  config.extended_isa_compat_all = true;
+  Registry opted(runtime, config);
+  EXPECT_TRUE(opted.devices()[3].extended_isa_compat);
+}
+
+TEST_F(RegistryTest, UnregisterUnloadsThenReleasesTheBytes) {
+  std::vector<std::byte> bytes = read_file(fixture("bundles/driver_two_arch.hipfb"));
+  auto binary = registry.register_memory(bytes, "two_arch");
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi")));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 1, "_Z5saxpyfPKfPfi")));
+  EXPECT_EQ(runtime->live_modules(), 2);
+  // A plain bundle's entry is a view into the caller's bytes: no copy.
+  EXPECT_GE(runtime->images()[0].data(), bytes.data());
+  EXPECT_LT(runtime->images()[0].data(), bytes.data() + bytes.size());
+  std::weak_ptr<const void> owner = runtime->owners()[0];
+  EXPECT_FALSE(owner.expired());
+
+  ASSERT_TRUE(Succeeds(registry.unregister(*binary)));
+  EXPECT_EQ(runtime->live_modules(), 0);
+  EXPECT_TRUE(owner.expired());
+  EXPECT_TRUE(FailsWith(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi"), ErrorKind::NotFound));
+  EXPECT_TRUE(FailsWith(registry.unregister(*binary), ErrorKind::NotFound));
+  EXPECT_TRUE(FailsWith(registry.binary_name(*binary), ErrorKind::NotFound));
+}
+
+TEST_F(RegistryTest, DestructionUnloadsEverything) {
+  auto counting = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a", "gfx1100"}));
+  std::weak_ptr<const void> owner;
+  {
+    Registry scoped(counting, Config{});
+    auto first = scoped.register_file(fixture("host/libkernels_compressed.so"));
+    auto second = scoped.register_file(fixture("compressed/bundler22_v3.hipfb"));
+    ASSERT_TRUE(Succeeds(first));
+    ASSERT_TRUE(Succeeds(second));
+    ASSERT_TRUE(Succeeds(scoped.lookup_kernel(*first, 1, "_Z4fillPffy")));
+    ASSERT_TRUE(Succeeds(scoped.lookup_kernel(*second, 0, "_Z9histogramPKhPjj")));
+    EXPECT_EQ(counting->live_modules(), 3);
+    owner = counting->owners().back();
+  }
+  EXPECT_EQ(counting->live_modules(), 0);
+  EXPECT_TRUE(owner.expired());
+}
+
+}  // namespace
+}  // namespace coload

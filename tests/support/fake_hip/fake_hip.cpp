@@ -1,0 +1,253 @@
+// The test HIP library: the hip* entry points coload's HIP backend calls,
+// answering from a script the test sets through fake_hip.h. Signatures come
+// from HIP 5's own header, so a mismatch is a compile error here.
+#include "fake_hip.h"
+
+#include <hip/hip_runtime_api.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#define FAKE_HIP_EXPORT extern "C" __attribute__((visibility("default")))
+
+// The opaque handle types of hip_runtime_api.h, given a body here.
+struct ihipModuleSymbol_t {
+  std::string name;
+};
+struct ihipModule_t {
+  int device = 0;
+  std::map<std::string, std::unique_ptr<ihipModuleSymbol_t>> functions;
+};
+
+namespace {
+
+struct FakeDevice {
+  std::string arch;
+  int lds_bytes = 0;
+  int warp_size = 0;
+};
+
+struct State {
+  std::mutex mutex;
+  int version = 50221153;
+  std::vector<FakeDevice> devices;
+  std::map<std::string, int> failures;
+  std::set<std::string> hidden_kernels;
+  std::map<ihipModule_t*, std::unique_ptr<ihipModule_t>> modules;
+  int module_loads = 0, module_unloads = 0, bad_unloads = 0, set_device_calls = 0;
+};
+
+State& state() {
+  static State* instance = new State;
+  return *instance;
+}
+
+thread_local int current_device = 0;
+
+/// The scripted status for `function`, or hipSuccess.
+hipError_t scripted(State& s, const char* function) {
+  auto it = s.failures.find(function);
+  return it == s.failures.end() ? hipSuccess : static_cast<hipError_t>(it->second);
+}
+
+bool valid_device(const State& s, int device) { return device >= 0 && device < static_cast<int>(s.devices.size()); }
+
+const char* error_name(hipError_t status) {
+  switch (status) {
+    case hipSuccess: return "hipSuccess";
+    case hipErrorInvalidValue: return "hipErrorInvalidValue";
+    case hipErrorOutOfMemory: return "hipErrorOutOfMemory";
+    case hipErrorNoDevice: return "hipErrorNoDevice";
+    case hipErrorInvalidDevice: return "hipErrorInvalidDevice";
+    case hipErrorInvalidImage: return "hipErrorInvalidImage";
+    case hipErrorNoBinaryForGpu: return "hipErrorNoBinaryForGpu";
+    case hipErrorInvalidKernelFile: return "hipErrorInvalidKernelFile";
+    case hipErrorInvalidResourceHandle: return "hipErrorInvalidResourceHandle";
+    case hipErrorNotFound: return "hipErrorNotFound";
+    default: return "hipErrorUnknown";
+  }
+}
+
+}  // namespace
+
+// ---- control interface (fake_hip.h) ----
+
+FAKE_HIP_EXPORT void coload_fake_hip_reset(void) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.version = 50221153;
+  s.devices.clear();
+  s.failures.clear();
+  s.hidden_kernels.clear();
+  s.modules.clear();
+  s.module_loads = s.module_unloads = s.bad_unloads = s.set_device_calls = 0;
+  current_device = 0;
+}
+
+FAKE_HIP_EXPORT void coload_fake_hip_add_device(const char* arch, int lds_bytes, int warp_size) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.devices.push_back({arch, lds_bytes, warp_size});
+}
+
+FAKE_HIP_EXPORT void coload_fake_hip_set_version(int version) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.version = version;
+}
+
+FAKE_HIP_EXPORT void coload_fake_hip_fail(const char* function, int status) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.failures[function] = status;
+}
+
+FAKE_HIP_EXPORT void coload_fake_hip_hide_kernel(const char* name) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.hidden_kernels.insert(name);
+}
+
+FAKE_HIP_EXPORT int coload_fake_hip_counter(const char* name) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  std::string_view what(name);
+  if (what == "module_loads") return s.module_loads;
+  if (what == "module_unloads") return s.module_unloads;
+  if (what == "live_modules") return static_cast<int>(s.modules.size());
+  if (what == "bad_unloads") return s.bad_unloads;
+  if (what == "set_device") return s.set_device_calls;
+  if (what == "current_device") return current_device;
+  return -1;
+}
+
+// ---- the HIP entry points ----
+
+FAKE_HIP_EXPORT const char* hipGetErrorName(hipError_t status) { return error_name(status); }
+
+FAKE_HIP_EXPORT const char* hipGetErrorString(hipError_t status) {
+  // HIP 5.2.3 answers with the name as well (reference 6.3); a distinct text
+  // here shows that both reach the message.
+  switch (status) {
+    case hipErrorNoDevice: return "no ROCm-capable device is detected";
+    case hipErrorInvalidImage: return "device kernel image is invalid";
+    case hipErrorNoBinaryForGpu: return "no kernel image is available for execution on the device";
+    case hipErrorNotFound: return "named symbol not found";
+    default: return error_name(status);
+  }
+}
+
+FAKE_HIP_EXPORT hipError_t hipRuntimeGetVersion(int* version) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (hipError_t status = scripted(s, "hipRuntimeGetVersion")) return status;
+  if (!version) return hipErrorInvalidValue;
+  *version = s.version;
+  return hipSuccess;
+}
+
+FAKE_HIP_EXPORT hipError_t hipGetDeviceCount(int* count) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!count) return hipErrorInvalidValue;
+  *count = 0;
+  if (hipError_t status = scripted(s, "hipGetDeviceCount")) return status;
+  *count = static_cast<int>(s.devices.size());
+  return s.devices.empty() ? hipErrorNoDevice : hipSuccess;
+}
+
+FAKE_HIP_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t* properties, int device) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (hipError_t status = scripted(s, "hipGetDeviceProperties")) return status;
+  if (!properties) return hipErrorInvalidValue;
+  if (!valid_device(s, device)) return hipErrorInvalidDevice;
+  const FakeDevice& d = s.devices[static_cast<std::size_t>(device)];
+  std::memset(properties, 0, sizeof *properties);
+  std::strncpy(properties->name, "coload test device", sizeof properties->name - 1);
+  std::strncpy(properties->gcnArchName, d.arch.c_str(), sizeof properties->gcnArchName - 1);
+  properties->sharedMemPerBlock = static_cast<std::size_t>(d.lds_bytes);
+  properties->warpSize = d.warp_size;
+  return hipSuccess;
+}
+
+FAKE_HIP_EXPORT hipError_t hipDeviceGetAttribute(int* value, hipDeviceAttribute_t attribute, int device) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (hipError_t status = scripted(s, "hipDeviceGetAttribute")) return status;
+  if (!value) return hipErrorInvalidValue;
+  if (!valid_device(s, device)) return hipErrorInvalidDevice;
+  const FakeDevice& d = s.devices[static_cast<std::size_t>(device)];
+  switch (attribute) {
+    case hipDeviceAttributeMaxSharedMemoryPerBlock: *value = d.lds_bytes; return hipSuccess;
+    case hipDeviceAttributeWarpSize: *value = d.warp_size; return hipSuccess;
+    default: return hipErrorInvalidValue;
+  }
+}
+
+FAKE_HIP_EXPORT hipError_t hipGetDevice(int* device) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (hipError_t status = scripted(s, "hipGetDevice")) return status;
+  if (!device) return hipErrorInvalidValue;
+  *device = current_device;
+  return hipSuccess;
+}
+
+FAKE_HIP_EXPORT hipError_t hipSetDevice(int device) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  ++s.set_device_calls;
+  if (hipError_t status = scripted(s, "hipSetDevice")) return status;
+  if (!valid_device(s, device)) return hipErrorInvalidDevice;
+  current_device = device;
+  return hipSuccess;
+}
+
+FAKE_HIP_EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!module) return hipErrorInvalidValue;
+  *module = nullptr;
+  if (hipError_t status = scripted(s, "hipModuleLoadData")) return status;
+  if (!image || std::memcmp(image, "\x7f" "ELF", 4) != 0) return hipErrorInvalidImage;
+  if (!valid_device(s, current_device)) return hipErrorInvalidDevice;
+  auto record = std::make_unique<ihipModule_t>();
+  record->device = current_device;
+  *module = record.get();
+  s.modules.emplace(record.get(), std::move(record));
+  ++s.module_loads;
+  return hipSuccess;
+}
+
+FAKE_HIP_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* name) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!function || !name) return hipErrorInvalidValue;
+  *function = nullptr;
+  if (hipError_t status = scripted(s, "hipModuleGetFunction")) return status;
+  auto it = s.modules.find(module);
+  if (it == s.modules.end()) return hipErrorInvalidResourceHandle;
+  if (s.hidden_kernels.count(name)) return hipErrorNotFound;
+  auto& slot = it->second->functions[name];
+  if (!slot) slot = std::make_unique<ihipModuleSymbol_t>(ihipModuleSymbol_t{name});
+  *function = slot.get();
+  return hipSuccess;
+}
+
+FAKE_HIP_EXPORT hipError_t hipModuleUnload(hipModule_t module) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (hipError_t status = scripted(s, "hipModuleUnload")) return status;
+  if (s.modules.erase(module) == 0) {
+    ++s.bad_unloads;
+    return hipErrorInvalidResourceHandle;
+  }
+  ++s.module_unloads;
+  return hipSuccess;
+}

@@ -1,0 +1,117 @@
+// coload load: select, validate and load a fat binary's code objects on one
+// device (through the registry, as a runtime would), then list the kernels
+// with their handles and sizes.
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coload/config.h"
+#include "coload/registry.h"
+#include "coload/runtime.h"
+#include "commands.h"
+#include "runtime_util.h"
+
+namespace coload::cli {
+namespace {
+
+/// The index of the runtime device `spec` names: a number, or the first
+/// device whose target ID or processor is `spec`.
+std::optional<std::size_t> find_device(const Runtime& runtime, const std::string& spec) {
+  if (spec.empty()) return 0;
+  if (auto number = parse_number(spec)) return static_cast<std::size_t>(*number);
+  auto devices = runtime.devices();
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i].str() == spec || (devices[i].target.processor && devices[i].target.processor->name == spec)) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int run_load(std::span<const std::string> args) {
+  std::string runtime_name = "hsa";
+  DeviceOptions device_options;
+  std::vector<std::string> files;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (Option taken = take_device_option(args, i, "load", device_options); taken != Option::NotMine) {
+      if (taken == Option::UsageError) return kExitUsage;
+    } else if (arg == "--runtime" && i + 1 < args.size()) {
+      runtime_name = args[++i];
+      if (runtime_name != "hsa" && runtime_name != "hip" && runtime_name != "dry-run") {
+        return usage_error("load: --runtime is hsa, hip or dry-run, not '" + runtime_name + "'");
+      }
+    } else if (arg.starts_with("-")) {
+      return usage_error("load: unknown option or missing value: '" + arg + "'");
+    } else {
+      files.push_back(arg);
+    }
+  }
+  if (files.size() != 1) return usage_error("load: exactly one FILE is required");
+  const std::string& path = files.front();
+  const bool dry_run = runtime_name == "dry-run";
+  if (dry_run && (device_options.spec.empty() || parse_number(device_options.spec))) {
+    return usage_error("load: the dry-run runtime needs --device SPEC (a target ID such as gfx90a)");
+  }
+  if (!dry_run && device_options.overridden) {
+    return usage_error("load: --lds, --co-versions and --extended-isa-compat apply to --runtime dry-run only");
+  }
+
+  const Expected<Config>& config = process_config();
+  if (!config) return usage_error("environment: " + config.error().message());
+  std::shared_ptr<Runtime> runtime;
+  if (dry_run) {
+    auto device = device_from_spec(device_options.spec, device_options.overrides);
+    if (!device) return usage_error("load: --device: " + device.error().message());
+    runtime = open_dry_run_runtime({std::move(*device)});
+  } else {
+    auto opened = open_gpu_runtime(runtime_name);
+    if (!opened) {
+      std::fprintf(stderr, "coload: cannot load on a GPU: the %s runtime cannot be used: %s\n", runtime_name.c_str(),
+                   opened.error().message().c_str());
+      return kExitInputError;
+    }
+    runtime = std::move(*opened);
+  }
+  std::optional<std::size_t> index = dry_run ? std::optional<std::size_t>(0) : find_device(*runtime, device_options.spec);
+  if (!index || *index >= runtime->devices().size()) {
+    std::string present;
+    for (const Device& device : runtime->devices()) present += (present.empty() ? "" : ", ") + device.str();
+    std::fprintf(stderr, "coload: load: no device '%s' in the %s runtime (devices: %s)\n", device_options.spec.c_str(),
+                 runtime_name.c_str(), present.empty() ? "none" : present.c_str());
+    return kExitInputError;
+  }
+
+  Registry registry(runtime, *config);
+  const Device& device = registry.devices()[*index];
+  auto binary = registry.register_file(path);
+  if (!binary) {
+    std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
+    return kExitInputError;
+  }
+  auto modules = registry.modules(*binary, *index);
+  if (!modules) {
+    std::fprintf(stderr, "coload: %s\n", modules.error().message().c_str());
+    return kExitInputError;
+  }
+  std::printf("%s: loaded on device %zu (%s) with the %s runtime: %zu code object%s\n", path.c_str(), *index,
+              device.str().c_str(), runtime_name.c_str(), modules->size(), modules->size() == 1 ? "" : "s");
+  for (std::size_t m = 0; m < modules->size(); ++m) {
+    const LoadedModule& module = *(*modules)[m];
+    std::printf("code object %zu: v%u, target %s, %zu kernels\n", m, module.code_object().target().code_object_version,
+                module.code_object().target().target.str().c_str(), module.kernels().size());
+    for (const LoadedKernel& kernel : module.kernels()) {
+      std::printf("  kernel %s: handle 0x%llx, kernarg %u (align %u), LDS %u, private %u%s\n", kernel.name.c_str(),
+                  static_cast<unsigned long long>(kernel.handle), kernel.kernarg_segment_size,
+                  kernel.kernarg_segment_align, kernel.group_segment_size, kernel.private_segment_size,
+                  kernel.dynamic_callstack ? " (dynamic stack)" : "");
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace coload::cli
