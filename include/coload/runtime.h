@@ -67,8 +67,13 @@ class Runtime {
   /// Loads `code_object` (read from image.bytes) on device `device` and looks
   /// every metadata kernel up (a kernel the metadata lists but the runtime
   /// lacks is an error, not a null at launch). Validation is the caller's
-  /// (coload::validate); the runtime re-checks what it checks. On failure
-  /// nothing stays loaded. Errors name the runtime function and its status.
+  /// (coload::validate); the runtime re-checks what it checks. The module
+  /// holds image.owner until it has unloaded. On failure nothing stays
+  /// loaded. Errors name the runtime function and its status: NotFound for a
+  /// missing symbol, InvalidArgument for an ISA the device does not run or a
+  /// bad device index, Malformed for a code object the runtime refuses,
+  /// SizeMismatch when the runtime's kernel sizes disagree with the metadata,
+  /// Io for other runtime failures (out of resources and the like).
   virtual Expected<std::unique_ptr<LoadedModule>> load(std::size_t device, const Image& image,
                                                        const CodeObject& code_object) = 0;
 };
