@@ -73,7 +73,7 @@ class Runtime {
   /// missing symbol, InvalidArgument for an ISA the device does not run or a
   /// bad device index, Malformed for a code object the runtime refuses,
   /// SizeMismatch when the runtime's kernel sizes disagree with the metadata,
-  /// Io for other runtime failures (out of resources and the like).
+  /// Io (HSA) or LimitExceeded (HIP out of memory) for resource failures.
   virtual Expected<std::unique_ptr<LoadedModule>> load(std::size_t device, const Image& image,
                                                        const CodeObject& code_object) = 0;
 };
