@@ -23,6 +23,7 @@ namespace {
 using testing::CountingRuntime;
 using testing::dry_run_devices;
 using testing::fixture;
+using testing::file_bytes;
 
 constexpr int kThreads = 16;
 constexpr int kRounds = 40;
@@ -51,14 +52,6 @@ std::vector<Case> cases() {
   };
 }
 
-std::vector<std::byte> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> bytes(chars.size());
-  for (std::size_t i = 0; i < chars.size(); ++i) bytes[i] = static_cast<std::byte>(chars[i]);
-  return bytes;
-}
-
 TEST(RegistryStress, SixteenThreadsShareLongLivedBinaries) {
   auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a", "gfx90a", "gfx1100", "gfx942"}));
   Registry registry(runtime, Config{});
@@ -69,7 +62,7 @@ TEST(RegistryStress, SixteenThreadsShareLongLivedBinaries) {
     if (paths.empty() || paths.back() != c.path) paths.push_back(c.path);
   }
   std::vector<std::vector<std::byte>> buffers;
-  for (const std::string& path : paths) buffers.push_back(read_file(fixture(path)));
+  for (const std::string& path : paths) buffers.push_back(file_bytes(fixture(path)));
   std::vector<BinaryHandle> mapped(paths.size()), borrowed(paths.size());
   std::barrier start(kThreads);
   std::atomic<int> failures{0};

@@ -25,14 +25,7 @@ using testing::Succeeds;
 using testing::CountingRuntime;
 using testing::dry_run_devices;
 using testing::fixture;
-
-std::vector<std::byte> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> bytes(chars.size());
-  for (std::size_t i = 0; i < chars.size(); ++i) bytes[i] = static_cast<std::byte>(chars[i]);
-  return bytes;
-}
+using testing::file_bytes;
 
 struct RegistryTest : ::testing::Test {
   std::shared_ptr<CountingRuntime> runtime =
@@ -225,7 +218,7 @@ TEST_F(RegistryTest, ExtendedIsaCompatFromTheConfig) {
 }
 
 TEST_F(RegistryTest, UnregisterUnloadsThenReleasesTheBytes) {
-  std::vector<std::byte> bytes = read_file(fixture("bundles/driver_two_arch.hipfb"));
+  std::vector<std::byte> bytes = file_bytes(fixture("bundles/driver_two_arch.hipfb"));
   auto binary = registry.register_memory(bytes, "two_arch");
   ASSERT_TRUE(Succeeds(binary));
   ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi")));
