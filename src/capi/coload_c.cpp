@@ -119,8 +119,19 @@ coload::Expected<std::vector<coload::Device>> parse_devices(std::string_view spe
   return devices;
 }
 
+// C callers may pass any int where an enum is declared; reading it as the
+// C++ enum would be undefined, so the bits are read as an int.
+template <class Enum>
+int enum_bits(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized on every ABI coload supports");
+  int bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
 coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_registry_options& options) {
-  switch (options.runtime) {
+  const int runtime = enum_bits(options.runtime);
+  switch (runtime) {
     case COLOAD_RUNTIME_HSA: {
       coload::HsaOptions hsa;
       if (options.runtime_library) hsa.library = options.runtime_library;
@@ -145,7 +156,7 @@ coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_reg
     }
   }
   return coload::Error(coload::ErrorKind::InvalidArgument,
-                       "unknown runtime kind " + std::to_string(static_cast<int>(options.runtime)) +
+                       "unknown runtime kind " + std::to_string(runtime) +
                            " (0 hsa, 1 hip, 2 dry-run)");
 }
 
@@ -297,7 +308,7 @@ coload_status coload_device_name(const coload_registry* registry, size_t device,
 const char* coload_last_error_message(void) { return last_error.c_str(); }
 
 const char* coload_status_string(coload_status status) {
-  switch (status) {
+  switch (enum_bits(status)) {
     case COLOAD_OK: return "ok";
     case COLOAD_ERROR_INVALID_HANDLE: return "invalid_handle";
     case COLOAD_ERROR_NULL_ARGUMENT: return "null_argument";
