@@ -225,5 +225,40 @@ if [ ! -e /dev/kfd ]; then
 fi
 expect_exit 2 "devices with an unknown runtime" "$coload" devices --runtime dry-run
 
+# extract --device --retarget: gfx1030 code relabelled for gfx1031 (same ISA).
+rt=$work/retargeted.co
+rm -f "$rt"
+if "$coload" extract --device gfx1031 --retarget -o "$rt" "$fixtures/co/gfx1030.co" 2>"$work/err"; then
+  check "retarget: says it retargeted" grep -q "retargeted for gfx1031" "$work/err"
+  expect_exit 0 "retarget: check --device gfx1031 passes" "$coload" check --device gfx1031 "$rt"
+  expect_exit 1 "retarget: the source alone fails check --device gfx1031" \
+    "$coload" check --device gfx1031 "$fixtures/co/gfx1030.co"
+  if command -v llvm-readelf-22 >/dev/null; then
+    check "retarget: readelf shows gfx1031" bash -c \
+      'llvm-readelf-22 -h "$1" | grep -Eq "Flags: +0x[0-9a-f]+, gfx1031$"' _ "$rt"
+    check "retarget: readelf shows the new amdhsa.target" bash -c \
+      'llvm-readelf-22 --notes "$1" | grep -q "amdhsa.target: *amdgcn-amd-amdhsa--gfx1031$"' _ "$rt"
+  fi
+  check "retarget: same size as the source" test "$(stat -c %s "$rt")" -eq "$(stat -c %s "$fixtures/co/gfx1030.co")"
+else
+  failed=$((failed + 1)); echo "FAIL: extract --retarget gfx1030 -> gfx1031: $(cat "$work/err")"
+fi
+# A native entry is written unchanged, and says so.
+rm -f "$rt"
+if "$coload" extract --device gfx1030 --retarget -o "$rt" "$fixtures/bundles/driver_two_arch.hipfb" 2>"$work/err"; then
+  check "retarget: native entry written unchanged" grep -q "native fit for gfx1030; written unchanged" "$work/err"
+  "$coload" extract --target gfx1030 -o "$work/native.co" "$fixtures/bundles/driver_two_arch.hipfb" 2>/dev/null
+  check "retarget: native entry is the bundled bytes" cmp -s "$rt" "$work/native.co"
+else
+  failed=$((failed + 1)); echo "FAIL: extract --device gfx1030 --retarget (native): $(cat "$work/err")"
+fi
+# Nothing fits: exit 1 with the selector's message.
+"$coload" extract --device gfx1100 --retarget -o "$rt" "$fixtures/co/gfx1030.co" > /dev/null 2>"$work/err"
+check "retarget: nothing fits exits 1" test $? -eq 1
+check "retarget: nothing fits names the device" grep -q "gfx1100" "$work/err"
+expect_exit 2 "extract --retarget without --device" "$coload" extract --retarget -o "$rt" "$fixtures/co/gfx1030.co"
+expect_exit 2 "extract with --target and --device" \
+  "$coload" extract --target gfx1030 --device gfx1031 -o "$rt" "$fixtures/co/gfx1030.co"
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "coload/hotswap.h"
 #include "test_util.h"
 
 namespace coload {
@@ -48,13 +49,16 @@ Expected<Config> config_with(std::string name, std::string value) {
 }
 
 const std::vector<std::string> kVariables = {"COLOAD_UNBUNDLER", "COLOAD_EXTENDED_ISA_COMPAT", "COLOAD_HOTSWAP",
-                                             "COLOAD_LOG", "COLOAD_MAX_DECOMPRESSED_BYTES"};
+                                             "COLOAD_LOG", "COLOAD_MAX_DECOMPRESSED_BYTES",
+                                             "COLOAD_HOTSWAP_PLUGIN", "COLOAD_HOTSWAP_PAIRS"};
 
 void expect_defaults(const Config& config) {
   EXPECT_EQ(config.unbundler, Unbundler::Builtin);
   EXPECT_TRUE(config.extended_isa_compat.empty());
   EXPECT_FALSE(config.extended_isa_compat_all);
   EXPECT_FALSE(config.hotswap);
+  EXPECT_TRUE(config.hotswap_plugin.empty());
+  EXPECT_TRUE(config.hotswap_pairs.empty());
   EXPECT_EQ(config.log_level, LogLevel::Warn);
   EXPECT_EQ(config.max_decompressed_bytes, ReadOptions{}.max_decompressed_bytes);
 }
@@ -122,6 +126,44 @@ TEST(ConfigHotswap, RefusesOtherValues) {
   for (const char* value : {"true", "on", "yes", "2", "01", "-1", " 1"}) {
     EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP", value), "COLOAD_HOTSWAP", value, "0, 1")) << value;
   }
+}
+
+TEST(ConfigHotswapPlugin, KeepsThePathAsGiven) {
+  auto config = config_with("COLOAD_HOTSWAP_PLUGIN", "/opt/vendor/libtranspile.so");
+  ASSERT_TRUE(Succeeds(config));
+  EXPECT_EQ(config->hotswap_plugin, "/opt/vendor/libtranspile.so");
+}
+
+TEST(ConfigHotswapPairs, AcceptsPairsCanonicalAndUnique) {
+  auto config = config_with("COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx1031,gfx1250>gfx942,gfx1030>gfx1031");
+  ASSERT_TRUE(Succeeds(config));
+  EXPECT_EQ(config->hotswap_pairs, (std::vector<std::string>{"gfx1030>gfx1031", "gfx1250>gfx942"}));
+}
+
+TEST(ConfigHotswapPairs, RefusesMalformedPairs) {
+  const std::string accepted = "source>device pairs";
+  EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx1030"), "COLOAD_HOTSWAP_PAIRS", "gfx1030", accepted));
+  EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx1031,"), "COLOAD_HOTSWAP_PAIRS",
+                      "gfx1030>gfx1031,", accepted));
+  EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "a>b>c"), "COLOAD_HOTSWAP_PAIRS", "a>b>c", accepted));
+  EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx9999"), "COLOAD_HOTSWAP_PAIRS",
+                      "gfx1030>gfx9999", accepted));
+  EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx942>gfx942"), "COLOAD_HOTSWAP_PAIRS",
+                      "gfx942>gfx942", accepted));
+  EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx9-generic>gfx900"), "COLOAD_HOTSWAP_PAIRS",
+                      "gfx9-generic>gfx900", accepted));
+}
+
+TEST(ConfigHotswapPairs, NarrowTheRegistryAllowlistWhenHotswapIsOn) {
+  auto config = Config::from_variables(
+      lookup_in({{"COLOAD_HOTSWAP", "1"}, {"COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx1031"}}));
+  ASSERT_TRUE(Succeeds(config));
+  SelectOptions select = config->select_options();
+  ASSERT_EQ(select.hotswap_allowlist.pairs().size(), 1u);
+  EXPECT_TRUE(select.hotswap_allowlist.contains("gfx1030", "gfx1031"));
+
+  config->hotswap = false;  // off: nothing to consult
+  EXPECT_TRUE(config->select_options().hotswap_allowlist.empty());
 }
 
 TEST(ConfigLog, AcceptsEveryLevel) {
@@ -307,7 +349,8 @@ TEST(ConfigOptions, BuildsTheOtherModulesOptions) {
   SelectOptions select = config->select_options();
   EXPECT_EQ(select.unbundler, Unbundler::Comgr);
   EXPECT_TRUE(select.hotswap);
-  EXPECT_TRUE(select.hotswap_allowlist.empty());  // filled by the hotswap registry, not the environment
+  // The built-in passes' pairs (same-ISA retarget), not the environment's.
+  EXPECT_EQ(select.hotswap_allowlist.pairs().size(), HotswapRegistry::builtin().allowlist().pairs().size());
   EXPECT_EQ(config->read_options().max_decompressed_bytes, 64ull << 20);
   EXPECT_EQ(config->log_level, LogLevel::Debug);
 

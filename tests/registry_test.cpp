@@ -256,5 +256,144 @@ TEST_F(RegistryTest, DestructionUnloadsEverything) {
   EXPECT_TRUE(owner.expired());
 }
 
+// --- Hotswap and same-ISA retargeting through the registry ------------------
+
+/// A pass for gfx1250 -> gfx942 that counts its calls and returns `output`
+/// (or the source, when `output` is empty).
+struct CountingPass {
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<const HotswapRegistry> registry;
+
+  explicit CountingPass(std::vector<std::byte> output) {
+    HotswapPass pass;
+    pass.name = "counting";
+    pass.pairs = {{"gfx1250", "gfx942"}};
+    pass.transform = [calls = calls, output = std::move(output)](std::span<const std::byte> source,
+                                                                 const Device&) -> Expected<std::vector<std::byte>> {
+      calls->fetch_add(1);
+      if (output.empty()) return std::vector<std::byte>(source.begin(), source.end());
+      return output;
+    };
+    auto built = std::make_shared<HotswapRegistry>();
+    EXPECT_TRUE(Succeeds(built->add(std::move(pass))));
+    registry = std::move(built);
+  }
+};
+
+Config hotswap_on() {
+  Config config;
+  config.hotswap = true;
+  return config;
+}
+
+/// lds_heavy (built for gfx950, 160 KiB LDS) relabelled gfx942 (64 KiB):
+/// a well-formed gfx942 object whose LDS the device cannot hold.
+std::vector<std::byte> oversized_lds_gfx942_object() {
+  std::vector<std::byte> bytes = file_bytes(fixture("check/lds_heavy-gfx950.co"));
+  EXPECT_GT(bytes.size(), 64u);
+  const std::string from = "gfx950", to = "gfx942";
+  for (std::size_t i = 0; i + from.size() <= bytes.size(); ++i) {
+    if (std::equal(from.begin(), from.end(), bytes.begin() + static_cast<std::ptrdiff_t>(i),
+                   [](char c, std::byte b) { return static_cast<std::byte>(c) == b; })) {
+      for (std::size_t j = 0; j < to.size(); ++j) bytes[i + j] = static_cast<std::byte>(to[j]);
+    }
+  }
+  bytes[48] = std::byte{0x4c};  // e_flags' EF_AMDGPU_MACH: gfx950 0x4f -> gfx942 0x4c
+  return bytes;
+}
+
+std::string loaded_processor(Registry& registry, BinaryHandle binary, std::size_t device) {
+  auto modules = registry.modules(binary, device);
+  if (!modules || modules->size() != 1) return "<none>";
+  return std::string((*modules)[0]->code_object().target().target.processor_name());
+}
+
+TEST(RegistryHotswap, NativeWinsAndThePassIsNeverCalled) {
+  CountingPass pass(file_bytes(fixture("co/gfx942.co")));
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
+  Registry registry(runtime, hotswap_on(), RegistryOptions{pass.registry});
+  auto binary = registry.register_file(fixture("select/native_and_foreign.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi")));
+  EXPECT_EQ(pass.calls->load(), 0);  // shared/seeds/000: a listed pair never beats native code
+  EXPECT_EQ(loaded_processor(registry, *binary, 0), "gfx942");
+  EXPECT_EQ(runtime->total_loads(), 1u);
+}
+
+TEST(RegistryHotswap, ForeignOnlyEntryGoesThroughThePassOnce) {
+  CountingPass pass(file_bytes(fixture("co/gfx942.co")));
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
+  Registry registry(runtime, hotswap_on(), RegistryOptions{pass.registry});
+  auto binary = registry.register_file(fixture("select/gfx1250_only.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi")));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z7add_onePii")));
+  EXPECT_EQ(pass.calls->load(), 1);
+  EXPECT_EQ(loaded_processor(registry, *binary, 0), "gfx942");
+  EXPECT_EQ(runtime->total_loads(), 1u);
+}
+
+TEST(RegistryHotswap, HotswapOffNeverCallsThePass) {
+  CountingPass pass(file_bytes(fixture("co/gfx942.co")));
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
+  Registry registry(runtime, Config{}, RegistryOptions{pass.registry});
+  auto binary = registry.register_file(fixture("select/gfx1250_only.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  EXPECT_TRUE(FailsWith(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi"), ErrorKind::NotFound));
+  EXPECT_EQ(pass.calls->load(), 0);
+}
+
+TEST(RegistryHotswap, OutputForTheWrongTargetIsRefusedByTheValidator) {
+  CountingPass pass(file_bytes(fixture("co/gfx90a.co")));  // a well-formed object for another processor
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
+  Registry registry(runtime, hotswap_on(), RegistryOptions{pass.registry});
+  auto binary = registry.register_file(fixture("select/gfx1250_only.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  auto kernel = registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi");
+  ASSERT_TRUE(FailsWith(kernel, ErrorKind::InvalidArgument));
+  const std::string& message = kernel.error().message();
+  for (const char* part : {"hotswap pass \"counting\"", "gfx1250", "gfx942", "gfx90a", "validator"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in " << message;
+  }
+  EXPECT_EQ(pass.calls->load(), 1);
+  EXPECT_EQ(runtime->total_loads(), 0u);
+}
+
+TEST(RegistryHotswap, OutputWithOversizedLdsIsRefusedByTheValidator) {
+  CountingPass pass(oversized_lds_gfx942_object());
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
+  Registry registry(runtime, hotswap_on(), RegistryOptions{pass.registry});
+  auto binary = registry.register_file(fixture("select/gfx1250_only.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  auto modules = registry.modules(*binary, 0);
+  ASSERT_TRUE(FailsWith(modules, ErrorKind::LimitExceeded));
+  EXPECT_NE(modules.error().message().find("group_segment_fixed_size"), std::string::npos)
+      << modules.error().message();
+  EXPECT_EQ(runtime->total_loads(), 0u);
+}
+
+TEST(RegistryHotswap, BadPluginFailsEveryLoadWithItsError) {
+  Config config = hotswap_on();
+  config.hotswap_plugin = "/nonexistent/libcoload_plugin.so";
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
+  Registry registry(runtime, config);
+  auto binary = registry.register_file(fixture("select/gfx1250_only.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  auto kernel = registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi");
+  ASSERT_TRUE(FailsWith(kernel, ErrorKind::Io));
+  EXPECT_NE(kernel.error().message().find("COLOAD_HOTSWAP_PLUGIN"), std::string::npos) << kernel.error().message();
+}
+
+TEST(RegistryHotswap, EquivalentEntryIsRetargetedForTheDevice) {
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx1031"}));
+  Config config;
+  config.extended_isa_compat = {"gfx1031"};
+  Registry registry(runtime, config);
+  auto binary = registry.register_file(fixture("select/gfx1030_only.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi")));
+  EXPECT_EQ(loaded_processor(registry, *binary, 0), "gfx1031");  // what ROCr needs to see
+}
+
 }  // namespace
 }  // namespace coload

@@ -174,6 +174,10 @@ TEST(CodeObjectTarget, DecodesV4FlagsAndVersions) {
   auto gfx1250 = read(0x49 | kXnackOn, kAbiV6);
   ASSERT_TRUE(Succeeds(gfx1250));
   EXPECT_EQ(gfx1250->target.str(), "gfx1250");
+  // ROCm LLVM's gfx1250 objects say sramecc any (0x549): the same as unsupported there.
+  auto rocm_gfx1250 = read(0x549, kAbiV6);
+  ASSERT_TRUE(Succeeds(rocm_gfx1250));
+  EXPECT_EQ(rocm_gfx1250->target, *TargetId::parse("gfx1250"));
   auto strict = read(0xeb, kAbiV6);
   ASSERT_TRUE(Succeeds(strict));
   EXPECT_EQ(strict->target.str(), "gfx1250-strict");

@@ -19,6 +19,8 @@
 
 namespace coload {
 
+class HotswapRegistry;
+
 enum class LogLevel : std::uint8_t { Error, Warn, Info, Debug };
 std::string_view to_string(LogLevel level);
 
@@ -30,6 +32,11 @@ struct Config {
   bool extended_isa_compat_all = false;
   /// COLOAD_HOTSWAP=0|1
   bool hotswap = false;
+  /// COLOAD_HOTSWAP_PLUGIN: path of a hotswap plugin (coload/hotswap_plugin.h); empty for none.
+  std::string hotswap_plugin;
+  /// COLOAD_HOTSWAP_PAIRS: "source>device" pairs (canonical processor names)
+  /// the hotswap tier is narrowed to; empty for every validated pair.
+  std::vector<std::string> hotswap_pairs;
   /// COLOAD_LOG=error|warn|info|debug
   LogLevel log_level = LogLevel::Warn;
   /// COLOAD_MAX_DECOMPRESSED_BYTES: a byte count, with an optional K/M/G suffix (powers of 1024).
@@ -41,7 +48,12 @@ struct Config {
   /// processor (or says `all`); never turns it off.
   void apply(Device& device) const;
   ReadOptions read_options() const;
+  /// select_options(HotswapRegistry::builtin()).
   SelectOptions select_options() const;
+  /// The unbundler and hotswap switch; with hotswap on, the allowlist is
+  /// `registry`'s (coload::hotswap_registry(*this) for the plugin too)
+  /// narrowed to hotswap_pairs when that is not empty.
+  SelectOptions select_options(const HotswapRegistry& registry) const;
 
   /// Looks a variable up; nullopt when unset.
   using Lookup = std::function<std::optional<std::string>(std::string_view name)>;

@@ -60,6 +60,7 @@
 #include "coload/config.h"
 #include "coload/device.h"
 #include "coload/error.h"
+#include "coload/hotswap.h"
 #include "coload/runtime.h"
 
 namespace coload {
@@ -79,12 +80,31 @@ struct RegistryStats {
   std::uint64_t modules_loaded = 0;       ///< successful Runtime::load calls
 };
 
+/// What a Registry takes besides its runtime and config.
+struct RegistryOptions {
+  /// The hotswap passes; null for coload::hotswap_registry(config) (the
+  /// built-in passes plus COLOAD_HOTSWAP_PLUGIN's) when hotswap is on, built
+  /// when the Registry is, and the built-in passes alone when it is off.
+  std::shared_ptr<const HotswapRegistry> hotswap;
+};
+
 /// Fat binaries registered once and loaded lazily, once per (binary, device).
+///
+/// Transformed entries: when the chosen entry's tier is Hotswap, the pass
+/// validated for (entry processor → device processor) runs (device_check,
+/// then transform); when it is Equivalent, the built-in same-ISA retarget
+/// relabels the object for the device so a strict runtime (ROCr) accepts it.
+/// Either output is read (CodeObject::read) and validated (coload::validate)
+/// before Runtime::load; errors name the pass, the entry and the device. A
+/// native or generic entry is never transformed.
 class Registry {
  public:
   /// A registry over `runtime`'s devices, each with `config` applied
-  /// (Config::apply); `config` also gives the read and select options.
-  Registry(std::shared_ptr<Runtime> runtime, Config config);
+  /// (Config::apply); `config` also gives the read and select options, the
+  /// hotswap allowlist coming from the hotswap registry (Config::select_options
+  /// with it). With hotswap on and no registry given, the plugin is loaded
+  /// here; when that fails, every load fails with its error.
+  Registry(std::shared_ptr<Runtime> runtime, Config config, RegistryOptions options = {});
   /// Unloads every module, then releases every binary.
   ~Registry();
   Registry(const Registry&) = delete;

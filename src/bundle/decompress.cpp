@@ -36,6 +36,7 @@ Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, Strea
     produced += out.pos;
     if (produced > expected) return size_mismatch("zstd", produced, expected, in.pos);
     if (out.pos > 0) sink.write(Bytes(buffer.get(), out.pos));
+    if (sink.done()) return static_cast<std::uint64_t>(in.pos);
     if (status == 0) {  // a frame ended
       if (end == StreamEnd::EndOfExpected && produced == expected) break;
       if (in.pos == in.size) break;
@@ -82,6 +83,7 @@ Expected<std::uint64_t> decode_zlib(Bytes payload, std::uint64_t expected, Strea
     produced += written;
     if (produced > expected) return size_mismatch("zlib", produced, expected, at);
     if (written > 0) sink.write(Bytes(reinterpret_cast<const std::byte*>(buffer.get()), written));
+    if (sink.done()) return consumed - stream.avail_in;
     if (status == Z_BUF_ERROR && stream.avail_in == 0 && consumed == payload.size()) {
       return Error(ErrorKind::Truncated, "zlib payload: stream ends early after " + hex(payload.size()) +
                                              " payload bytes (" + hex(produced) + " of " + hex(expected) +

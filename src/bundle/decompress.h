@@ -16,6 +16,9 @@ class DecodeSink {
  public:
   virtual ~DecodeSink() = default;
   virtual void write(Bytes chunk) = 0;
+  /// True once the sink needs no more bytes: decode_stream then returns
+  /// early, without its end-of-stream and size checks.
+  virtual bool done() const { return false; }
 };
 
 /// Where a payload ends.
@@ -24,7 +27,8 @@ enum class StreamEnd {
   EndOfExpected,  ///< v1: stop after the frame that completes `expected_size` bytes
 };
 
-/// Decodes `payload` into `sink`. Returns the number of payload bytes consumed.
+/// Decodes `payload` into `sink`. Returns the number of payload bytes consumed
+/// (so far, when the sink reported done() and decoding stopped early).
 /// Errors: CorruptData (decoder error), Truncated (stream ends early),
 /// SizeMismatch (more or fewer than expected_size bytes, or input left over).
 Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::uint64_t expected_size,

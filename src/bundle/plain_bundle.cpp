@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "bundle/plain_table.h"
 #include "coload/bundle.h"
 #include "common/bytes.h"
 
@@ -42,6 +43,10 @@ Expected<std::string_view> check_id(std::string_view raw, std::size_t index, std
 }  // namespace
 
 Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes) {
+  return detail::parse_plain_bundle_prefix(bytes, bytes.size());
+}
+
+Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byte> bytes, std::uint64_t extent) {
   detail::Cursor cursor(bytes, "plain bundle header");
   auto magic = cursor.take("magic", kMagic.size());
   if (!magic) return std::move(magic).error();
@@ -50,10 +55,11 @@ Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes) {
   }
   auto count = cursor.u64("num_entries");
   if (!count) return std::move(count).error();
-  if (*count > cursor.remaining() / kEntryRecordMinSize) {
+  std::uint64_t follow = extent - cursor.position();
+  if (*count > follow / kEntryRecordMinSize) {
     return Error(ErrorKind::Truncated, "plain bundle header: num_entries " + hex(*count) +
                                            " at offset 0x18 needs at least 24 bytes per entry, only " +
-                                           hex(cursor.remaining()) + " bytes follow");
+                                           hex(follow) + " bytes follow");
   }
 
   std::vector<RawEntry> raw;
@@ -80,7 +86,7 @@ Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes) {
     auto id = check_id(entry.id, i, entry.record_offset + kEntryRecordMinSize);
     if (!id) return std::move(id).error();
     std::string label = "bundle entry " + std::to_string(i) + " (" + std::string(*id) + ")";
-    if (auto in_range = detail::check_range(label, entry.offset, entry.size, bytes.size(), "the input");
+    if (auto in_range = detail::check_range(label, entry.offset, entry.size, extent, "the input");
         !in_range) {
       return std::move(in_range).error();
     }
@@ -95,7 +101,7 @@ Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes) {
         .offset = entry.offset,
         .size = entry.size,
         .is_host = id->starts_with("host-"),
-        .bytes = bytes.subspan(entry.offset, entry.size),
+        .bytes = entry.offset + entry.size <= bytes.size() ? bytes.subspan(entry.offset, entry.size) : Bytes(),
     });
   }
   return bundle;

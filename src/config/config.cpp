@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "coload/hotswap.h"
 #include "common/bytes.h"
 
 namespace coload {
@@ -16,6 +17,8 @@ namespace {
 constexpr std::string_view kUnbundler = "COLOAD_UNBUNDLER";
 constexpr std::string_view kExtendedIsaCompat = "COLOAD_EXTENDED_ISA_COMPAT";
 constexpr std::string_view kHotswap = "COLOAD_HOTSWAP";
+constexpr std::string_view kHotswapPlugin = "COLOAD_HOTSWAP_PLUGIN";
+constexpr std::string_view kHotswapPairs = "COLOAD_HOTSWAP_PAIRS";
 constexpr std::string_view kLog = "COLOAD_LOG";
 constexpr std::string_view kMaxDecompressedBytes = "COLOAD_MAX_DECOMPRESSED_BYTES";
 
@@ -134,6 +137,35 @@ Expected<void> parse_extended_isa_compat(std::string_view value, Config& config)
   return {};
 }
 
+constexpr std::string_view kHotswapPairForms =
+    "source>device pairs of processors separated by commas without spaces, e.g. gfx1030>gfx1031,gfx1250>gfx942";
+
+/// "gfx1030>gfx1031,..." into canonical, unique "source>device" strings. The
+/// pairs follow HotswapAllowlist::add's rules (known, non-generic, not identity).
+Expected<std::vector<std::string>> parse_hotswap_pairs(std::string_view value) {
+  std::vector<std::string> pairs;
+  std::size_t start = 0;
+  for (std::size_t index = 0;; ++index) {
+    std::size_t comma = value.find(',', start);
+    std::string_view item = value.substr(start, comma == std::string_view::npos ? value.npos : comma - start);
+    std::string where = "entry " + std::to_string(index) + " (\"" + std::string(item) + "\")";
+    std::size_t arrow = item.find('>');
+    if (item.empty() || arrow == std::string_view::npos || item.find('>', arrow + 1) != std::string_view::npos) {
+      return bad_value(kHotswapPairs, value, where + " is not one source>device pair", kHotswapPairForms);
+    }
+    HotswapAllowlist check;
+    if (auto added = check.add(item.substr(0, arrow), item.substr(arrow + 1)); !added) {
+      return bad_value(kHotswapPairs, value, where + ": " + added.error().message(), kHotswapPairForms);
+    }
+    const HotswapAllowlist::Pair& pair = check.pairs().front();
+    std::string canonical = pair.source + ">" + pair.device;
+    if (std::find(pairs.begin(), pairs.end(), canonical) == pairs.end()) pairs.push_back(std::move(canonical));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return pairs;
+}
+
 }  // namespace
 
 std::string_view to_string(LogLevel level) {
@@ -165,11 +197,22 @@ ReadOptions Config::read_options() const {
   return options;
 }
 
-SelectOptions Config::select_options() const {
+SelectOptions Config::select_options() const { return select_options(HotswapRegistry::builtin()); }
+
+SelectOptions Config::select_options(const HotswapRegistry& registry) const {
   SelectOptions options;
   options.unbundler = unbundler;
   options.hotswap = hotswap;
-  return options;  // the allowlist comes from the hotswap registry, not the environment
+  if (!hotswap) return options;
+  HotswapAllowlist all = registry.allowlist();
+  for (const HotswapAllowlist::Pair& pair : all.pairs()) {
+    bool listed = hotswap_pairs.empty() || std::find(hotswap_pairs.begin(), hotswap_pairs.end(),
+                                                     pair.source + ">" + pair.device) != hotswap_pairs.end();
+    if (!listed) continue;
+    // Validated by the registry already; add() cannot refuse them.
+    [[maybe_unused]] Expected<void> added = options.hotswap_allowlist.add(pair.source, pair.device);
+  }
+  return options;
 }
 
 Expected<Config> Config::from_variables(const Lookup& lookup) {
@@ -186,6 +229,12 @@ Expected<Config> Config::from_variables(const Lookup& lookup) {
     auto parsed = parse_hotswap(*value);
     if (!parsed) return std::move(parsed).error();
     config.hotswap = *parsed;
+  }
+  if (auto value = non_empty(lookup, kHotswapPlugin)) config.hotswap_plugin = *value;
+  if (auto value = non_empty(lookup, kHotswapPairs)) {
+    auto parsed = parse_hotswap_pairs(*value);
+    if (!parsed) return std::move(parsed).error();
+    config.hotswap_pairs = std::move(*parsed);
   }
   if (auto value = non_empty(lookup, kLog)) {
     auto parsed = parse_log_level(*value);

@@ -29,6 +29,7 @@
 #include "coload/bundle.h"
 #include "coload/fat_binary.h"
 #include "coload/select.h"
+#include "coload/validate.h"
 
 namespace coload {
 namespace {
@@ -48,6 +49,14 @@ struct EntryImage {
   std::shared_ptr<const BundleData> bundle;  // keeps `bytes` alive
   std::span<const std::byte> bytes;
   CodeObject code_object;
+};
+
+/// A pass's output for one device (hotswap, or the same-ISA retarget): the
+/// Image owner of what was loaded instead of the entry.
+struct TransformedImage {
+  std::shared_ptr<const EntryImage> source;
+  std::vector<std::byte> bytes;
+  std::optional<CodeObject> code_object;  // read from `bytes`, set before use
 };
 
 /// A bundle read (a CCOB decompressed) and the code objects read from it.
@@ -70,7 +79,7 @@ struct BundleSlot {
 /// What one (binary, device) pair loaded. Members are destroyed bottom-up:
 /// the kernel index, then the modules (unloading), then the images they read.
 struct DeviceState {
-  std::vector<std::shared_ptr<const EntryImage>> images;
+  std::vector<std::shared_ptr<const void>> images;  // EntryImage or TransformedImage
   std::vector<std::unique_ptr<LoadedModule>> modules;
   StringMap<const LoadedKernel*> kernels;
   /// Why each bundle without an entry for the device was skipped: a kernel
@@ -118,6 +127,8 @@ struct Registry::Impl {
   std::shared_ptr<Runtime> runtime;  // declared first: outlives every module
   Config config;
   ReadOptions read_options;
+  std::shared_ptr<const HotswapRegistry> hotswap;  // never null
+  std::optional<Error> hotswap_error;             // the registry could not be built: every load fails
   SelectOptions select_options;
   std::vector<Device> devices;
 
@@ -131,11 +142,24 @@ struct Registry::Impl {
   std::atomic<std::uint64_t> binaries_registered{0}, bundles_read{0}, bundles_decompressed{0},
       code_objects_read{0}, modules_loaded{0};
 
-  Impl(std::shared_ptr<Runtime> rt, Config cfg)
+  Impl(std::shared_ptr<Runtime> rt, Config cfg, RegistryOptions options)
       : runtime(std::move(rt)),
         config(std::move(cfg)),
         read_options(config.read_options()),
-        select_options(config.select_options()) {
+        hotswap(std::move(options.hotswap)) {
+    if (!hotswap && !config.hotswap) {
+      // Only the same-ISA retarget can run: the built-in passes, no plugin.
+      hotswap = std::shared_ptr<const HotswapRegistry>(std::shared_ptr<const void>(), &HotswapRegistry::builtin());
+    } else if (!hotswap) {
+      auto built = hotswap_registry(config);
+      if (built) {
+        hotswap = std::make_shared<const HotswapRegistry>(std::move(*built));
+      } else {
+        hotswap_error = std::move(built).error();
+        hotswap = std::make_shared<const HotswapRegistry>();
+      }
+    }
+    select_options = config.select_options(*hotswap);
     if (!runtime) return;
     for (const Device& device : runtime->devices()) {
       devices.push_back(device);
@@ -232,6 +256,53 @@ struct Registry::Impl {
     return image;
   }
 
+  /// Runs the pass for a Hotswap or Equivalent choice over `image` and
+  /// reads and validates its output for `device`.
+  Expected<std::shared_ptr<const TransformedImage>> transform(const std::shared_ptr<const EntryImage>& image,
+                                                             Tier tier, const Device& device,
+                                                             const std::string& entry_where) {
+    const std::string target = device.str();
+    const Processor* from = image->code_object.target().target.processor;
+    const Processor* to = device.target.processor;
+    if (!from || !to) {
+      return Error(ErrorKind::InvalidArgument, entry_where + ": device " + target + ": no known processor to transform between");
+    }
+    // Hotswap goes through the passes this registry was given; the same-ISA
+    // relabelling is always the built-in pass.
+    const HotswapRegistry& passes = tier == Tier::Hotswap ? *hotswap : HotswapRegistry::builtin();
+    const HotswapPass* pass = passes.find_pair(from->name, to->name);
+    if (!pass) {
+      return Error(ErrorKind::NotFound, entry_where + ": no hotswap pass is registered for " + std::string(from->name) +
+                                            " -> " + std::string(to->name) + " (device " + target + ")");
+    }
+    const std::string where = "hotswap pass \"" + pass->name + "\" on " + entry_where + " for device " + target;
+    if (pass->device_check) {
+      if (auto checked = pass->device_check(device); !checked) return std::move(checked).error().with_context(where);
+    }
+    auto bytes = pass->transform(image->bytes, device);
+    if (!bytes) return std::move(bytes).error().with_context(where);
+    auto out = std::make_shared<TransformedImage>();
+    out->source = image;
+    out->bytes = std::move(*bytes);
+    code_objects_read.fetch_add(1, std::memory_order_relaxed);
+    auto read = CodeObject::read(out->bytes);
+    if (!read) return std::move(read).error().with_context(where + ": output");
+    if (!read->problems().empty()) {
+      const Problem& problem = read->problems().front();
+      return Error(problem.kind, where + ": output has " + std::to_string(read->problems().size()) +
+                                     " problem(s), first: " + problem.message);
+    }
+    std::vector<Violation> violations = validate(*read, device);
+    if (!violations.empty()) {
+      return Error(violations.front().kind, where + ": output refused by the validator: " + violations.front().message +
+                                                (violations.size() > 1
+                                                     ? " (and " + std::to_string(violations.size() - 1) + " more)"
+                                                     : std::string()));
+    }
+    out->code_object = std::move(*read);
+    return std::shared_ptr<const TransformedImage>(std::move(out));
+  }
+
   /// Selects, reads and loads every bundle of `binary` that fits device
   /// `index` into `state`; on failure, nothing stays loaded and the error is kept.
   void load(Binary& binary, std::size_t index, DeviceState& state) {
@@ -250,6 +321,7 @@ struct Registry::Impl {
 
   Expected<void> load_modules(Binary& binary, std::size_t index, DeviceState& state) {
     const Device& device = devices[index];
+    if (hotswap_error) return hotswap_error->with_context(binary.name + ": device " + device.str());
     const std::size_t count = binary.fat->bundles().size();
     std::optional<Selection> first_miss;
     std::size_t first_miss_index = 0;
@@ -272,6 +344,17 @@ struct Registry::Impl {
       const std::string entry_where = where + " entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
       auto image = entry_image(*data, entry);
       if (!image) return image.error().with_context(entry_where);
+      if (chosen->tier == Tier::Hotswap || chosen->tier == Tier::Equivalent) {
+        auto transformed = transform(*image, *chosen->tier, device, entry_where);
+        if (!transformed) return std::move(transformed).error();
+        const TransformedImage& out = **transformed;
+        auto module = runtime->load(index, Image{out.bytes, *transformed}, *out.code_object);
+        if (!module) return module.error().with_context(entry_where + " (transformed for " + device.str() + ")");
+        modules_loaded.fetch_add(1, std::memory_order_relaxed);
+        state.images.push_back(std::move(*transformed));
+        state.modules.push_back(std::move(*module));
+        continue;
+      }
       auto module = runtime->load(index, Image{(*image)->bytes, *image}, (*image)->code_object);
       if (!module) return module.error().with_context(entry_where);
       modules_loaded.fetch_add(1, std::memory_order_relaxed);
@@ -309,8 +392,8 @@ struct Registry::Impl {
   }
 };
 
-Registry::Registry(std::shared_ptr<Runtime> runtime, Config config)
-    : impl_(std::make_unique<Impl>(std::move(runtime), std::move(config))) {}
+Registry::Registry(std::shared_ptr<Runtime> runtime, Config config, RegistryOptions options)
+    : impl_(std::make_unique<Impl>(std::move(runtime), std::move(config), std::move(options))) {}
 
 Registry::~Registry() = default;
 

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "coload/select.h"
+#include "select/rank.h"
 #include "select/target_rules.h"
 
 namespace coload {
@@ -85,14 +86,42 @@ void place(const Device& device, const SelectOptions& options, Judged& judged) {
   candidate.verdict = Verdict::Compatible;
 }
 
+}  // namespace
+
 // Lower sorts first: tier, then exact features, then generic version, then file order.
-auto rank(const Candidate& candidate) {
+detail::Rank detail::rank(const Candidate& candidate) {
   const CodeObjectTarget& code = *candidate.code_object;
-  return std::make_tuple(static_cast<int>(*candidate.tier), -detail::exact_features(code.target),
-                         -static_cast<int>(code.generic_version), candidate.entry_index);
+  return {static_cast<int>(*candidate.tier), -detail::exact_features(code.target),
+          -static_cast<int>(code.generic_version), candidate.entry_index};
 }
 
-}  // namespace
+Candidate detail::judge_candidate(const Device& device, const BundleEntry& entry, std::size_t index,
+                                  const SelectOptions& options) {
+  Judged judged = judge_entry(device, entry, index);
+  if (device.target.processor) place(device, options, judged);
+  return std::move(judged.candidate);
+}
+
+void detail::finish_selection(Selection& selection) {
+  std::vector<Candidate*> fitting;
+  for (Candidate& candidate : selection.candidates) {
+    if (candidate.tier) fitting.push_back(&candidate);
+  }
+  std::sort(fitting.begin(), fitting.end(),
+            [](const Candidate* a, const Candidate* b) { return detail::rank(*a) < detail::rank(*b); });
+  if (fitting.empty()) return;
+
+  Candidate& best = *fitting.front();
+  best.verdict = Verdict::Selected;
+  selection.selected = best.entry_index;
+  for (Candidate* other : std::span(fitting).subspan(1)) {
+    if (*other->tier == Tier::Hotswap && *best.tier != Tier::Hotswap) {
+      other->reason += "; not used: a " + std::string(to_string(*best.tier)) + " entry fits";
+    } else {
+      other->reason += "; ranked below entry " + std::to_string(best.entry_index);
+    }
+  }
+}
 
 std::string_view to_string(Tier tier) {
   switch (tier) {
@@ -147,28 +176,9 @@ Selection select_entry(const Device& device, std::span<const BundleEntry> entrie
   selection.device = device.str();
   selection.candidates.reserve(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    Judged judged = judge_entry(device, entries[i], i);
-    if (device.target.processor) place(device, options, judged);
-    selection.candidates.push_back(std::move(judged.candidate));
+    selection.candidates.push_back(detail::judge_candidate(device, entries[i], i, options));
   }
-
-  std::vector<Candidate*> fitting;
-  for (Candidate& candidate : selection.candidates) {
-    if (candidate.tier) fitting.push_back(&candidate);
-  }
-  std::sort(fitting.begin(), fitting.end(), [](const Candidate* a, const Candidate* b) { return rank(*a) < rank(*b); });
-  if (fitting.empty()) return selection;
-
-  Candidate& best = *fitting.front();
-  best.verdict = Verdict::Selected;
-  selection.selected = best.entry_index;
-  for (Candidate* other : std::span(fitting).subspan(1)) {
-    if (*other->tier == Tier::Hotswap && *best.tier != Tier::Hotswap) {
-      other->reason += "; not used: a " + std::string(to_string(*best.tier)) + " entry fits";
-    } else {
-      other->reason += "; ranked below entry " + std::to_string(best.entry_index);
-    }
-  }
+  detail::finish_selection(selection);
   return selection;
 }
 

@@ -51,6 +51,18 @@ bool runs_equivalently(std::string_view code, std::string_view device) {
   return false;
 }
 
+std::vector<HotswapAllowlist::Pair> equivalent_pairs() {
+  std::vector<HotswapAllowlist::Pair> pairs;
+  for (const Equivalence& group : kEquivalences) {
+    for (std::string_view code : group.code) {
+      for (std::string_view device : group.devices) {
+        if (code != device) pairs.push_back({std::string(code), std::string(device)});
+      }
+    }
+  }
+  return pairs;
+}
+
 TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device, const SelectOptions& options) {
   TargetJudgement judgement;
   const Processor* mine = device.target.processor;

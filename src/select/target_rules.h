@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "coload/device.h"
 #include "coload/select.h"
@@ -31,5 +32,9 @@ int exact_features(const TargetId& code);
 
 /// The Debian/Solus same-ISA groups: code built for `code` runs on `device`.
 bool runs_equivalently(std::string_view code, std::string_view device);
+
+/// Every (code, device) pair of those groups, identity pairs left out, in
+/// table order: what the built-in same-ISA retarget pass is validated for.
+std::vector<HotswapAllowlist::Pair> equivalent_pairs();
 
 }  // namespace coload::detail

@@ -145,6 +145,14 @@ Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> el
     result.target.xnack =
         v3_state(header.e_flags & E::EF_AMDGPU_FEATURE_XNACK_V3, processor->xnack == XnackSupport::OnOff);
   }
+  // "Any" for a mode the processor lacks means the same as unsupported (ROCm
+  // LLVM writes sramecc any for gfx1250: e_flags 0x549).
+  if (!processor->sramecc && result.target.sramecc == FeatureState::Any) {
+    result.target.sramecc = FeatureState::Unsupported;
+  }
+  if (processor->xnack == XnackSupport::None && result.target.xnack == FeatureState::Any) {
+    result.target.xnack = FeatureState::Unsupported;
+  }
   // Always-on xnack is the bare processor whether e_flags say unsupported, any
   // or on (isa-matching.md section 2 note 4); only an explicit off differs.
   if (processor->xnack == XnackSupport::AlwaysOn && result.target.xnack != FeatureState::Off) {

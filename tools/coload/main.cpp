@@ -28,6 +28,15 @@ commands:
       file whose only one bundle holds the entry writes OUT; when several bundles
       hold it, each is written to OUT.N (N = bundle index) and the names printed.
 
+  extract --device SPEC [--retarget] [--extended-isa-compat] [--lds BYTES] [--co-versions 4,5,6]
+          [--bundle N] -o OUT [--max-decompressed-bytes N] FILE
+      Write the entry `coload select` chooses for the device SPEC (every bundle
+      searched must have one; OUT.N per bundle when several do). --retarget
+      implies --extended-isa-compat and relabels a same-ISA equivalent (gfx1030
+      code for gfx1031) for the device: only the ELF header's mach and
+      xnack/sramecc bits and the metadata's amdhsa.target change. A native or
+      generic entry is written unchanged (said on stderr). Nothing fits: exit 1.
+
   select --device SPEC [--extended-isa-compat] [--lds BYTES] [--co-versions 4,5,6]
          [--json] [-o OUT] [--max-decompressed-bytes N] FILE
       For the device SPEC (a target ID: gfx942, gfx90a:sramecc+:xnack-; features

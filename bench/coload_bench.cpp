@@ -1,0 +1,491 @@
+// coload's benchmarks, each paired with a peer measured in the same process
+// and the same iteration (the two run back to back, so machine noise hits
+// both alike). Every paired benchmark reports:
+//   coload_us  mean time of coload's side per iteration
+//   peer_us    mean time of the peer's side per iteration
+//   speedup    peer_us / coload_us (> 1: coload is faster)
+// Inputs come from bench/generate_inputs.sh; the directory is the first of
+// $COLOAD_BENCH_INPUTS and the build's bench/inputs.
+//
+// Benchmarks:
+//   HostExtract/*     open a 128-bundle host image, select gfx90a in every
+//                     bundle and take the chosen entry: coload vs LLVM 22's
+//                     llvm::object::extractOffloadBundleFatBinary
+//   Decompress        read_bundle (zstd + MD5 verify + table parse) of the
+//                     large CCOB vs ZSTD_decompress of its payload into a
+//                     preallocated buffer (the limit)
+//   Metadata/*        CodeObject::read (ELF + msgpack metadata + descriptor
+//                     checks) vs comgr 5.2.3 amd_comgr_get_data_metadata plus
+//                     a walk of every node; per-kernel counters
+//   Registry*         cold first lookup (fresh registry, dry-run runtime) and
+//                     warm lookups, 1 and 16 threads (absolute; target < 1 us)
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <zstd.h>
+
+#include <amd_comgr.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coload/code_object.h"
+#include "coload/config.h"
+#include "coload/device.h"
+#include "coload/fat_binary.h"
+#include "coload/registry.h"
+#include "coload/runtime.h"
+#include "coload/select.h"
+
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Object/OffloadBundle.h"
+#include "llvm/Support/MD5.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string inputs_dir() {
+  if (const char* dir = std::getenv("COLOAD_BENCH_INPUTS"); dir && *dir) return dir;
+  return COLOAD_BENCH_INPUTS;
+}
+std::string input(const std::string& name) { return inputs_dir() + "/" + name; }
+
+std::vector<std::byte> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(chars.size());
+  std::memcpy(bytes.data(), chars.data(), chars.size());
+  return bytes;
+}
+
+// Runs coload's side and the peer's side once per iteration, timing each.
+template <class Coload, class Peer>
+void paired(benchmark::State& state, Coload&& coload, Peer&& peer) {
+  double coload_ns = 0, peer_ns = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    coload();
+    auto t1 = Clock::now();
+    peer();
+    auto t2 = Clock::now();
+    coload_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
+    peer_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
+  }
+  double n = static_cast<double>(state.iterations());
+  state.counters["coload_us"] = coload_ns / n / 1e3;
+  state.counters["peer_us"] = peer_ns / n / 1e3;
+  state.counters["speedup"] = peer_ns / coload_ns;
+}
+
+const coload::Device& gfx90a() {
+  static const coload::Device device = [] {
+    auto d = coload::device_from_spec("gfx90a");
+    if (!d) {
+      std::fprintf(stderr, "device_from_spec(gfx90a): %s\n", d.error().message().c_str());
+      std::abort();
+    }
+    return *d;
+  }();
+  return device;
+}
+
+constexpr const char* kEntryId = "hipv4-amdgcn-amd-amdhsa--gfx90a";
+
+// ---------------------------------------------------------------------------
+// HostExtract: every bundle of a host image, the gfx90a entry of each.
+
+// coload: open (map + locate), then read + select in every bundle. Returns
+// the bytes chosen, summed, so nothing is optimised away.
+std::uint64_t coload_extract_all(const std::string& path) {
+  auto fat = coload::FatBinary::open(path);
+  if (!fat) {
+    std::fprintf(stderr, "%s\n", fat.error().message().c_str());
+    std::abort();
+  }
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < fat->bundles().size(); ++i) {
+    auto bundle = fat->read(i);
+    if (!bundle) std::abort();
+    coload::Selection selection = coload::select_entry(gfx90a(), bundle->entries());
+    const coload::Candidate* chosen = selection.chosen();
+    if (!chosen) std::abort();
+    std::span<const std::byte> bytes = bundle->entries()[chosen->entry_index].bytes;
+    benchmark::DoNotOptimize(bytes.data());
+    total += bytes.size();
+  }
+  return total;
+}
+
+// LLVM 22: ObjectFile over the mapped file, extractOffloadBundleFatBinary,
+// then the entry whose ID is exactly gfx90a's (the API has no compatibility
+// rules), its bytes taken from the file (plain) or the decompressed buffer.
+// Returns the bytes found, summed; 0 bundles when the API finds none.
+struct LlvmResult {
+  std::uint64_t bytes = 0;
+  std::size_t bundles = 0;
+  std::string error;
+};
+LlvmResult llvm_extract_all(const std::string& path) {
+  LlvmResult result;
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    result.error = buffer.getError().message();
+    return result;
+  }
+  auto object = llvm::object::ObjectFile::createObjectFile((*buffer)->getMemBufferRef());
+  if (!object) {
+    result.error = llvm::toString(object.takeError());
+    return result;
+  }
+  llvm::SmallVector<llvm::object::OffloadBundleFatBin> bundles;
+  if (llvm::Error error = llvm::object::extractOffloadBundleFatBinary(**object, bundles)) {
+    result.error = llvm::toString(std::move(error));
+    return result;
+  }
+  result.bundles = bundles.size();
+  llvm::StringRef file = (*buffer)->getBuffer();
+  for (auto& bundle : bundles) {
+    for (const auto& entry : bundle.getEntries()) {
+      if (entry.ID != kEntryId) continue;
+      llvm::StringRef from = bundle.isDecompressed() && bundle.DecompressedBuffer
+                                 ? bundle.DecompressedBuffer->getBuffer()
+                                 : file;
+      if (entry.Offset + entry.Size > from.size()) {
+        result.error = "entry outside its buffer";
+        return result;
+      }
+      llvm::StringRef bytes = from.substr(entry.Offset, entry.Size);
+      benchmark::DoNotOptimize(bytes.data());
+      result.bytes += bytes.size();
+      break;
+    }
+  }
+  return result;
+}
+
+void BM_HostExtract(benchmark::State& state, const char* file) {
+  const std::string path = input(file);
+  const std::uint64_t want = coload_extract_all(path);
+  const LlvmResult check = llvm_extract_all(path);
+  state.counters["bundles_llvm_found"] = static_cast<double>(check.bundles);
+  state.counters["bytes_coload"] = static_cast<double>(want);
+  state.counters["bytes_llvm"] = static_cast<double>(check.bytes);
+  if (!check.error.empty()) state.SetLabel("llvm: " + check.error);
+  else if (check.bytes != want) state.SetLabel("llvm found a different number of bytes than coload");
+  paired(
+      state, [&] { benchmark::DoNotOptimize(coload_extract_all(path)); },
+      [&] { benchmark::DoNotOptimize(llvm_extract_all(path).bytes); });
+}
+BENCHMARK_CAPTURE(BM_HostExtract, plain, "libbench_plain.so")->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK_CAPTURE(BM_HostExtract, compressed, "libbench_compressed.so")
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5);
+
+// ---------------------------------------------------------------------------
+// Decompress: the large CCOB, coload's whole read vs raw zstd of its payload.
+
+void BM_Decompress(benchmark::State& state) {
+  const std::vector<std::byte> file = read_file(input("large.ccob"));
+  auto fat = coload::FatBinary::from_memory(file, "large.ccob");
+  if (!fat || fat->bundles().size() != 1 || !fat->bundles()[0].compressed) std::abort();
+  const coload::BundleInfo info = fat->bundles()[0];
+  const coload::CompressedHeader& header = *info.compressed;
+  if (header.method != coload::Compression::Zstd) std::abort();
+  const std::byte* payload = file.data() + header.header_size;
+  const std::size_t payload_size = info.size - header.header_size;
+  std::vector<std::byte> out(header.uncompressed_size);
+  paired(
+      state,
+      [&] {
+        auto bundle = coload::read_bundle(fat->source().bytes(), info);
+        if (!bundle) std::abort();
+        benchmark::DoNotOptimize(bundle->uncompressed().data());
+      },
+      [&] {
+        std::size_t n = ZSTD_decompress(out.data(), out.size(), payload, payload_size);
+        if (ZSTD_isError(n) || n != out.size()) std::abort();
+        benchmark::DoNotOptimize(out.data());
+      });
+  // What verification alone costs: llvm::MD5 (what coload uses) over the
+  // decompressed bytes, outside the timed loop.
+  auto m0 = Clock::now();
+  constexpr int kMd5Runs = 5;
+  for (int r = 0; r < kMd5Runs; ++r) {
+    llvm::MD5 md5;
+    md5.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(out.data()), out.size()));
+    benchmark::DoNotOptimize(md5.final().low());
+  }
+  state.counters["md5_us"] = std::chrono::duration<double, std::micro>(Clock::now() - m0).count() / kMd5Runs;
+  state.counters["ratio_vs_zstd_plus_md5"] =
+      (state.counters["peer_us"] + state.counters["md5_us"]) / state.counters["coload_us"];
+  const double bytes = static_cast<double>(header.uncompressed_size);
+  state.counters["uncompressed_MiB"] = bytes / (1 << 20);
+  state.counters["compressed_MiB"] = static_cast<double>(payload_size) / (1 << 20);
+  state.counters["coload_MiB_per_s"] = bytes / (1 << 20) / (state.counters["coload_us"] / 1e6);
+  state.counters["zstd_MiB_per_s"] = bytes / (1 << 20) / (state.counters["peer_us"] / 1e6);
+  // Throughput ratio coload / zstd (target >= 0.8): the same as speedup.
+  state.counters["ratio_vs_zstd"] = state.counters["speedup"];
+}
+BENCHMARK(BM_Decompress)->Unit(benchmark::kMillisecond)->MinTime(0.5);
+
+// ---------------------------------------------------------------------------
+// Metadata: CodeObject::read vs comgr's metadata tree, walked in full.
+
+struct Comgr {
+  decltype(&amd_comgr_create_data) create_data = nullptr;
+  decltype(&amd_comgr_set_data) set_data = nullptr;
+  decltype(&amd_comgr_release_data) release_data = nullptr;
+  decltype(&amd_comgr_get_data_metadata) get_data_metadata = nullptr;
+  decltype(&amd_comgr_destroy_metadata) destroy_metadata = nullptr;
+  decltype(&amd_comgr_get_metadata_kind) get_kind = nullptr;
+  decltype(&amd_comgr_get_metadata_string) get_string = nullptr;
+  decltype(&amd_comgr_iterate_map_metadata) iterate_map = nullptr;
+  decltype(&amd_comgr_get_metadata_list_size) list_size = nullptr;
+  decltype(&amd_comgr_index_list_metadata) index_list = nullptr;
+  std::string error;
+
+  static const Comgr& get() {
+    static const Comgr comgr = [] {
+      Comgr c;
+      void* lib = dlopen("libamd_comgr.so.2", RTLD_NOW | RTLD_LOCAL);
+      if (!lib) {
+        c.error = dlerror();
+        return c;
+      }
+      auto sym = [&](auto& fn, const char* name) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+        if (!fn && c.error.empty()) c.error = std::string("missing ") + name;
+      };
+      sym(c.create_data, "amd_comgr_create_data");
+      sym(c.set_data, "amd_comgr_set_data");
+      sym(c.release_data, "amd_comgr_release_data");
+      sym(c.get_data_metadata, "amd_comgr_get_data_metadata");
+      sym(c.destroy_metadata, "amd_comgr_destroy_metadata");
+      sym(c.get_kind, "amd_comgr_get_metadata_kind");
+      sym(c.get_string, "amd_comgr_get_metadata_string");
+      sym(c.iterate_map, "amd_comgr_iterate_map_metadata");
+      sym(c.list_size, "amd_comgr_get_metadata_list_size");
+      sym(c.index_list, "amd_comgr_index_list_metadata");
+      return c;
+    }();
+    return comgr;
+  }
+
+  // Visits every node, copying every string (what a loader reading the
+  // metadata does); returns the number of nodes.
+  std::size_t walk(amd_comgr_metadata_node_t node) const {
+    amd_comgr_metadata_kind_t kind;
+    if (get_kind(node, &kind) != AMD_COMGR_STATUS_SUCCESS) return 0;
+    std::size_t nodes = 1;
+    switch (kind) {
+      case AMD_COMGR_METADATA_KIND_STRING: {
+        char text[256];
+        std::size_t size = 0;
+        get_string(node, &size, nullptr);
+        if (size <= sizeof text) get_string(node, &size, text);
+        benchmark::DoNotOptimize(text);
+        break;
+      }
+      case AMD_COMGR_METADATA_KIND_MAP: {
+        struct Ctx {
+          const Comgr* self;
+          std::size_t nodes;
+        } ctx{this, 0};
+        iterate_map(
+            node,
+            [](amd_comgr_metadata_node_t key, amd_comgr_metadata_node_t value, void* user) {
+              auto* c = static_cast<Ctx*>(user);
+              c->nodes += c->self->walk(key) + c->self->walk(value);
+              return AMD_COMGR_STATUS_SUCCESS;
+            },
+            &ctx);
+        nodes += ctx.nodes;
+        break;
+      }
+      case AMD_COMGR_METADATA_KIND_LIST: {
+        std::size_t n = 0;
+        list_size(node, &n);
+        for (std::size_t i = 0; i < n; ++i) {
+          amd_comgr_metadata_node_t child;
+          if (index_list(node, i, &child) != AMD_COMGR_STATUS_SUCCESS) break;
+          nodes += walk(child);
+          destroy_metadata(child);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    return nodes;
+  }
+
+  // Data object, metadata, walk, release: what a comgr user does per object.
+  // Returns the node count, 0 on failure (status in *status).
+  std::size_t read(std::span<const std::byte> bytes, amd_comgr_status_t* status) const {
+    amd_comgr_data_t data;
+    *status = create_data(AMD_COMGR_DATA_KIND_EXECUTABLE, &data);
+    if (*status != AMD_COMGR_STATUS_SUCCESS) return 0;
+    std::size_t nodes = 0;
+    *status = set_data(data, bytes.size(), reinterpret_cast<const char*>(bytes.data()));
+    if (*status == AMD_COMGR_STATUS_SUCCESS) {
+      amd_comgr_metadata_node_t root;
+      *status = get_data_metadata(data, &root);
+      if (*status == AMD_COMGR_STATUS_SUCCESS) {
+        nodes = walk(root);
+        destroy_metadata(root);
+      }
+    }
+    release_data(data);
+    return nodes;
+  }
+};
+
+void BM_Metadata(benchmark::State& state, const char* file) {
+  const std::vector<std::byte> bytes = read_file(input(file));
+  auto object = coload::CodeObject::read(bytes);
+  if (!object) {
+    state.SkipWithError(object.error().message().c_str());
+    return;
+  }
+  const Comgr& comgr = Comgr::get();
+  if (!comgr.error.empty()) {
+    state.SkipWithError(("comgr: " + comgr.error).c_str());
+    return;
+  }
+  amd_comgr_status_t status;
+  const std::size_t nodes = comgr.read(bytes, &status);
+  if (nodes == 0) {
+    state.SkipWithError(("comgr amd_comgr_get_data_metadata status " + std::to_string(status)).c_str());
+    return;
+  }
+  const double kernels = static_cast<double>(object->kernels().size());
+  paired(
+      state,
+      [&] {
+        auto o = coload::CodeObject::read(bytes);
+        if (!o) std::abort();
+        benchmark::DoNotOptimize(o->kernels().data());
+      },
+      [&] {
+        amd_comgr_status_t s;
+        benchmark::DoNotOptimize(comgr.read(bytes, &s));
+      });
+  state.counters["kernels"] = kernels;
+  state.counters["comgr_nodes"] = static_cast<double>(nodes);
+  state.counters["problems"] = static_cast<double>(object->problems().size());
+  state.counters["coload_ns_per_kernel"] = state.counters["coload_us"] * 1e3 / kernels;
+  state.counters["comgr_ns_per_kernel"] = state.counters["peer_us"] * 1e3 / kernels;
+}
+BENCHMARK_CAPTURE(BM_Metadata, large_1024_kernels, "co/large-gfx90a-cov4.co")
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.5);
+BENCHMARK_CAPTURE(BM_Metadata, tu_6_kernels, "co/tu_000-gfx90a-cov4.co")
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.5);
+
+// ---------------------------------------------------------------------------
+// Registry over the dry-run runtime (one gfx90a device), host image plain.
+
+std::unique_ptr<coload::Registry> make_registry() {
+  std::shared_ptr<coload::Runtime> runtime = coload::open_dry_run_runtime({gfx90a()});
+  return std::make_unique<coload::Registry>(std::move(runtime), coload::Config{});
+}
+
+// Kernel names of the host image (from a registry loaded once).
+const std::vector<std::string>& kernel_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    auto registry = make_registry();
+    auto handle = registry->register_file(input("libbench_plain.so"));
+    if (!handle) std::abort();
+    auto modules = registry->modules(*handle, 0);
+    if (!modules) {
+      std::fprintf(stderr, "%s\n", modules.error().message().c_str());
+      std::abort();
+    }
+    for (const coload::LoadedModule* m : *modules)
+      for (const coload::LoadedKernel& k : m->kernels()) out.push_back(k.name);
+    return out;
+  }();
+  return names;
+}
+
+// Cold: a fresh registry, register, then THREADS threads ask for a different
+// kernel at once; the time is until every thread has its answer (one of them
+// loads all 128 bundles; the others wait for that load).
+void BM_RegistryCold(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const auto& names = kernel_names();
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto registry = make_registry();
+    auto handle = registry->register_file(input("libbench_plain.so"));
+    if (!handle) std::abort();
+    state.ResumeTiming();
+    if (threads == 1) {
+      auto k = registry->lookup_kernel(*handle, 0, names.front());
+      if (!k) std::abort();
+    } else {
+      std::vector<std::thread> pool;
+      std::atomic<int> failures{0};
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+          if (!registry->lookup_kernel(*handle, 0, names[(t * 97) % names.size()])) ++failures;
+        });
+      for (auto& th : pool) th.join();
+      if (failures) std::abort();
+    }
+    state.PauseTiming();
+    registry.reset();
+    state.ResumeTiming();
+  }
+  state.counters["kernels_in_image"] = static_cast<double>(names.size());
+}
+BENCHMARK(BM_RegistryCold)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond)->MinTime(0.5)->UseRealTime();
+
+// Warm: the pair is loaded; each lookup is for another kernel name (all 768
+// in turn), from 1 or 16 threads sharing one registry.
+struct Warm {
+  std::unique_ptr<coload::Registry> registry;
+  coload::BinaryHandle handle;
+};
+Warm& warm() {
+  static Warm w = [] {
+    Warm x{make_registry(), {}};
+    auto handle = x.registry->register_file(input("libbench_plain.so"));
+    if (!handle) std::abort();
+    x.handle = *handle;
+    if (!x.registry->lookup_kernel(x.handle, 0, kernel_names().front())) std::abort();
+    return x;
+  }();
+  return w;
+}
+void BM_RegistryWarm(benchmark::State& state) {
+  const auto& names = kernel_names();
+  Warm& w = warm();
+  std::size_t i = static_cast<std::size_t>(state.thread_index()) * 131;
+  for (auto _ : state) {
+    auto k = w.registry->lookup_kernel(w.handle, 0, names[i++ % names.size()]);
+    benchmark::DoNotOptimize(k);
+  }
+  state.counters["lookups_per_s_per_thread"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_RegistryWarm)->Threads(1)->Threads(16)->MinTime(0.2)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

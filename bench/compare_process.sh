@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Whole-process comparison: `coload extract` against
+# `clang-offload-bundler-22 -unbundle`, and peak memory (RSS) of selecting
+# from a compressed bundle against the size of the chosen entry.
+#
+#   compare_process.sh INPUTS COLOAD [RUNS]
+#
+# INPUTS is generate_inputs.sh's output directory, COLOAD the `coload` CLI
+# (BUILD/tools/coload/coload). Times come from hyperfine when it is installed
+# (`-N`, no shell; mean of RUNS runs after 3 warm-ups), otherwise from a bash
+# loop over `date +%s%N` (median of RUNS). Peak RSS comes from
+# `/usr/bin/time -f %M` (GNU time, KiB).
+#
+# What the bundler can read: it finds bundles in an ELF input only in
+# sections named `__CLANG_OFFLOAD_BUNDLE__<id>` (unlinked host objects), so on
+# a linked host library (.hip_fatbin, one bundle per TU) it finds nothing
+# ("Can't find bundles"). It is therefore timed on one TU's bundle file
+# (parts/tu_000.hipfb: one bundle) and, to do the same work as coload, once
+# per bundle file over all of them. coload reads the host image itself and
+# extracts the gfx90a entry of every one of its bundles (writing one file per
+# bundle, OUT.N: file creation dominates that row on a slow disk), and
+# `coload select` without -o reads and selects in every bundle, writing nothing.
+set -euo pipefail
+
+if [[ $# -lt 2 || $# -gt 3 ]]; then
+  echo "usage: $0 INPUTS COLOAD [RUNS]" >&2
+  exit 2
+fi
+IN=$(cd "$1" && pwd)
+COLOAD=$(realpath "$2")
+RUNS=${3:-20}
+BUNDLER=${BUNDLER:-clang-offload-bundler-22}
+TARGET=gfx90a
+ID=hipv4-amdgcn-amd-amdhsa--$TARGET
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+[[ -f $IN/inputs.tsv ]] || { echo "$IN has no inputs.tsv (run generate_inputs.sh)" >&2; exit 1; }
+BUNDLES=$(awk -F'\t' '$1 == "host_plain" { print $3 }' "$IN/inputs.tsv")
+
+# The bundler over every bundle file of the image, one process each.
+cat >"$TMP/bundler_all.sh" <<EOF
+#!/usr/bin/env bash
+for f in "$IN"/parts/tu_*.hipfb; do
+  "$BUNDLER" -unbundle -type=o -targets=$ID -input="\$f" -output="$TMP/b_all.co" || exit 1
+done
+EOF
+chmod +x "$TMP/bundler_all.sh"
+
+names=(
+  "coload_image_select"
+  "coload_image_plain"
+  "coload_image_compressed"
+  "coload_one_bundle"
+  "bundler_one_bundle"
+  "bundler_one_ccob"
+  "bundler_all_bundles"
+)
+cmds=(
+  "$COLOAD select --device $TARGET $IN/libbench_plain.so"
+  "$COLOAD extract --target $TARGET -o $TMP/c.co $IN/libbench_plain.so"
+  "$COLOAD extract --target $TARGET -o $TMP/cc.co $IN/libbench_compressed.so"
+  "$COLOAD extract --target $TARGET -o $TMP/c1.co $IN/parts/tu_000.hipfb"
+  "$BUNDLER -unbundle -type=o -targets=$ID -input=$IN/parts/tu_000.hipfb -output=$TMP/b1.co"
+  "$BUNDLER -unbundle -type=o -targets=$ID -input=$IN/parts/tu_000.ccob -output=$TMP/b2.co"
+  "$TMP/bundler_all.sh"
+)
+# Each command must work before it is timed.
+for i in "${!cmds[@]}"; do
+  ${cmds[$i]} >/dev/null || { echo "failed: ${cmds[$i]}" >&2; exit 1; }
+done
+cmp -s "$TMP/c1.co" "$TMP/b1.co" || { echo "coload and the bundler extracted different bytes" >&2; exit 1; }
+
+declare -A MS
+if command -v hyperfine >/dev/null; then
+  args=()
+  for i in "${!cmds[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
+  runs=$RUNS
+  hyperfine -N --warmup 3 --runs "$runs" --export-json "$TMP/h.json" "${args[@]}" >"$TMP/h.txt" 2>&1 ||
+    { cat "$TMP/h.txt" >&2; exit 1; }
+  while IFS=$'\t' read -r name ms; do MS[$name]=$ms; done < <(python3 - "$TMP/h.json" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print(f'{r["command"]}\t{r["mean"] * 1e3:.3f}')
+PY
+)
+  timer="hyperfine -N, mean of $RUNS runs"
+else
+  for i in "${!cmds[@]}"; do
+    samples=()
+    for (( r = 0; r < RUNS; ++r )); do
+      t0=$(date +%s%N)
+      ${cmds[$i]} >/dev/null
+      t1=$(date +%s%N)
+      samples+=($(( t1 - t0 )))
+    done
+    med=$(printf '%s\n' "${samples[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+    MS[${names[$i]}]=$(awk -v ns="$med" 'BEGIN { printf "%.3f", ns / 1e6 }')
+  done
+  timer="bash loop, median of $RUNS runs"
+fi
+
+echo "# whole process ($timer); host image: $BUNDLES bundles"
+for n in "${names[@]}"; do printf '%-26s %10s ms\n' "$n" "${MS[$n]}"; done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo "# ratios (bundler time / coload time; > 1: coload faster)"
+echo "one bundle each:                       $(ratio "${MS[bundler_one_bundle]}" "${MS[coload_one_bundle]}")x"
+echo "bundler 1 bundle vs coload $BUNDLES bundles:   $(ratio "${MS[bundler_one_bundle]}" "${MS[coload_image_plain]}")x  (issue target: >= 100x)"
+echo "bundler 1 bundle vs coload select (all bundles, nothing written): $(ratio "${MS[bundler_one_bundle]}" "${MS[coload_image_select]}")x"
+echo "bundler $BUNDLES processes vs coload 1 image: $(ratio "${MS[bundler_all_bundles]}" "${MS[coload_image_plain]}")x"
+echo "bundler 1 ccob vs coload $BUNDLES ccobs:      $(ratio "${MS[bundler_one_ccob]}" "${MS[coload_image_compressed]}")x"
+
+# Peak RSS: selecting gfx90a from the large compressed bundle.
+rss() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
+"$COLOAD" extract --target $TARGET -o "$TMP/large.co" "$IN/large.ccob" >/dev/null
+entry=$(stat -c %s "$TMP/large.co")
+uncompressed=$(stat -c %s "$IN/large.hipfb")
+base=$(rss "$COLOAD" extract --target $TARGET -o "$TMP/small.co" "$IN/parts/tu_000.hipfb")
+sel=$(rss "$COLOAD" select --device $TARGET -o "$TMP/sel.co" "$IN/large.ccob")
+ext=$(rss "$COLOAD" extract --target $TARGET -o "$TMP/large.co" "$IN/large.ccob")
+bun=$(rss "$BUNDLER" -unbundle -type=o -targets=$ID -input="$IN/large.ccob" -output="$TMP/lb.co")
+kib() { echo $(( $1 / 1024 )); }
+echo "# peak RSS, large.ccob (KiB; GNU time %M)"
+echo "chosen entry ($TARGET):               $(kib "$entry")"
+echo "whole uncompressed bundle:            $(kib "$uncompressed")"
+echo "coload baseline (extract, 1 small plain bundle): $base"
+echo "coload select -o:                     $sel  (over baseline: $(( sel - base )))"
+echo "coload extract:                       $ext  (over baseline: $(( ext - base )))"
+echo "bundler -unbundle:                    $bun"
+echo "target: select <= entry + 8 MiB = $(( $(kib "$entry") + 8192 )) KiB over baseline -> $( (( sel - base <= $(kib "$entry") + 8192 )) && echo met || echo not met)"

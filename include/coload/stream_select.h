@@ -1,0 +1,69 @@
+// coload/stream_select.h: selecting in a compressed bundle (CCOB) while it
+// decompresses, keeping only what the choice needs.
+//
+// Covers: one CCOB found by scan_bundles, one device. The plain bundle inside
+// is decoded as a stream; its header and entry table, the first 64 bytes of
+// each entry (its ELF header, all the selector reads) and the bytes of the
+// best entry so far are kept, nothing else. Peak memory is the header plus
+// about one entry (the chosen one) plus the decoder's buffers, not the
+// uncompressed bundle. Does not cover: plain bundles (read_bundle already
+// views them in place; they are accepted here and read whole) or the comgr
+// unbundler (comgr cannot read compressed bundles).
+//
+// Ownership: the result owns its bytes; `source` is only read during the call.
+// Thread-safe: calls share no state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "coload/bundle.h"
+#include "coload/device.h"
+#include "coload/error.h"
+#include "coload/select.h"
+
+namespace coload {
+
+/// How select_in_compressed_bundle treats the CCOB's stored MD5 prefix.
+struct StreamOptions {
+  enum class HashCheck : std::uint8_t {
+    /// Decode the whole stream, MD5 it as it passes (without keeping it), and
+    /// check the stored hash and the declared uncompressed size. The default.
+    Verify,
+    /// Stop decoding once the choice is final: every entry's ELF header seen
+    /// and the chosen entry complete. The stored hash is NOT checked, and
+    /// corruption after that point goes unnoticed.
+    Skip,
+  };
+  HashCheck hash = HashCheck::Verify;
+  /// Caps as for read_bundle (max_decompressed_bytes bounds the declared and
+  /// the produced size).
+  ReadOptions read;
+};
+
+/// The outcome: the full report and the chosen entry's bytes.
+struct StreamSelection {
+  /// Every entry judged, identical to select_entry over the decompressed bundle.
+  Selection selection;
+  /// The chosen entry's bytes; empty when nothing fits.
+  std::vector<std::byte> chosen;
+  /// Uncompressed bytes decoded (all of them in Verify mode; fewer in Skip mode).
+  std::uint64_t decoded_bytes = 0;
+  /// True when the entry table could not be streamed (entries out of offset
+  /// order or overlapping, or a malformed table) and the bundle was
+  /// decompressed whole instead.
+  bool decompressed_whole = false;
+};
+
+/// Selects for `device` in the bundle `info` describes (from scan_bundles over
+/// `source`), decompressing a CCOB as a stream. The selection equals
+/// select_entry's over read_bundle's entries. Errors: those of read_bundle
+/// (CorruptData, Truncated, SizeMismatch, HashMismatch in Verify mode,
+/// LimitExceeded, table errors), and UnsupportedMethod for Unbundler::Comgr.
+Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std::span<const std::byte> source,
+                                                      const BundleInfo& info, const SelectOptions& options = {},
+                                                      const StreamOptions& stream = {});
+
+}  // namespace coload

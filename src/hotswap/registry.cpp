@@ -1,0 +1,112 @@
+// The hotswap pass registry (coload/hotswap.h): passes by name and by pair,
+// the built-in passes of passes.def bound once per process, and the registry
+// a Config asks for (built-ins, the plugin, COLOAD_HOTSWAP_PAIRS checked).
+// Plugins are loaded in plugin.cpp.
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+#include "coload/config.h"
+#include "coload/hotswap.h"
+#include "hotswap/passes.h"
+
+namespace coload {
+namespace {
+
+/// The canonical name of a processor, or the text itself when unknown.
+std::string_view canonical(std::string_view name) {
+  const Processor* processor = find_processor(name);
+  return processor ? processor->name : name;
+}
+
+}  // namespace
+
+const HotswapRegistry& HotswapRegistry::builtin() {
+  // A function-local static is initialised once, thread-safely; each listed
+  // registration function runs exactly once per process.
+  static const HotswapRegistry registry = [] {
+    HotswapRegistry built;
+#define COLOAD_HOTSWAP_PASS(Name, pass_name) detail::register_##Name##_pass(built);
+#include "hotswap/passes.def"
+#undef COLOAD_HOTSWAP_PASS
+    return built;
+  }();
+  return registry;
+}
+
+Expected<void> HotswapRegistry::add(HotswapPass pass) {
+  if (pass.name.empty()) return Error(ErrorKind::InvalidArgument, "hotswap pass: empty name");
+  const std::string where = "hotswap pass \"" + pass.name + "\"";
+  if (pass.pairs.empty()) return Error(ErrorKind::InvalidArgument, where + ": no (source -> device) pairs");
+  if (!pass.transform) return Error(ErrorKind::InvalidArgument, where + ": no transform");
+  if (find(pass.name)) return Error(ErrorKind::InvalidArgument, where + ": a pass of that name is already registered");
+  // Validate and canonicalise the pairs through the allowlist's own rules.
+  HotswapAllowlist own;
+  for (std::size_t i = 0; i < pass.pairs.size(); ++i) {
+    const HotswapAllowlist::Pair& pair = pass.pairs[i];
+    if (auto added = own.add(pair.source, pair.device); !added) {
+      return std::move(added).error().with_context(where + ": pair " + std::to_string(i));
+    }
+  }
+  for (const HotswapAllowlist::Pair& pair : own.pairs()) {
+    if (const HotswapPass* other = find_pair(pair.source, pair.device)) {
+      return Error(ErrorKind::Ambiguous, where + ": pair " + pair.source + " -> " + pair.device +
+                                             " is already covered by pass \"" + other->name + "\"");
+    }
+  }
+  pass.pairs.assign(own.pairs().begin(), own.pairs().end());
+  passes_.push_back(std::make_unique<HotswapPass>(std::move(pass)));
+  return {};
+}
+
+const HotswapPass* HotswapRegistry::find(std::string_view name) const {
+  for (const auto& pass : passes_) {
+    if (pass->name == name) return pass.get();
+  }
+  return nullptr;
+}
+
+const HotswapPass* HotswapRegistry::find_pair(std::string_view source, std::string_view device) const {
+  const HotswapAllowlist::Pair wanted{std::string(canonical(source)), std::string(canonical(device))};
+  for (const auto& pass : passes_) {
+    if (std::find(pass->pairs.begin(), pass->pairs.end(), wanted) != pass->pairs.end()) return pass.get();
+  }
+  return nullptr;
+}
+
+HotswapAllowlist HotswapRegistry::allowlist() const {
+  HotswapAllowlist allowlist;
+  for (const auto& pass : passes_) {
+    for (const HotswapAllowlist::Pair& pair : pass->pairs) {
+      // Validated by add(); a refusal here would be a bug in add().
+      [[maybe_unused]] Expected<void> added = allowlist.add(pair.source, pair.device);
+    }
+  }
+  return allowlist;
+}
+
+Expected<HotswapRegistry> hotswap_registry(const Config& config) {
+  HotswapRegistry registry;
+  for (const auto& pass : HotswapRegistry::builtin().passes()) {
+    if (auto added = registry.add(*pass); !added) return std::move(added).error();
+  }
+  if (!config.hotswap_plugin.empty()) {
+    if (auto added = registry.add_plugin(config.hotswap_plugin); !added) {
+      return std::move(added).error().with_context("COLOAD_HOTSWAP_PLUGIN");
+    }
+  }
+  // Narrowing to a pair no pass is validated for would silently do nothing.
+  for (const std::string& item : config.hotswap_pairs) {
+    std::size_t arrow = item.find('>');
+    std::string_view text(item);
+    if (arrow == std::string::npos || !registry.find_pair(text.substr(0, arrow), text.substr(arrow + 1))) {
+      std::string passes;
+      for (const auto& pass : registry.passes()) passes += (passes.empty() ? "" : ", ") + pass->name;
+      return Error(ErrorKind::NotFound, "COLOAD_HOTSWAP_PAIRS: no registered hotswap pass is validated for " + item +
+                                            " (passes: " + (passes.empty() ? "none" : passes) + ")");
+    }
+  }
+  return registry;
+}
+
+}  // namespace coload

@@ -1,0 +1,29 @@
+// Internal: the selector's per-entry judgement and its ranking, shared by
+// select_entry (all entries at hand) and select_in_compressed_bundle (entries
+// judged one by one as a stream delivers them), so both apply the same rules.
+#pragma once
+
+#include <cstddef>
+#include <tuple>
+
+#include "coload/select.h"
+
+namespace coload::detail {
+
+/// Judges one entry alone: its candidate with tier, verdict (Compatible or
+/// Rejected) and reason. Only the entry's ID, whether its bytes are empty and
+/// their first 64 bytes (the ELF header) are read.
+Candidate judge_candidate(const Device& device, const BundleEntry& entry, std::size_t index,
+                          const SelectOptions& options);
+
+/// Orders fitting candidates (tier set): lower is better. Tier, then more
+/// features matched exactly, then a higher generic version, then entry order.
+using Rank = std::tuple<int, int, int, std::size_t>;
+Rank rank(const Candidate& candidate);
+
+/// Picks the best fitting candidate of `selection` (every entry judged, in
+/// entry order) and writes the verdicts and reasons that compare the others
+/// with it.
+void finish_selection(Selection& selection);
+
+}  // namespace coload::detail

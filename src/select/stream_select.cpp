@@ -1,0 +1,279 @@
+// select_in_compressed_bundle: the selector fed by a decompressing stream.
+// A sink follows the plain bundle as it arrives: it buffers the header until
+// the entry table parses, then walks the entries in offset order, judges each
+// from its first 64 bytes with the selector's own rules (select/rank.h), and
+// keeps the bytes of the best entry so far, dropping them when a better one
+// appears. Anything the walk cannot follow (entries out of offset order or
+// overlapping, a table that does not parse) falls back to read_bundle +
+// select_entry, so errors and results stay those of the whole-bundle path.
+#include "coload/stream_select.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "bundle/decompress.h"
+#include "bundle/plain_table.h"
+#include "common/bytes.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/MD5.h"
+#include "select/rank.h"
+
+namespace coload {
+namespace {
+
+using detail::Bytes;
+using detail::hex;
+
+constexpr std::size_t kElfHeader = 64;  // what read_code_object_target reads
+
+std::string where(const BundleInfo& info) {
+  return "bundle " + std::to_string(info.index) + " at offset " + hex(info.offset);
+}
+
+/// One entry of the table, with what the walk needs.
+struct Slot {
+  std::string id;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  bool is_host = false;
+};
+
+class SelectingSink final : public detail::DecodeSink {
+ public:
+  SelectingSink(const Device& device, const SelectOptions& options, std::uint64_t extent, bool hash, bool stop_early)
+      : device_(device), options_(options), extent_(extent), hash_(hash), stop_early_(stop_early) {}
+
+  void write(Bytes chunk) override {
+    if (hash_) {
+      md5_.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(chunk.data()), chunk.size()));
+    }
+    std::uint64_t at = position_;
+    position_ += chunk.size();
+    if (state_ == State::Header) {
+      header_.insert(header_.end(), chunk.begin(), chunk.end());
+      if (header_.size() < next_attempt_ && header_.size() < extent_) return;
+      try_table();
+      if (state_ != State::Entries) return;
+      // The rest of what is buffered is entry data.
+      Bytes rest = Bytes(header_).subspan(header_size_);
+      walk(rest, header_size_);
+      std::vector<std::byte>().swap(header_);
+      return;
+    }
+    if (state_ == State::Entries && !finished_) walk(chunk, at);
+  }
+
+  bool done() const override { return stop_early_ && finished_; }
+
+  bool streamed() const { return state_ == State::Entries && finished_; }
+  std::uint64_t decoded() const { return position_; }
+  std::uint64_t digest_low() { return md5_.final().low(); }
+  Selection take_selection() { return std::move(selection_); }
+  std::vector<std::byte> take_chosen() { return std::move(best_bytes_); }
+
+ private:
+  enum class State { Header, Entries, Fallback };
+
+  // Parses the table once the buffered prefix holds it; a table that cannot
+  // be streamed sends the caller to the whole-bundle path.
+  void try_table() {
+    auto table = detail::parse_plain_bundle_prefix(header_, extent_);
+    if (!table) {
+      if (table.error().kind() == ErrorKind::Truncated && header_.size() < extent_) {
+        next_attempt_ = header_.size() * 2;  // geometric: a huge table is parsed a few times, not per chunk
+        return;
+      }
+      state_ = State::Fallback;
+      return;
+    }
+    header_size_ = table->header_size;
+    slots_.reserve(table->entries.size());
+    std::uint64_t previous_end = header_size_;
+    for (const BundleEntry& entry : table->entries) {
+      slots_.push_back({std::string(entry.id), entry.offset, entry.size, entry.is_host});
+      if (entry.size == 0) continue;
+      if (entry.offset < previous_end) {  // out of offset order or overlapping
+        state_ = State::Fallback;
+        return;
+      }
+      previous_end = entry.offset + entry.size;
+    }
+    state_ = State::Entries;
+    selection_.device = device_.str();
+    selection_.candidates.resize(slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].size == 0) judge(i, Bytes());
+    }
+    advance_to_sized();
+    check_finished();
+  }
+
+  void advance_to_sized() {
+    while (current_ < slots_.size() && slots_[current_].size == 0) ++current_;
+  }
+
+  // Feeds `data`, which starts at bundle offset `at`, to the entries.
+  void walk(Bytes data, std::uint64_t at) {
+    while (!data.empty() && current_ < slots_.size() && !finished_) {
+      const Slot& slot = slots_[current_];
+      if (at < slot.offset) {  // padding before the entry
+        std::uint64_t skip = std::min<std::uint64_t>(data.size(), slot.offset - at);
+        data = data.subspan(skip);
+        at += skip;
+        continue;
+      }
+      std::uint64_t end = slot.offset + slot.size;
+      std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), end - at));
+      if (keep_current_) {
+        if (buffer_.empty()) buffer_.reserve(std::min<std::uint64_t>(slot.size, 64u << 20));
+        buffer_.insert(buffer_.end(), data.begin(), data.begin() + take);
+      }
+      data = data.subspan(take);
+      at += take;
+      std::uint64_t seen = at - slot.offset;
+      if (!judged_current_ && (seen >= kElfHeader || at == end)) {
+        judged_current_ = true;
+        judge(current_, Bytes(buffer_).first(std::min<std::size_t>(buffer_.size(), kElfHeader)));
+        const Candidate& candidate = selection_.candidates[current_];
+        if (candidate.tier && (!best_ || detail::rank(candidate) < *best_rank_)) {
+          best_ = current_;
+          best_rank_ = detail::rank(candidate);
+          best_complete_ = false;
+          std::vector<std::byte>().swap(best_bytes_);  // the old best loses
+        } else {
+          keep_current_ = false;
+          std::vector<std::byte>().swap(buffer_);
+        }
+      }
+      if (at == end) {
+        if (best_ == current_) {
+          best_bytes_ = std::move(buffer_);
+          best_complete_ = true;
+        }
+        buffer_ = {};
+        keep_current_ = true;
+        judged_current_ = false;
+        ++current_;
+        advance_to_sized();
+      }
+      check_finished();
+    }
+  }
+
+  void judge(std::size_t index, Bytes head) {
+    const Slot& slot = slots_[index];
+    BundleEntry entry{.id = slot.id, .offset = slot.offset, .size = slot.size, .is_host = slot.is_host, .bytes = head};
+    selection_.candidates[index] = detail::judge_candidate(device_, entry, index, options_);
+    ++judged_;
+  }
+
+  void check_finished() {
+    if (judged_ == slots_.size() && (!best_ || best_complete_)) {
+      finished_ = true;
+      detail::finish_selection(selection_);
+    }
+  }
+
+  const Device& device_;
+  const SelectOptions& options_;
+  std::uint64_t extent_;
+  bool hash_;
+  bool stop_early_;
+  llvm::MD5 md5_;
+  std::uint64_t position_ = 0;
+
+  State state_ = State::Header;
+  std::vector<std::byte> header_;
+  std::uint64_t next_attempt_ = 0;
+  std::uint64_t header_size_ = 0;
+
+  std::vector<Slot> slots_;
+  Selection selection_;
+  std::size_t judged_ = 0;
+  std::size_t current_ = 0;        // the sized entry the stream is in or before
+  bool keep_current_ = true;       // its bytes may yet be the best
+  bool judged_current_ = false;
+  std::vector<std::byte> buffer_;  // its bytes so far, while kept
+  std::optional<std::size_t> best_;
+  std::optional<detail::Rank> best_rank_;
+  bool best_complete_ = false;
+  std::vector<std::byte> best_bytes_;
+  bool finished_ = false;
+};
+
+// The whole-bundle path: read_bundle, select_entry, copy the chosen entry.
+Expected<StreamSelection> select_whole(const Device& device, Bytes source, const BundleInfo& info,
+                                       const SelectOptions& options, const ReadOptions& read, std::uint64_t decoded) {
+  auto bundle = read_bundle(source, info, read);
+  if (!bundle) return std::move(bundle).error();
+  StreamSelection result;
+  result.selection = select_entry(device, bundle->entries(), options);
+  if (const Candidate* chosen = result.selection.chosen()) {
+    Bytes bytes = bundle->entries()[chosen->entry_index].bytes;
+    result.chosen.assign(bytes.begin(), bytes.end());
+  }
+  result.decoded_bytes = decoded + (info.compressed ? info.compressed->uncompressed_size : 0);
+  result.decompressed_whole = true;
+  return result;
+}
+
+}  // namespace
+
+Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std::span<const std::byte> source,
+                                                      const BundleInfo& info, const SelectOptions& options,
+                                                      const StreamOptions& stream) {
+  std::string context = where(info);
+  if (options.unbundler == Unbundler::Comgr) {
+    return Error(ErrorKind::UnsupportedMethod,
+                 context + ": the comgr unbundler cannot read compressed bundles; use the builtin one");
+  }
+  if (info.format != BundleFormat::Compressed) return select_whole(device, source, info, options, stream.read, 0);
+  if (auto fits = detail::check_range(context, info.offset, info.size, source.size(), "the input"); !fits) {
+    return std::move(fits).error();
+  }
+  Bytes bytes = source.subspan(info.offset, info.size);
+  auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
+                                : parse_compressed_header(bytes, stream.read);
+  if (!header) return std::move(header).error().with_context(context);
+  std::string version = "CCOB v" + std::to_string(header->version);
+  if (header->uncompressed_size > stream.read.max_decompressed_bytes) {
+    return Error(ErrorKind::LimitExceeded, version + ": uncompressed_size " + hex(header->uncompressed_size) +
+                                               " exceeds the limit " + hex(stream.read.max_decompressed_bytes) +
+                                               " (max_decompressed_bytes)")
+        .with_context(context);
+  }
+  std::uint64_t end = header->total_size.value_or(bytes.size());
+  if (end > bytes.size() || end < header->header_size) {
+    return Error(ErrorKind::OutOfBounds, "CCOB: total_size " + hex(end) + " does not fit the " + hex(bytes.size()) +
+                                             " bytes given")
+        .with_context(context);
+  }
+
+  bool verify = stream.hash == StreamOptions::HashCheck::Verify;
+  SelectingSink sink(device, options, header->uncompressed_size, verify, !verify);
+  auto end_rule = header->total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
+  auto consumed = detail::decode_stream(header->method, bytes.subspan(header->header_size, end - header->header_size),
+                                        header->uncompressed_size, end_rule, sink);
+  if (!consumed) return std::move(consumed).error().with_context(version).with_context(context);
+  if (verify) {
+    std::uint64_t computed = sink.digest_low();
+    if (computed != header->hash) {
+      std::uint64_t hash_at = header->version == 1 ? 12 : header->version == 2 ? 16 : 24;
+      return Error(ErrorKind::HashMismatch, version + ": stored hash " + hex(header->hash) + " at offset " +
+                                                hex(hash_at) + " does not match " + hex(computed) +
+                                                ", the MD5 prefix of the " + hex(header->uncompressed_size) +
+                                                " decompressed bytes")
+          .with_context(context);
+    }
+  }
+  if (!sink.streamed()) return select_whole(device, source, info, options, stream.read, sink.decoded());
+
+  StreamSelection result;
+  result.selection = sink.take_selection();
+  result.chosen = sink.take_chosen();
+  result.decoded_bytes = sink.decoded();
+  return result;
+}
+
+}  // namespace coload
