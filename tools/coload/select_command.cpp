@@ -5,6 +5,7 @@
 
 #include "coload/config.h"
 #include "coload/fat_binary.h"
+#include "coload/hotswap.h"
 #include "coload/select.h"
 #include "commands.h"
 #include "json_writer.h"
@@ -148,7 +149,16 @@ int run_select(std::span<const std::string> args) {
   if (!device) return kExitUsage;
   ReadOptions read_options = config->read_options();
   if (max_decompressed) read_options.max_decompressed_bytes = *max_decompressed;
+  // With hotswap on, the allowlist includes COLOAD_HOTSWAP_PLUGIN's pairs.
   SelectOptions select_options = config->select_options();
+  if (config->hotswap) {
+    auto registry = hotswap_registry(*config);
+    if (!registry) {
+      std::fprintf(stderr, "coload: hotswap: %s\n", registry.error().message().c_str());
+      return kExitInputError;
+    }
+    select_options = config->select_options(*registry);
+  }
 
   auto binary = FatBinary::open(path, read_options);
   if (!binary) {

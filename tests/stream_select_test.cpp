@@ -1,0 +1,282 @@
+// select_in_compressed_bundle: the streamed selection equals select_entry over
+// the whole decompressed bundle (every compressed fixture, several devices),
+// Verify checks hash and size, Skip stops early, caps still hold.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "coload/fat_binary.h"
+#include "coload/stream_select.h"
+#include "support/bundle_writer.h"
+#include "support/elf_writer.h"
+#include "test_util.h"
+
+namespace coload {
+namespace {
+
+using testing::Bytes;
+using testing::CcobMethod;
+using testing::FailsWith;
+using testing::Succeeds;
+using Hash = StreamOptions::HashCheck;
+
+const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
+constexpr std::uint32_t kGfx90a = 0x3f, kGfx942 = 0x4c, kGfx1030 = 0x36;
+constexpr const char* kDevices[] = {"gfx90a", "gfx90a:xnack+", "gfx942", "gfx1030", "gfx1100", "gfx908", "gfx1201"};
+
+Device device(std::string_view spec) {
+  auto result = device_from_spec(spec);
+  EXPECT_TRUE(Succeeds(result)) << spec;
+  return *result;
+}
+
+std::string describe(const Selection& selection) {
+  std::ostringstream out;
+  out << "device " << selection.device << " selected "
+      << (selection.selected ? std::to_string(*selection.selected) : "none") << "\n";
+  for (const Candidate& c : selection.candidates) {
+    out << c.entry_index << " " << c.id << " tier " << (c.tier ? std::string(to_string(*c.tier)) : "-") << " "
+        << to_string(c.verdict) << " jit " << c.needs_jit << " code "
+        << (c.code_object ? c.code_object->target.str() + " v" + std::to_string(c.code_object->code_object_version) +
+                                " g" + std::to_string(c.code_object->generic_version) + " f" +
+                                std::to_string(c.code_object->e_flags)
+                          : "-")
+        << " | " << c.reason << "\n";
+  }
+  return out.str();
+}
+
+// Streams and compares with read_bundle + select_entry, in both modes.
+void expect_same(const Device& dev, std::span<const std::byte> source, const BundleInfo& info,
+                 const SelectOptions& options, const std::string& label, std::size_t& selected) {
+  auto bundle = read_bundle(source, info);
+  ASSERT_TRUE(Succeeds(bundle)) << label;
+  Selection expected = select_entry(dev, bundle->entries(), options);
+  if (expected.selected) ++selected;
+  for (Hash mode : {Hash::Verify, Hash::Skip}) {
+    auto streamed = select_in_compressed_bundle(dev, source, info, options, {.hash = mode});
+    ASSERT_TRUE(Succeeds(streamed)) << label;
+    EXPECT_EQ(describe(streamed->selection), describe(expected)) << label;
+    EXPECT_FALSE(streamed->decompressed_whole) << label;
+    if (const Candidate* chosen = expected.chosen()) {
+      Bytes want(bundle->entries()[chosen->entry_index].bytes.begin(),
+                 bundle->entries()[chosen->entry_index].bytes.end());
+      EXPECT_TRUE(streamed->chosen == want) << label << ": chosen bytes differ";
+    } else {
+      EXPECT_TRUE(streamed->chosen.empty()) << label;
+    }
+    if (mode == Hash::Verify) EXPECT_EQ(streamed->decoded_bytes, info.compressed->uncompressed_size) << label;
+    if (mode == Hash::Skip) EXPECT_LE(streamed->decoded_bytes, info.compressed->uncompressed_size) << label;
+  }
+}
+
+std::vector<std::string> compressed_fixtures() {
+  std::ifstream table(kFixtures / "bundles.tsv");
+  std::vector<std::string> paths;
+  for (std::string line; std::getline(table, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string path, index, file, format;
+    fields >> path >> index >> file >> format;
+    if (format.starts_with("ccob") && std::find(paths.begin(), paths.end(), path) == paths.end()) {
+      paths.push_back(path);
+    }
+  }
+  return paths;
+}
+
+TEST(StreamSelect, EqualsWholeBundleSelectionOnEveryCompressedFixture) {
+  auto paths = compressed_fixtures();
+  ASSERT_GE(paths.size(), 10u);
+  std::size_t checked = 0, selected = 0;
+  SelectOptions hotswap;
+  hotswap.hotswap = true;
+  ASSERT_TRUE(Succeeds(hotswap.hotswap_allowlist.add("gfx90a", "gfx942")));
+  for (const std::string& path : paths) {
+    auto binary = FatBinary::open((kFixtures / path).string());
+    ASSERT_TRUE(Succeeds(binary)) << path;
+    for (const BundleInfo& info : binary->bundles()) {
+      if (info.format != BundleFormat::Compressed) continue;
+      for (const char* spec : kDevices) {
+        Device dev = device(spec);
+        std::string label = path + " bundle " + std::to_string(info.index) + " device " + spec;
+        expect_same(dev, binary->source().bytes(), info, {}, label, selected);
+        expect_same(dev, binary->source().bytes(), info, hotswap, label + " (hotswap)", selected);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 20u);
+  EXPECT_GE(selected, checked / 4) << "too few devices found an entry for the comparison to mean much";
+  std::printf("compared %zu (bundle, device) pairs, %zu selections made\n", checked, selected);
+}
+
+// A bundle of real-looking entries: gfx1030, gfx90a (large), gfx942, each an
+// ELF header followed by filler.
+Bytes entry_bytes(std::uint32_t flags, std::size_t size, std::uint8_t fill) {
+  Bytes bytes = testing::amdgpu_elf_header(flags);
+  bytes.resize(size, std::byte{fill});
+  return bytes;
+}
+
+Bytes three_entry_bundle() {
+  return testing::write_plain_bundle({
+      {"host-x86_64-unknown-linux-gnu", {}},
+      {"hipv4-amdgcn-amd-amdhsa--gfx1030", entry_bytes(kGfx1030, 300000, 1)},
+      {"hipv4-amdgcn-amd-amdhsa--gfx90a", entry_bytes(kGfx90a | testing::kXnackAny | testing::kSrameccAny, 500000, 2)},
+      {"hipv4-amdgcn-amd-amdhsa--gfx942", entry_bytes(kGfx942 | testing::kXnackAny | testing::kSrameccAny, 400000, 3)},
+  });
+}
+
+Expected<StreamSelection> select_ccob(const Bytes& ccob, std::string_view spec, StreamOptions stream = {}) {
+  auto binary = FatBinary::from_memory(ccob);
+  if (!binary) return std::move(binary).error();
+  return select_in_compressed_bundle(device(spec), ccob, binary->bundles()[0], {}, stream);
+}
+
+TEST(StreamSelect, EveryVersionAndMethod) {
+  Bytes plain = three_entry_bundle();
+  auto parsed = parse_plain_bundle(plain);
+  ASSERT_TRUE(Succeeds(parsed));
+  Bytes want(parsed->entries[2].bytes.begin(), parsed->entries[2].bytes.end());
+  for (int version : {1, 2, 3}) {
+    for (CcobMethod method : {CcobMethod::Zlib, CcobMethod::Zstd}) {
+      Bytes ccob = testing::write_ccob(plain, version, method);
+      for (Hash mode : {Hash::Verify, Hash::Skip}) {
+        auto result = select_ccob(ccob, "gfx90a", {.hash = mode});
+        ASSERT_TRUE(Succeeds(result)) << version;
+        ASSERT_EQ(result->selection.selected, std::optional<std::size_t>(2)) << version;
+        EXPECT_TRUE(result->chosen == want) << version;
+        EXPECT_FALSE(result->decompressed_whole);
+      }
+    }
+  }
+}
+
+TEST(StreamSelect, VerifyDetectsWrongHashSkipDoesNot) {
+  Bytes plain = three_entry_bundle();
+  testing::CcobOptions options;
+  options.overrides.hash = testing::ccob_hash(plain) ^ 1;
+  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
+  EXPECT_TRUE(FailsWith(select_ccob(ccob, "gfx90a"), ErrorKind::HashMismatch));
+  EXPECT_TRUE(Succeeds(select_ccob(ccob, "gfx90a", {.hash = Hash::Skip})));
+}
+
+TEST(StreamSelect, VerifyDetectsWrongSize) {
+  Bytes plain = three_entry_bundle();
+  for (std::int64_t delta : {-1, 1}) {
+    testing::CcobOptions options;
+    options.overrides.uncompressed_size = plain.size() + delta;
+    Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
+    EXPECT_TRUE(FailsWith(select_ccob(ccob, "gfx90a"), ErrorKind::SizeMismatch)) << delta;
+  }
+}
+
+TEST(StreamSelect, SkipStopsEarly) {
+  Bytes plain = three_entry_bundle();
+  for (CcobMethod method : {CcobMethod::Zlib, CcobMethod::Zstd}) {
+    Bytes ccob = testing::write_ccob(plain, 3, method);
+    auto skip = select_ccob(ccob, "gfx90a", {.hash = Hash::Skip});
+    auto verify = select_ccob(ccob, "gfx90a");
+    ASSERT_TRUE(Succeeds(skip));
+    ASSERT_TRUE(Succeeds(verify));
+    EXPECT_EQ(verify->decoded_bytes, plain.size());
+    // gfx942 comes last: Skip needs its ELF header, not its 400000 bytes
+    // (give or take one 128 KiB decoder chunk).
+    EXPECT_LT(skip->decoded_bytes, plain.size() - 200000);
+    EXPECT_EQ(describe(skip->selection), describe(verify->selection));
+  }
+}
+
+// Two zstd frames: the bundle up to just past the last entry's ELF header,
+// then the rest, corrupted. Skip decides before the second frame; Verify fails.
+TEST(StreamSelect, SkipIgnoresCorruptTailVerifyRejectsIt) {
+  Bytes plain = three_entry_bundle();
+  auto parsed = parse_plain_bundle(plain);
+  ASSERT_TRUE(Succeeds(parsed));
+  std::size_t split = parsed->entries[3].offset + 64;
+  Bytes first = testing::compress(std::span(plain).first(split), CcobMethod::Zstd);
+  Bytes second = testing::compress(std::span(plain).subspan(split), CcobMethod::Zstd);
+  for (std::size_t i = second.size() / 2; i < second.size(); ++i) second[i] = std::byte{0xff};
+  testing::CcobOptions options;
+  options.payload = first;
+  options.payload->insert(options.payload->end(), second.begin(), second.end());
+  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
+  auto skip = select_ccob(ccob, "gfx90a", {.hash = Hash::Skip});
+  ASSERT_TRUE(Succeeds(skip));
+  EXPECT_EQ(skip->selection.selected, std::optional<std::size_t>(2));
+  auto verify = select_ccob(ccob, "gfx90a");
+  ASSERT_FALSE(verify.has_value());
+  EXPECT_TRUE(verify.error().kind() == ErrorKind::CorruptData || verify.error().kind() == ErrorKind::HashMismatch ||
+              verify.error().kind() == ErrorKind::SizeMismatch)
+      << verify.error().message();
+}
+
+TEST(StreamSelect, DecompressionBombIsCapped) {
+  Bytes plain = three_entry_bundle();
+  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd);
+  auto binary = FatBinary::from_memory(ccob);
+  ASSERT_TRUE(Succeeds(binary));
+  StreamOptions capped{.hash = Hash::Skip, .read = {.max_decompressed_bytes = 100000}};
+  EXPECT_TRUE(FailsWith(select_in_compressed_bundle(device("gfx90a"), ccob, binary->bundles()[0], {}, capped),
+                        ErrorKind::LimitExceeded));
+  // A header that understates the size: the stream must not run past it.
+  testing::CcobOptions options;
+  options.overrides.uncompressed_size = 4096;
+  Bytes lying = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
+  for (Hash mode : {Hash::Verify, Hash::Skip}) {
+    EXPECT_TRUE(FailsWith(select_ccob(lying, "gfx90a", {.hash = mode}), ErrorKind::SizeMismatch));
+  }
+}
+
+// Entries not in ascending offset order: streamed selection falls back to the
+// whole bundle, with the same result.
+TEST(StreamSelect, OutOfOrderTableFallsBackToWholeBundle) {
+  Bytes a = entry_bytes(kGfx90a | testing::kXnackAny | testing::kSrameccAny, 1000, 4);
+  Bytes b = entry_bytes(kGfx942 | testing::kXnackAny | testing::kSrameccAny, 1000, 5);
+  testing::RawBundle raw;
+  raw.entries = {testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a", 0x2000, a.size()),
+                 testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx942", 0x1000, b.size())};
+  Bytes plain = testing::write_raw_bundle_header(raw);
+  testing::place(plain, 0x2000, a);
+  testing::place(plain, 0x1000, b);
+  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd);
+  for (Hash mode : {Hash::Verify, Hash::Skip}) {
+    auto result = select_ccob(ccob, "gfx90a", {.hash = mode});
+    ASSERT_TRUE(Succeeds(result));
+    EXPECT_TRUE(result->decompressed_whole);
+    EXPECT_EQ(result->selection.selected, std::optional<std::size_t>(0));
+    EXPECT_TRUE(result->chosen == a);
+  }
+}
+
+TEST(StreamSelect, NothingFitsKeepsNothing) {
+  Bytes ccob = testing::write_ccob(three_entry_bundle(), 2, CcobMethod::Zlib);
+  auto result = select_ccob(ccob, "gfx1100");
+  ASSERT_TRUE(Succeeds(result));
+  EXPECT_FALSE(result->selection.selected);
+  EXPECT_TRUE(result->chosen.empty());
+  EXPECT_EQ(result->selection.candidates.size(), 4u);
+}
+
+TEST(StreamSelect, CorruptTableIsReadBundlesError) {
+  Bytes plain = three_entry_bundle();
+  plain[0] = std::byte{'X'};  // bad magic inside the stream
+  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd);
+  auto binary = FatBinary::from_memory(ccob);
+  ASSERT_TRUE(Succeeds(binary));
+  auto whole = read_bundle(ccob, binary->bundles()[0]);
+  ASSERT_FALSE(whole.has_value());
+  auto streamed = select_ccob(ccob, "gfx90a");
+  ASSERT_FALSE(streamed.has_value());
+  EXPECT_EQ(streamed.error().kind(), whole.error().kind());
+  EXPECT_EQ(streamed.error().message(), whole.error().message());
+}
+
+}  // namespace
+}  // namespace coload
