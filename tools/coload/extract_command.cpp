@@ -52,6 +52,22 @@ struct Chosen {
   std::vector<std::byte> bytes;
 };
 
+/// Opens FILE and checks --bundle against it; prints why and returns nullopt on failure.
+std::optional<FatBinary> open_checked(const std::string& path, const ReadOptions& options,
+                                      std::optional<std::size_t> only_bundle) {
+  auto binary = FatBinary::open(path, options);
+  if (!binary) {
+    std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
+    return std::nullopt;
+  }
+  if (only_bundle && *only_bundle >= binary->bundles().size()) {
+    std::fprintf(stderr, "coload: %s: --bundle %zu: the file has %zu bundle(s)\n", path.c_str(), *only_bundle,
+                 binary->bundles().size());
+    return std::nullopt;
+  }
+  return std::move(*binary);
+}
+
 /// extract --device: the entry the selector chooses in each bundle (every
 /// bundle must have one), retargeted when `retarget` is set and the entry is
 /// a same-ISA equivalent. Native and generic entries are written unchanged.
@@ -66,16 +82,8 @@ int extract_for_device(const std::string& path, const std::string& output, std::
   ReadOptions read_options = config->read_options();
   if (max_decompressed) read_options.max_decompressed_bytes = *max_decompressed;
 
-  auto binary = FatBinary::open(path, read_options);
-  if (!binary) {
-    std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
-    return kExitInputError;
-  }
-  if (only_bundle && *only_bundle >= binary->bundles().size()) {
-    std::fprintf(stderr, "coload: %s: --bundle %zu: the file has %zu bundle(s)\n", path.c_str(), *only_bundle,
-                 binary->bundles().size());
-    return kExitInputError;
-  }
+  std::optional<FatBinary> binary = open_checked(path, read_options, only_bundle);
+  if (!binary) return kExitInputError;
   std::vector<Chosen> chosen;
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     if (only_bundle && i != *only_bundle) continue;
@@ -172,16 +180,8 @@ int run_extract(std::span<const std::string> args) {
   const std::string& path = files.front();
   if (by_device) return extract_for_device(path, output, only_bundle, max_decompressed, device_options, retarget);
 
-  auto binary = FatBinary::open(path, options);
-  if (!binary) {
-    std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
-    return kExitInputError;
-  }
-  if (only_bundle && *only_bundle >= binary->bundles().size()) {
-    std::fprintf(stderr, "coload: %s: --bundle %zu: the file has %zu bundle(s)\n", path.c_str(), *only_bundle,
-                 binary->bundles().size());
-    return kExitInputError;
-  }
+  std::optional<FatBinary> binary = open_checked(path, options, only_bundle);
+  if (!binary) return kExitInputError;
 
   std::vector<Found> found;
   std::vector<std::string> present;
