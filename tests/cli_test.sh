@@ -81,6 +81,12 @@ assert sum(c["verdict"] == "selected" for c in b["candidates"]) == 1
 expected=$(awk -F'\t' -v f="$features" '$1 == f && $3 == "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-" {print $4}' "$fixtures/manifest.tsv")
 check "select -o writes the bundler's bytes" cmp -s "$work/sel.co" "$fixtures/$expected"
 
+# A compressed bundle is selected streamed; -o still writes the bundler's bytes.
+ccob_v3=compressed/driver_v3.hipfb
+"$coload" select --device gfx90a:sramecc+:xnack- -o "$work/ccob.co" "$fixtures/$ccob_v3" > /dev/null
+expected=$(awk -F'\t' -v f="$ccob_v3" '$1 == f && $3 == "hipv4-amdgcn-amd-amdhsa--gfx90a" {print $4}' "$fixtures/manifest.tsv")
+check "select -o from a CCOB writes the bundler's bytes" cmp -s "$work/ccob.co" "$fixtures/$expected"
+
 # A host image where one bundle has nothing for the device: exit 1, the others still chosen.
 "$coload" select --json --device gfx90a:xnack- "$fixtures/host/libkernels_mixed.so" > "$work/mixed.json"
 check "select exits 1 when a bundle has no fit" test $? -eq 1

@@ -7,6 +7,7 @@
 #include "coload/fat_binary.h"
 #include "coload/hotswap.h"
 #include "coload/select.h"
+#include "coload/stream_select.h"
 #include "commands.h"
 #include "json_writer.h"
 
@@ -16,7 +17,8 @@ namespace {
 struct BundleResult {
   std::size_t index = 0;
   std::optional<Selection> selection;  ///< unset when the bundle could not be read
-  std::optional<Bundle> bundle;
+  std::optional<Bundle> bundle;        ///< plain bundles: the entries view the file
+  std::vector<std::byte> chosen_bytes;  ///< compressed bundles: only the chosen entry is kept
   std::string error;  ///< why nothing was selected (or the bundle unreadable)
 };
 
@@ -170,24 +172,39 @@ int run_select(std::span<const std::string> args) {
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     BundleResult& result = results.emplace_back();
     result.index = i;
-    auto bundle = binary->read(i);
-    if (!bundle) {
-      result.error = bundle.error().message();
-      all_selected = false;
-      continue;
+    std::string where = path + ": bundle " + std::to_string(i);
+    const BundleInfo& info = binary->bundles()[i];
+    if (info.format == BundleFormat::Compressed && select_options.unbundler == Unbundler::Builtin) {
+      // Streamed: keeps the entry table and the best entry so far, never the whole bundle.
+      StreamOptions stream{.hash = StreamOptions::HashCheck::Verify, .read = read_options};
+      auto streamed = select_in_compressed_bundle(*device, binary->source().bytes(), info, select_options, stream);
+      if (!streamed) {
+        result.error = streamed.error().with_context(where).message();
+        all_selected = false;
+        continue;
+      }
+      result.selection = std::move(streamed->selection);
+      result.chosen_bytes = std::move(streamed->chosen);
+    } else {
+      auto bundle = binary->read(i);
+      if (!bundle) {
+        result.error = bundle.error().message();
+        all_selected = false;
+        continue;
+      }
+      auto selection = select_in_bundle(*device, *bundle, select_options);
+      if (!selection) {
+        result.error = selection.error().with_context(where).message();
+        all_selected = false;
+        continue;
+      }
+      result.selection = std::move(*selection);
+      result.bundle = std::move(*bundle);
     }
-    auto selection = select_in_bundle(*device, *bundle, select_options);
-    if (!selection) {
-      result.error = selection.error().with_context(path + ": bundle " + std::to_string(i)).message();
-      all_selected = false;
-      continue;
-    }
-    if (!selection->chosen()) {
-      result.error = no_fit_error(*device, *selection).message();
+    if (!result.selection->chosen()) {
+      result.error = no_fit_error(*device, *result.selection).message();
       all_selected = false;
     }
-    result.selection = std::move(*selection);
-    result.bundle = std::move(*bundle);
   }
   if (json) print_json(*device, select_options.unbundler, results);
   else print_text(*device, results);
@@ -198,7 +215,9 @@ int run_select(std::span<const std::string> args) {
       if (result.selection && result.selection->chosen()) chosen.push_back(&result);
     }
     for (const BundleResult* result : chosen) {
-      std::span<const std::byte> bytes = result->bundle->entries()[result->selection->chosen()->entry_index].bytes;
+      std::span<const std::byte> bytes =
+          result->bundle ? result->bundle->entries()[result->selection->chosen()->entry_index].bytes
+                         : std::span<const std::byte>(result->chosen_bytes);
       std::string name = chosen.size() == 1 ? output : output + "." + std::to_string(result->index);
       if (!write_file(name, bytes)) return kExitInputError;
       if (!json) std::printf("wrote %s\n", name.c_str());
