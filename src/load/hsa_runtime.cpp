@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "coload/runtime.h"
+#include "common/bytes.h"
 
 namespace coload {
 namespace hsa {
@@ -103,12 +104,6 @@ struct HsaApi {
   COLOAD_HSA_FUNCTIONS(COLOAD_HSA_MEMBER)
 #undef COLOAD_HSA_MEMBER
 };
-
-std::string hex(std::uint32_t value) {
-  char text[16];
-  std::snprintf(text, sizeof text, "0x%x", value);
-  return text;
-}
 
 ErrorKind kind_of(hsa_status_t status) {
   switch (status) {
@@ -199,7 +194,7 @@ class HsaLibrary {
   /// {"HSA_STATUS_ERROR_X (0x1008)", "description"} from hsa_status_string.
   std::pair<std::string, std::string> status_text(hsa_status_t status) const {
     const char* text = nullptr;
-    std::string code = hex(static_cast<std::uint32_t>(status));
+    std::string code = detail::hex(static_cast<std::uint32_t>(status));
     if (api_.hsa_status_string(status, &text) != HSA_STATUS_SUCCESS || !text) {
       return {"status " + code, "hsa_status_string has no text for it"};
     }

@@ -30,6 +30,7 @@
 #include "coload/fat_binary.h"
 #include "coload/select.h"
 #include "coload/validate.h"
+#include "common/bytes.h"
 
 namespace coload {
 namespace {
@@ -106,13 +107,6 @@ struct Binary {
     bundles.clear();
   }
 };
-
-std::string hex(std::uint64_t value) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text(16, '0');
-  for (int i = 15; i >= 0; --i, value >>= 4) text[static_cast<std::size_t>(i)] = kDigits[value & 0xf];
-  return text;
-}
 
 // "; 2 bundles have no code object for this device, e.g. <why>".
 std::string skipped_note(const std::vector<std::string>& skipped) {
@@ -207,7 +201,7 @@ struct Registry::Impl {
       const BundleInfo& info = binary.fat->bundles()[index];
       std::string key;
       if (info.format == BundleFormat::Compressed && info.compressed) {
-        key = hex(info.compressed->hash) + ":" + std::to_string(info.compressed->uncompressed_size);
+        key = detail::hex(info.compressed->hash) + ":" + std::to_string(info.compressed->uncompressed_size);
         std::lock_guard cache_lock(cache_mutex);
         auto it = compressed_cache.find(key);
         if (it != compressed_cache.end()) slot.data = it->second.lock();
