@@ -34,6 +34,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::span<const std::byte> chosen = whole->entries()[*expected.selected].bytes;
     if (!std::equal(chosen.begin(), chosen.end(), streamed->chosen.begin(), streamed->chosen.end())) std::abort();
   }
+  // Selecting on the kept heads (a second device in the registry) agrees too.
+  static const coload::Device other = *coload::device_from_spec("gfx1100");
+  coload::Selection on_whole = coload::select_entry(other, whole->entries());
+  coload::Selection on_heads = coload::select_entry(other, coload::head_entries(streamed->heads));
+  if (on_whole.selected != on_heads.selected) std::abort();
   // Skip mode may accept what Verify refuses, never crash.
   stream.hash = coload::StreamOptions::HashCheck::Skip;
   (void)coload::select_in_compressed_bundle(device, bytes, info, {}, stream);

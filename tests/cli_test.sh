@@ -204,6 +204,19 @@ if [ -n "$ccob" ]; then
   python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(24); b = f.read(1); f.seek(24); f.write(bytes([b[0] ^ 0xff]))' "$work/bad.hipfb"
   "$coload" ls "$work/bad.hipfb" >/dev/null 2>"$work/err"
   check "hash mismatch exits 1 and names the field" grep -q "bad.hipfb: bundle 0 at offset 0x0: CCOB v3: stored hash" "$work/err"
+  # The streamed paths verify by default; COLOAD_HASH_CHECK=skip is the documented fast mode.
+  for command in "select --device gfx90a" "extract --device gfx90a -o $work/bad.co" "check --device gfx90a" \
+                 "load --runtime dry-run --device gfx90a"; do
+    # shellcheck disable=SC2086
+    "$coload" $command "$work/bad.hipfb" >"$work/err" 2>&1
+    check "$command verifies the hash by default (exit 1)" test $? -eq 1
+    check "$command names the stored hash" grep -q "CCOB v3: stored hash 0x" "$work/err"
+    # shellcheck disable=SC2086
+    expect_exit_env 0 "$command with COLOAD_HASH_CHECK=skip" COLOAD_HASH_CHECK=skip "$coload" $command "$work/bad.hipfb"
+  done
+  expected=$(awk -F'\t' -v f="$ccob" '$1 == f && $3 == "hipv4-amdgcn-amd-amdhsa--gfx90a" {print $4}' "$fixtures/manifest.tsv")
+  check "extract --device with skip writes the bundler's bytes" cmp -s "$work/bad.co" "$fixtures/$expected"
+  expect_exit_env 2 "unknown COLOAD_HASH_CHECK value" COLOAD_HASH_CHECK=off "$coload" select --device gfx90a "$work/bad.hipfb"
 fi
 
 # `load` with the dry-run runtime: every bundle with an entry for the device,

@@ -50,7 +50,7 @@ Expected<Config> config_with(std::string name, std::string value) {
 
 const std::vector<std::string> kVariables = {"COLOAD_UNBUNDLER", "COLOAD_EXTENDED_ISA_COMPAT", "COLOAD_HOTSWAP",
                                              "COLOAD_LOG", "COLOAD_MAX_DECOMPRESSED_BYTES",
-                                             "COLOAD_HOTSWAP_PLUGIN", "COLOAD_HOTSWAP_PAIRS"};
+                                             "COLOAD_HOTSWAP_PLUGIN", "COLOAD_HOTSWAP_PAIRS", "COLOAD_HASH_CHECK"};
 
 void expect_defaults(const Config& config) {
   EXPECT_EQ(config.unbundler, Unbundler::Builtin);
@@ -61,6 +61,8 @@ void expect_defaults(const Config& config) {
   EXPECT_TRUE(config.hotswap_pairs.empty());
   EXPECT_EQ(config.log_level, LogLevel::Warn);
   EXPECT_EQ(config.max_decompressed_bytes, ReadOptions{}.max_decompressed_bytes);
+  EXPECT_EQ(config.hash_check, StreamOptions::HashCheck::Verify);
+  EXPECT_EQ(config.stream_options().hash, StreamOptions::HashCheck::Verify);
 }
 
 TEST(ConfigDefaults, UnsetVariablesKeepDefaults) {
@@ -225,6 +227,28 @@ TEST(ConfigMaxDecompressedBytes, RefusesOverflow) {
     auto config = config_with("COLOAD_MAX_DECOMPRESSED_BYTES", value);
     ASSERT_TRUE(Refused(config, "COLOAD_MAX_DECOMPRESSED_BYTES", value, "K, M or G")) << value;
     EXPECT_NE(config.error().message().find("overflows"), std::string::npos) << config.error().message();
+  }
+}
+
+TEST(ConfigHashCheck, AcceptsVerifyAndSkip) {
+  auto skip = config_with("COLOAD_HASH_CHECK", "skip");
+  ASSERT_TRUE(Succeeds(skip));
+  EXPECT_EQ(skip->hash_check, StreamOptions::HashCheck::Skip);
+  EXPECT_EQ(skip->stream_options().hash, StreamOptions::HashCheck::Skip);
+  auto verify = config_with("COLOAD_HASH_CHECK", "verify");
+  ASSERT_TRUE(Succeeds(verify));
+  EXPECT_EQ(verify->hash_check, StreamOptions::HashCheck::Verify);
+}
+
+TEST(ConfigHashCheck, StreamOptionsCarryTheReadCap) {
+  auto config = config_with("COLOAD_MAX_DECOMPRESSED_BYTES", "2M");
+  ASSERT_TRUE(Succeeds(config));
+  EXPECT_EQ(config->stream_options().read.max_decompressed_bytes, 2u << 20);
+}
+
+TEST(ConfigHashCheck, RefusesOtherValues) {
+  for (const char* value : {"Verify", "SKIP", "0", "1", "off", "none", "fast"}) {
+    EXPECT_TRUE(Refused(config_with("COLOAD_HASH_CHECK", value), "COLOAD_HASH_CHECK", value, "verify, skip")) << value;
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <iterator>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "coload/fat_binary.h"
 #include "registry_test_support.h"
 #include "test_util.h"
 
@@ -134,10 +136,84 @@ TEST_F(RegistryTest, CompressedHostImageDecompressesOnlyWhenLookedUp) {
   auto binary = registry.register_file(fixture("host/libkernels_compressed.so"));
   ASSERT_TRUE(Succeeds(binary));
   EXPECT_EQ(registry.stats().bundles_decompressed, 0u);
+  // gfx90a:xnack-: each bundle's table is needed to select, so all three are
+  // streamed once; only bundle 0 (entry gfx90a) has an entry for it.
   ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi")));
-  EXPECT_EQ(registry.stats().bundles_decompressed, 3u);  // each bundle's table is needed to select
+  EXPECT_EQ(registry.stats().bundles_decompressed, 3u);
+  EXPECT_EQ(registry.stats().bundles_read, 3u);
+  EXPECT_EQ(registry.stats().bytes_decoded, 0x69c8u + 0x6eb0u + 0x5060u);  // Verify: whole streams
+  // The second gfx90a device chooses the same entry: nothing is decoded again.
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 1, "_Z5saxpyfPKfPfi")));
+  EXPECT_EQ(registry.stats().bundles_decompressed, 3u);
+  EXPECT_EQ(registry.stats().code_objects_read, 1u);
+  // gfx1100 selects on the kept headers: bundle 0 has nothing for it (no
+  // decode); bundles 1 (gfx1100) and 2 (gfx11-generic) hold entries no device
+  // chose yet, so each is streamed once more for that entry alone.
   ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 2, "_Z9block_sumPKfPfj")));
-  EXPECT_EQ(registry.stats().bundles_decompressed, 3u);  // not again for another device
+  EXPECT_EQ(registry.stats().bundles_decompressed, 5u);
+  EXPECT_EQ(registry.stats().bundles_read, 3u);
+  EXPECT_EQ(registry.stats().code_objects_read, 3u);
+}
+
+// COLOAD_HASH_CHECK=skip: the stored hash is not checked (documented); the
+// default refuses the same bytes.
+TEST(RegistryCompressed, SkipModeDoesNotCheckTheStoredHash) {
+  std::vector<std::byte> bytes = file_bytes(fixture("compressed/bundler22_v3.hipfb"));
+  ASSERT_EQ(bytes[4], std::byte{3});  // CCOB v3: the hash is the u64 at offset 24
+  bytes[24] ^= std::byte{0xff};
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a"}));
+
+  Registry verified(runtime, Config{});
+  auto refused = verified.register_memory(bytes, "rehashed.hipfb");
+  ASSERT_TRUE(Succeeds(refused));
+  auto lookup = verified.lookup_kernel(*refused, 0, "_Z9block_sumPKfPfj");
+  ASSERT_TRUE(FailsWith(lookup, ErrorKind::HashMismatch));
+  EXPECT_NE(lookup.error().message().find("at offset 0x18"), std::string::npos) << lookup.error().message();
+
+  Config skip;
+  skip.hash_check = StreamOptions::HashCheck::Skip;
+  Registry fast(runtime, skip);
+  auto accepted = fast.register_memory(bytes, "rehashed.hipfb");
+  ASSERT_TRUE(Succeeds(accepted));
+  ASSERT_TRUE(Succeeds(fast.lookup_kernel(*accepted, 0, "_Z9block_sumPKfPfj")));
+  EXPECT_EQ(fast.stats().bundles_decompressed, 1u);
+}
+
+TEST_F(RegistryTest, KeptEntryIsTheChosenOneByteForByte) {
+  auto binary = registry.register_file(fixture("compressed/bundler22_v3.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z9block_sumPKfPfj")));
+  ASSERT_EQ(runtime->images().size(), 1u);
+  auto whole = FatBinary::open(fixture("compressed/bundler22_v3.hipfb"));
+  ASSERT_TRUE(Succeeds(whole));
+  auto bundle = whole->read(0);
+  ASSERT_TRUE(Succeeds(bundle));
+  std::span<const std::byte> expected;
+  for (const BundleEntry& entry : bundle->entries()) {
+    if (entry.id == "hipv4-amdgcn-amd-amdhsa--gfx90a") expected = entry.bytes;
+  }
+  ASSERT_FALSE(expected.empty());
+  std::span<const std::byte> loaded = runtime->images()[0];
+  EXPECT_TRUE(std::ranges::equal(loaded, expected));
+}
+
+TEST(RegistryCompressed, CorruptStreamIsAnErrorForEveryDeviceAndNotRetried) {
+  std::vector<std::byte> bytes = file_bytes(fixture("compressed/bundler22_v3.hipfb"));
+  bytes[bytes.size() - 8] ^= std::byte{0x5a};  // inside the zstd payload
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a", "gfx1030"}));
+  Registry registry(runtime, Config{});
+  auto binary = registry.register_memory(bytes, "corrupt.hipfb");
+  ASSERT_TRUE(Succeeds(binary));
+  auto first = registry.lookup_kernel(*binary, 0, "_Z9block_sumPKfPfj");
+  ASSERT_FALSE(first.has_value());
+  EXPECT_TRUE(first.error().kind() == ErrorKind::CorruptData || first.error().kind() == ErrorKind::HashMismatch)
+      << first.error().message();
+  EXPECT_NE(first.error().message().find("corrupt.hipfb: bundle 0"), std::string::npos) << first.error().message();
+  auto other = registry.lookup_kernel(*binary, 1, "_Z9block_sumPKfPfj");
+  ASSERT_FALSE(other.has_value());
+  EXPECT_EQ(other.error().kind(), first.error().kind());
+  EXPECT_EQ(registry.stats().bundles_decompressed, 0u);  // counted only when a stream decodes
+  EXPECT_EQ(runtime->total_loads(), 0u);
 }
 
 TEST_F(RegistryTest, NoFitNamesTheDeviceTheEntriesAndTheBinary) {

@@ -70,6 +70,20 @@ void expect_same(const Device& dev, std::span<const std::byte> source, const Bun
     } else {
       EXPECT_TRUE(streamed->chosen.empty()) << label;
     }
+    // The heads are the table with each entry's ELF header, and selecting on
+    // them (what the registry does for a second device) chooses the same.
+    ASSERT_EQ(streamed->heads.size(), bundle->entries().size()) << label;
+    for (std::size_t i = 0; i < streamed->heads.size(); ++i) {
+      const EntryHead& head = streamed->heads[i];
+      const BundleEntry& entry = bundle->entries()[i];
+      EXPECT_EQ(head.id, entry.id) << label;
+      EXPECT_EQ(head.offset, entry.offset) << label;
+      EXPECT_EQ(head.size, entry.size) << label;
+      EXPECT_EQ(head.is_host, entry.is_host) << label;
+      auto first = entry.bytes.first(std::min<std::size_t>(entry.bytes.size(), 64));
+      EXPECT_TRUE(std::ranges::equal(head.head, first)) << label << " entry " << i;
+    }
+    EXPECT_EQ(describe(select_entry(dev, head_entries(streamed->heads), options)), describe(expected)) << label;
     if (mode == Hash::Verify) EXPECT_EQ(streamed->decoded_bytes, info.compressed->uncompressed_size) << label;
     if (mode == Hash::Skip) EXPECT_LE(streamed->decoded_bytes, info.compressed->uncompressed_size) << label;
   }

@@ -16,6 +16,7 @@
 #include "coload/device.h"
 #include "coload/error.h"
 #include "coload/select.h"
+#include "coload/stream_select.h"
 
 namespace coload {
 
@@ -41,6 +42,9 @@ struct Config {
   LogLevel log_level = LogLevel::Warn;
   /// COLOAD_MAX_DECOMPRESSED_BYTES: a byte count, with an optional K/M/G suffix (powers of 1024).
   std::uint64_t max_decompressed_bytes = ReadOptions{}.max_decompressed_bytes;
+  /// COLOAD_HASH_CHECK=verify|skip: whether a compressed bundle's stream is
+  /// decoded to its end to check the stored MD5 prefix (StreamOptions::HashCheck).
+  StreamOptions::HashCheck hash_check = StreamOptions::HashCheck::Verify;
 
   /// Whether a device of `processor` opts into same-ISA equivalence.
   bool extended_isa_compat_for(std::string_view processor) const;
@@ -48,6 +52,8 @@ struct Config {
   /// processor (or says `all`); never turns it off.
   void apply(Device& device) const;
   ReadOptions read_options() const;
+  /// hash_check and read_options(), for select_in_compressed_bundle.
+  StreamOptions stream_options() const;
   /// select_options(HotswapRegistry::builtin()).
   SelectOptions select_options() const;
   /// The unbundler and hotswap switch; with hotswap on, the allowlist is

@@ -23,11 +23,17 @@
 // bundle has one, lookups fail with coload::no_fit_error's message plus the
 // binary and bundle.
 //
-// Caching: a compressed bundle is decompressed at most once per registration,
-// and registrations of identical compressed bundles (same stored hash and
-// size) share the decompressed bytes while any of them is alive. The code
-// object read from an entry is shared by every device that chose that entry
-// (same bundle hash + entry ID); it is the Image owner handed to the runtime.
+// Compressed bundles: a CCOB is never kept whole. The first device to need
+// it decodes it as a stream (select_in_compressed_bundle with the Config's
+// StreamOptions: COLOAD_HASH_CHECK, verify by default), keeping the entry
+// table, each entry's ELF header and that device's entry only. Other devices
+// select on those headers; a device that chooses an entry already
+// decompressed for another device (same stored hash and size + entry ID)
+// does not decompress again; one that chooses another entry decodes the
+// stream once more and keeps that entry. Registrations of identical CCOBs
+// (same stored hash and size) share the headers and entries while any of them
+// is alive. The code object read from an entry is shared by every device that
+// chose that entry; it is the Image owner handed to the runtime.
 // A failed (binary, device) load is remembered: later lookups return the same
 // error without retrying.
 //
@@ -74,10 +80,11 @@ struct BinaryHandle {
 /// Counters of the work the registry has done, for tests and diagnostics.
 struct RegistryStats {
   std::uint64_t binaries_registered = 0;  ///< registrations made, ever
-  std::uint64_t bundles_read = 0;         ///< bundle tables parsed (FatBinary::read calls)
-  std::uint64_t bundles_decompressed = 0; ///< CCOBs decompressed
+  std::uint64_t bundles_read = 0;         ///< bundle tables parsed (plain tables read, CCOB tables streamed)
+  std::uint64_t bundles_decompressed = 0; ///< CCOB streams decoded (select_in_compressed_bundle calls)
   std::uint64_t code_objects_read = 0;    ///< CodeObject::read calls
   std::uint64_t modules_loaded = 0;       ///< successful Runtime::load calls
+  std::uint64_t bytes_decoded = 0;        ///< uncompressed bytes those streams produced
 };
 
 /// What a Registry takes besides its runtime and config.

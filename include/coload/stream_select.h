@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "coload/bundle.h"
@@ -43,12 +44,30 @@ struct StreamOptions {
   ReadOptions read;
 };
 
+/// One entry as selection reads it: its table fields and its first bytes
+/// (up to 64, the ELF header). Kept for every entry of a streamed bundle so
+/// that selecting for another device needs no second decompression.
+struct EntryHead {
+  std::string id;  ///< entry ID, trailing NUL bytes removed
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  bool is_host = false;
+  std::vector<std::byte> head;  ///< the first min(size, 64) bytes
+};
+
+/// Entries viewing `heads` (bytes = head), valid while `heads` lives.
+/// select_entry over them makes the choice it makes over the whole bundle:
+/// it reads nothing past an entry's ELF header.
+std::vector<BundleEntry> head_entries(std::span<const EntryHead> heads);
+
 /// The outcome: the full report and the chosen entry's bytes.
 struct StreamSelection {
   /// Every entry judged, identical to select_entry over the decompressed bundle.
   Selection selection;
   /// The chosen entry's bytes; empty when nothing fits.
   std::vector<std::byte> chosen;
+  /// Every entry's table fields and ELF header, in table order.
+  std::vector<EntryHead> heads;
   /// Uncompressed bytes decoded (all of them in Verify mode; fewer in Skip mode).
   std::uint64_t decoded_bytes = 0;
   /// True when the entry table could not be streamed (entries out of offset

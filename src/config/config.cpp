@@ -21,6 +21,7 @@ constexpr std::string_view kHotswapPlugin = "COLOAD_HOTSWAP_PLUGIN";
 constexpr std::string_view kHotswapPairs = "COLOAD_HOTSWAP_PAIRS";
 constexpr std::string_view kLog = "COLOAD_LOG";
 constexpr std::string_view kMaxDecompressedBytes = "COLOAD_MAX_DECOMPRESSED_BYTES";
+constexpr std::string_view kHashCheck = "COLOAD_HASH_CHECK";
 
 /// `COLOAD_LOG="verbose": not a log level; accepted: error, warn, info, debug`.
 Error bad_value(std::string_view variable, std::string_view value, std::string_view problem,
@@ -52,6 +53,12 @@ Expected<bool> parse_hotswap(std::string_view value) {
   if (value == "0") return false;
   if (value == "1") return true;
   return bad_value(kHotswap, value, "not a switch", "0, 1");
+}
+
+Expected<StreamOptions::HashCheck> parse_hash_check(std::string_view value) {
+  if (value == "verify") return StreamOptions::HashCheck::Verify;
+  if (value == "skip") return StreamOptions::HashCheck::Skip;
+  return bad_value(kHashCheck, value, "not a hash check mode", "verify, skip");
 }
 
 Expected<LogLevel> parse_log_level(std::string_view value) {
@@ -197,6 +204,8 @@ ReadOptions Config::read_options() const {
   return options;
 }
 
+StreamOptions Config::stream_options() const { return StreamOptions{.hash = hash_check, .read = read_options()}; }
+
 SelectOptions Config::select_options() const { return select_options(HotswapRegistry::builtin()); }
 
 SelectOptions Config::select_options(const HotswapRegistry& registry) const {
@@ -245,6 +254,11 @@ Expected<Config> Config::from_variables(const Lookup& lookup) {
     auto parsed = parse_byte_count(*value);
     if (!parsed) return std::move(parsed).error();
     config.max_decompressed_bytes = *parsed;
+  }
+  if (auto value = non_empty(lookup, kHashCheck)) {
+    auto parsed = parse_hash_check(*value);
+    if (!parsed) return std::move(parsed).error();
+    config.hash_check = *parsed;
   }
   return config;
 }

@@ -3,12 +3,17 @@
 // Structure, outermost first:
 //   Registry::Impl   the runtime, the devices, the handle → Binary map
 //                    (shared_mutex: lookups share it, register/unregister own it)
-//                    and the cache of decompressed CCOBs (weak, by hash + size).
+//                    and the cache of streamed CCOBs (weak, by hash + size).
 //   Binary           one registration: its FatBinary, one BundleSlot per
 //                    bundle and one DeviceSlot per device.
-//   BundleSlot       the bundle read once (mutex), as shared BundleData.
-//   BundleData       a read Bundle plus the code objects read from its entries
-//                    (weak, by entry ID), shared by devices and registrations.
+//   BundleSlot       the bundle's BundleData, made once (mutex).
+//   BundleData       what selection needs of a bundle, plus the code objects
+//                    read from its entries (weak, by entry ID), shared by
+//                    devices (and, for a CCOB, by registrations). A plain
+//                    bundle's entries view the mapped source. A CCOB keeps
+//                    only its entries' heads (table fields + ELF header); the
+//                    entry a device chooses is decompressed alone, by a
+//                    streamed selection, and kept in its EntryImage.
 //   DeviceSlot       the modules loaded for one (binary, device): built once
 //                    under its own mutex, then read lock-free behind an
 //                    acquire/release flag.
@@ -29,6 +34,7 @@
 #include "coload/bundle.h"
 #include "coload/fat_binary.h"
 #include "coload/select.h"
+#include "coload/stream_select.h"
 #include "coload/validate.h"
 #include "common/bytes.h"
 
@@ -47,8 +53,9 @@ struct BundleData;
 
 /// One entry's bytes and the code object read from them; the Image owner.
 struct EntryImage {
-  std::shared_ptr<const BundleData> bundle;  // keeps `bytes` alive
-  std::span<const std::byte> bytes;
+  std::shared_ptr<const BundleData> bundle;  // a plain bundle's entries view its source
+  std::vector<std::byte> decoded;            // a CCOB entry, decompressed for itself
+  std::span<const std::byte> bytes;          // the entry: in the source, or `decoded`
   CodeObject code_object;
 };
 
@@ -60,14 +67,20 @@ struct TransformedImage {
   std::optional<CodeObject> code_object;  // read from `bytes`, set before use
 };
 
-/// A bundle read (a CCOB decompressed) and the code objects read from it.
+/// What selection reads of one bundle, and the code objects read from it.
 struct BundleData {
+  /// Plain: the bundle read in place. CCOB: its entries' heads only (bytes =
+  /// ELF header), which is all select_in_bundle reads; never an entry's contents.
   Bundle bundle;
-  std::shared_ptr<const FatBinary> source;  // plain bundles view the source's bytes; null for CCOBs
-  mutable std::mutex entries_mutex;
+  std::vector<EntryHead> heads;             // CCOB: what `bundle`'s entries view
+  std::shared_ptr<const FatBinary> source;  // plain: what `bundle`'s entries view
+  mutable std::mutex entries_mutex;          // also held while a CCOB entry decompresses
   mutable StringMap<std::weak_ptr<const EntryImage>> entries;
 
   BundleData(Bundle b, std::shared_ptr<const FatBinary> s) : bundle(std::move(b)), source(std::move(s)) {}
+  BundleData(const BundleInfo& info, std::vector<EntryHead> h)
+      // The entries view h's elements, which the move into `heads` keeps in place.
+      : bundle(info, head_entries(h), {}, nullptr), heads(std::move(h)) {}
 };
 
 struct BundleSlot {
@@ -75,6 +88,14 @@ struct BundleSlot {
   bool done = false;
   std::shared_ptr<const BundleData> data;
   std::optional<Error> error;
+};
+
+/// A device's choice in one bundle: the selection and, when an entry fits,
+/// its code object.
+struct Choice {
+  std::shared_ptr<const BundleData> data;
+  Selection selection;
+  std::shared_ptr<const EntryImage> image;
 };
 
 /// What one (binary, device) pair loaded. Members are destroyed bottom-up:
@@ -124,23 +145,25 @@ struct Registry::Impl {
   std::shared_ptr<const HotswapRegistry> hotswap;  // never null
   std::optional<Error> hotswap_error;             // the registry could not be built: every load fails
   SelectOptions select_options;
+  StreamOptions stream_options;
   std::vector<Device> devices;
 
   std::mutex cache_mutex;
-  std::unordered_map<std::string, std::weak_ptr<const BundleData>> compressed_cache;
+  std::unordered_map<std::string, std::weak_ptr<const BundleData>> compressed_cache;  // by ccob_key
 
   mutable std::shared_mutex binaries_mutex;
   std::unordered_map<std::uint64_t, std::shared_ptr<Binary>> binaries;
   std::uint64_t next_handle = 1;
 
   std::atomic<std::uint64_t> binaries_registered{0}, bundles_read{0}, bundles_decompressed{0},
-      code_objects_read{0}, modules_loaded{0};
+      code_objects_read{0}, modules_loaded{0}, bytes_decoded{0};
 
   Impl(std::shared_ptr<Runtime> rt, Config cfg, RegistryOptions options)
       : runtime(std::move(rt)),
         config(std::move(cfg)),
         read_options(config.read_options()),
-        hotswap(std::move(options.hotswap)) {
+        hotswap(std::move(options.hotswap)),
+        stream_options(config.stream_options()) {
     if (!hotswap && !config.hotswap) {
       // Only the same-ISA retarget can run: the built-in passes, no plugin.
       hotswap = std::shared_ptr<const HotswapRegistry>(std::shared_ptr<const void>(), &HotswapRegistry::builtin());
@@ -191,63 +214,146 @@ struct Registry::Impl {
     return it->second;
   }
 
-  /// Bundle `index` of `binary`, read once; a CCOB shared with other
-  /// registrations of the same compressed bundle.
-  Expected<std::shared_ptr<const BundleData>> bundle(Binary& binary, std::size_t index) {
-    BundleSlot& slot = *binary.bundles[index];
-    std::lock_guard lock(slot.mutex);
-    if (!slot.done) {
-      slot.done = true;
-      const BundleInfo& info = binary.fat->bundles()[index];
-      std::string key;
-      if (info.format == BundleFormat::Compressed && info.compressed) {
-        key = detail::hex(info.compressed->hash) + ":" + std::to_string(info.compressed->uncompressed_size);
-        std::lock_guard cache_lock(cache_mutex);
-        auto it = compressed_cache.find(key);
-        if (it != compressed_cache.end()) slot.data = it->second.lock();
-      }
-      if (!slot.data) {
-        auto read = binary.fat->read(index);
-        bundles_read.fetch_add(1, std::memory_order_relaxed);
-        if (!read) {
-          slot.error = std::move(read).error();
-        } else if (key.empty()) {
-          slot.data = std::make_shared<const BundleData>(std::move(*read), binary.fat);
-        } else {
-          bundles_decompressed.fetch_add(1, std::memory_order_relaxed);
-          auto data = std::make_shared<const BundleData>(std::move(*read), nullptr);
-          std::lock_guard cache_lock(cache_mutex);
-          std::erase_if(compressed_cache, [](const auto& item) { return item.second.expired(); });
-          auto [it, inserted] = compressed_cache.try_emplace(key, data);
-          if (!inserted) {
-            if (auto existing = it->second.lock()) {
-              data = std::move(existing);  // another registration decompressed it meanwhile
-            } else {
-              it->second = data;
-            }
-          }
-          slot.data = std::move(data);
-        }
-      }
-    }
-    if (slot.error) return *slot.error;
-    return slot.data;
+  /// The key CCOBs are shared by: identical stored hash and size.
+  static std::string ccob_key(const BundleInfo& info) {
+    return detail::hex(info.compressed->hash) + ":" + std::to_string(info.compressed->uncompressed_size);
   }
 
-  /// The code object of `entry`, read once while any device uses it.
-  Expected<std::shared_ptr<const EntryImage>> entry_image(const std::shared_ptr<const BundleData>& data,
-                                                          const BundleEntry& entry) {
-    std::lock_guard lock(data->entries_mutex);
-    auto it = data->entries.find(entry.id);
-    if (it != data->entries.end()) {
-      if (auto image = it->second.lock()) return image;
+  /// Decodes CCOB `info` of `binary` as a stream for `device`, keeping only
+  /// its heads and the chosen entry.
+  Expected<StreamSelection> stream(const Binary& binary, const BundleInfo& info, const Device& device) {
+    auto streamed = select_in_compressed_bundle(device, binary.fat->source().bytes(), info, select_options,
+                                                stream_options);
+    if (streamed) {
+      bundles_decompressed.fetch_add(1, std::memory_order_relaxed);
+      bytes_decoded.fetch_add(streamed->decoded_bytes, std::memory_order_relaxed);
     }
+    return streamed;
+  }
+
+  /// Reads a code object out of `bytes` (owned by `bundle` or by `decoded`)
+  /// and files it under `id`; the caller holds data.entries_mutex.
+  Expected<std::shared_ptr<const EntryImage>> add_image(const BundleData& data,
+                                                        std::shared_ptr<const BundleData> bundle,
+                                                        std::vector<std::byte> decoded, std::span<const std::byte> bytes,
+                                                        std::string_view id) {
     code_objects_read.fetch_add(1, std::memory_order_relaxed);
-    auto code_object = CodeObject::read(entry.bytes);
+    auto code_object = CodeObject::read(bytes);  // `decoded` keeps its buffer when moved below
     if (!code_object) return std::move(code_object).error();
-    auto image = std::make_shared<const EntryImage>(EntryImage{data, entry.bytes, std::move(*code_object)});
-    data->entries.insert_or_assign(std::string(entry.id), image);
+    auto image = std::make_shared<const EntryImage>(
+        EntryImage{std::move(bundle), std::move(decoded), bytes, std::move(*code_object)});
+    data.entries.insert_or_assign(std::string(id), image);
     return image;
+  }
+
+  /// The code object already read from entry `id` of `data`, if any device still uses it.
+  static std::shared_ptr<const EntryImage> cached_image(const BundleData& data, std::string_view id) {
+    auto it = data.entries.find(id);
+    return it == data.entries.end() ? nullptr : it->second.lock();
+  }
+
+  /// Device `device`'s choice in bundle `index` of `binary`. A plain bundle
+  /// is read once and its entries are read in place. A CCOB is streamed
+  /// for the first device that asks, keeping its heads (shared with other
+  /// registrations of the same CCOB) and that device's entry; a later device
+  /// selects on the heads and decompresses again only for an entry no device
+  /// has chosen yet (or whose code object is no longer in use).
+  Expected<Choice> choose(Binary& binary, std::size_t index, const Device& device) {
+    const BundleInfo& info = binary.fat->bundles()[index];
+    const bool compressed = info.format == BundleFormat::Compressed && info.compressed;
+    Choice choice;
+    std::optional<StreamSelection> streamed;
+    {
+      BundleSlot& slot = *binary.bundles[index];
+      std::lock_guard lock(slot.mutex);
+      if (!slot.done) {
+        slot.done = true;
+        auto made = compressed ? shared_ccob(binary, info, device, streamed) : read_plain(binary, index);
+        if (made) {
+          slot.data = std::move(*made);
+        } else {
+          slot.error = std::move(made).error();
+        }
+      }
+      if (slot.error) return *slot.error;
+      choice.data = slot.data;
+    }
+    const BundleData& data = *choice.data;
+    if (streamed) {
+      choice.selection = streamed->selection;  // the stream's own, kept for the check below
+    } else {
+      auto selection = select_in_bundle(device, data.bundle, select_options);
+      if (!selection) return std::move(selection).error();
+      choice.selection = std::move(*selection);
+    }
+    const Candidate* chosen = choice.selection.chosen();
+    if (!chosen) return choice;
+    const BundleEntry& entry = data.bundle.entries()[chosen->entry_index];
+    const std::string entry_where = "entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
+    std::lock_guard lock(data.entries_mutex);
+    choice.image = cached_image(data, entry.id);
+    if (choice.image) return choice;
+    if (!compressed) {
+      auto image = add_image(data, choice.data, {}, entry.bytes, entry.id);
+      if (!image) return std::move(image).error().with_context(entry_where);
+      choice.image = std::move(*image);
+      return choice;
+    }
+    if (!streamed) {
+      auto again = stream(binary, info, device);
+      if (!again) return std::move(again).error();
+      streamed = std::move(*again);
+    }
+    const Candidate* decoded = streamed->selection.chosen();
+    if (!decoded || decoded->entry_index != chosen->entry_index) {
+      // The heads came from another registration with this stored hash and
+      // size, and this stream's entries differ: the hash does not tell them apart.
+      return Error(ErrorKind::HashMismatch,
+                   entry_where + ": chosen from the heads of an earlier CCOB with stored hash and size " +
+                       ccob_key(info) + ", but this bundle's stream chose " +
+                       (decoded ? "entry " + std::to_string(decoded->entry_index) : "nothing"));
+    }
+    std::span<const std::byte> bytes = streamed->chosen;
+    auto image = add_image(data, nullptr, std::move(streamed->chosen), bytes, entry.id);
+    if (!image) return std::move(image).error().with_context(entry_where);
+    choice.image = std::move(*image);
+    return choice;
+  }
+
+  /// A plain bundle (or bare code object) of `binary`, its table read in place.
+  Expected<std::shared_ptr<const BundleData>> read_plain(Binary& binary, std::size_t index) {
+    auto read = binary.fat->read(index);
+    bundles_read.fetch_add(1, std::memory_order_relaxed);
+    if (!read) return std::move(read).error();
+    return std::make_shared<const BundleData>(std::move(*read), binary.fat);
+  }
+
+  /// The heads of CCOB `info`: another registration's, or streamed now for
+  /// `device` (its selection and entry left in `streamed`).
+  Expected<std::shared_ptr<const BundleData>> shared_ccob(Binary& binary, const BundleInfo& info,
+                                                          const Device& device,
+                                                          std::optional<StreamSelection>& streamed) {
+    const std::string key = ccob_key(info);
+    {
+      std::lock_guard cache_lock(cache_mutex);
+      auto it = compressed_cache.find(key);
+      if (it != compressed_cache.end()) {
+        if (auto data = it->second.lock()) return data;
+      }
+    }
+    auto decoded = stream(binary, info, device);
+    if (!decoded) return std::move(decoded).error();
+    bundles_read.fetch_add(1, std::memory_order_relaxed);
+    auto data = std::make_shared<const BundleData>(info, std::move(decoded->heads));
+    streamed = std::move(*decoded);
+    std::lock_guard cache_lock(cache_mutex);
+    std::erase_if(compressed_cache, [](const auto& item) { return item.second.expired(); });
+    auto [it, inserted] = compressed_cache.try_emplace(key, data);
+    if (!inserted) {
+      if (auto existing = it->second.lock()) return existing;  // another registration streamed it meanwhile
+      it->second = data;
+    }
+    return data;
   }
 
   /// Runs the pass for a Hotswap or Equivalent choice over `image` and
@@ -321,25 +427,21 @@ struct Registry::Impl {
     std::size_t first_miss_index = 0;
     for (std::size_t i = 0; i < count; ++i) {
       const std::string where = binary.name + ": bundle " + std::to_string(i);
-      auto data = bundle(binary, i);
-      if (!data) return data.error().with_context(where);
-      auto selection = select_in_bundle(device, (*data)->bundle, select_options);
-      if (!selection) return selection.error().with_context(where);
-      const Candidate* chosen = selection->chosen();
+      auto choice = choose(binary, i, device);
+      if (!choice) return choice.error().with_context(where);
+      const Candidate* chosen = choice->selection.chosen();
       if (!chosen) {
-        state.skipped.push_back(no_fit_error(device, *selection).with_context(where).message());
+        state.skipped.push_back(no_fit_error(device, choice->selection).with_context(where).message());
         if (!first_miss) {
-          first_miss = std::move(*selection);
+          first_miss = std::move(choice->selection);
           first_miss_index = i;
         }
         continue;
       }
-      const BundleEntry& entry = (*data)->bundle.entries()[chosen->entry_index];
       const std::string entry_where = where + " entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
-      auto image = entry_image(*data, entry);
-      if (!image) return image.error().with_context(entry_where);
+      const std::shared_ptr<const EntryImage>& image = choice->image;
       if (chosen->tier == Tier::Hotswap || chosen->tier == Tier::Equivalent) {
-        auto transformed = transform(*image, *chosen->tier, device, entry_where);
+        auto transformed = transform(image, *chosen->tier, device, entry_where);
         if (!transformed) return std::move(transformed).error();
         const TransformedImage& out = **transformed;
         auto module = runtime->load(index, Image{out.bytes, *transformed}, *out.code_object);
@@ -349,10 +451,10 @@ struct Registry::Impl {
         state.modules.push_back(std::move(*module));
         continue;
       }
-      auto module = runtime->load(index, Image{(*image)->bytes, *image}, (*image)->code_object);
+      auto module = runtime->load(index, Image{image->bytes, image}, image->code_object);
       if (!module) return module.error().with_context(entry_where);
       modules_loaded.fetch_add(1, std::memory_order_relaxed);
-      state.images.push_back(std::move(*image));
+      state.images.push_back(image);
       state.modules.push_back(std::move(*module));
     }
     if (!state.modules.empty()) return {};
@@ -454,8 +556,8 @@ Expected<std::string> Registry::binary_name(BinaryHandle binary) const {
 
 RegistryStats Registry::stats() const {
   const auto get = [](const std::atomic<std::uint64_t>& counter) { return counter.load(std::memory_order_relaxed); };
-  return RegistryStats{get(impl_->binaries_registered), get(impl_->bundles_read), get(impl_->bundles_decompressed),
-                       get(impl_->code_objects_read), get(impl_->modules_loaded)};
+  return RegistryStats{get(impl_->binaries_registered), get(impl_->bundles_read),      get(impl_->bundles_decompressed),
+                       get(impl_->code_objects_read),   get(impl_->modules_loaded), get(impl_->bytes_decoded)};
 }
 
 }  // namespace coload

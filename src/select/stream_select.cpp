@@ -31,13 +31,6 @@ std::string where(const BundleInfo& info) {
   return "bundle " + std::to_string(info.index) + " at offset " + hex(info.offset);
 }
 
-/// One entry of the table, with what the walk needs.
-struct Slot {
-  std::string id;
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;
-  bool is_host = false;
-};
 
 class SelectingSink final : public detail::DecodeSink {
  public:
@@ -71,6 +64,7 @@ class SelectingSink final : public detail::DecodeSink {
   std::uint64_t digest_low() { return md5_.final().low(); }
   Selection take_selection() { return std::move(selection_); }
   std::vector<std::byte> take_chosen() { return std::move(best_bytes_); }
+  std::vector<EntryHead> take_heads() { return std::move(slots_); }
 
  private:
   enum class State { Header, Entries, Fallback };
@@ -91,7 +85,7 @@ class SelectingSink final : public detail::DecodeSink {
     slots_.reserve(table->entries.size());
     std::uint64_t previous_end = header_size_;
     for (const BundleEntry& entry : table->entries) {
-      slots_.push_back({std::string(entry.id), entry.offset, entry.size, entry.is_host});
+      slots_.push_back({std::string(entry.id), entry.offset, entry.size, entry.is_host, {}});
       if (entry.size == 0) continue;
       if (entry.offset < previous_end) {  // out of offset order or overlapping
         state_ = State::Fallback;
@@ -116,7 +110,7 @@ class SelectingSink final : public detail::DecodeSink {
   // Feeds `data`, which starts at bundle offset `at`, to the entries.
   void walk(Bytes data, std::uint64_t at) {
     while (!data.empty() && current_ < slots_.size() && !finished_) {
-      const Slot& slot = slots_[current_];
+      const EntryHead& slot = slots_[current_];
       if (at < slot.offset) {  // padding before the entry
         std::uint64_t skip = std::min<std::uint64_t>(data.size(), slot.offset - at);
         data = data.subspan(skip);
@@ -134,7 +128,9 @@ class SelectingSink final : public detail::DecodeSink {
       std::uint64_t seen = at - slot.offset;
       if (!judged_current_ && (seen >= kElfHeader || at == end)) {
         judged_current_ = true;
-        judge(current_, Bytes(buffer_).first(std::min<std::size_t>(buffer_.size(), kElfHeader)));
+        Bytes head = Bytes(buffer_).first(std::min<std::size_t>(buffer_.size(), kElfHeader));
+        slots_[current_].head.assign(head.begin(), head.end());
+        judge(current_, head);
         const Candidate& candidate = selection_.candidates[current_];
         if (candidate.tier && (!best_ || detail::rank(candidate) < *best_rank_)) {
           best_ = current_;
@@ -162,7 +158,7 @@ class SelectingSink final : public detail::DecodeSink {
   }
 
   void judge(std::size_t index, Bytes head) {
-    const Slot& slot = slots_[index];
+    const EntryHead& slot = slots_[index];
     BundleEntry entry{.id = slot.id, .offset = slot.offset, .size = slot.size, .is_host = slot.is_host, .bytes = head};
     selection_.candidates[index] = detail::judge_candidate(device_, entry, index, options_);
     ++judged_;
@@ -188,7 +184,7 @@ class SelectingSink final : public detail::DecodeSink {
   std::uint64_t next_attempt_ = 0;
   std::uint64_t header_size_ = 0;
 
-  std::vector<Slot> slots_;
+  std::vector<EntryHead> slots_;
   Selection selection_;
   std::size_t judged_ = 0;
   std::size_t current_ = 0;        // the sized entry the stream is in or before
@@ -213,12 +209,25 @@ Expected<StreamSelection> select_whole(const Device& device, Bytes source, const
     Bytes bytes = bundle->entries()[chosen->entry_index].bytes;
     result.chosen.assign(bytes.begin(), bytes.end());
   }
+  for (const BundleEntry& entry : bundle->entries()) {
+    Bytes head = entry.bytes.first(std::min<std::size_t>(entry.bytes.size(), kElfHeader));
+    result.heads.push_back({std::string(entry.id), entry.offset, entry.size, entry.is_host, {head.begin(), head.end()}});
+  }
   result.decoded_bytes = decoded + (info.compressed ? info.compressed->uncompressed_size : 0);
   result.decompressed_whole = true;
   return result;
 }
 
 }  // namespace
+
+std::vector<BundleEntry> head_entries(std::span<const EntryHead> heads) {
+  std::vector<BundleEntry> entries;
+  entries.reserve(heads.size());
+  for (const EntryHead& head : heads) {
+    entries.push_back({.id = head.id, .offset = head.offset, .size = head.size, .is_host = head.is_host, .bytes = head.head});
+  }
+  return entries;
+}
 
 Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std::span<const std::byte> source,
                                                       const BundleInfo& info, const SelectOptions& options,
@@ -272,6 +281,7 @@ Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std:
   StreamSelection result;
   result.selection = sink.take_selection();
   result.chosen = sink.take_chosen();
+  result.heads = sink.take_heads();
   result.decoded_bytes = sink.decoded();
   return result;
 }

@@ -259,10 +259,10 @@ int run_check(std::span<const std::string> args) {
     device = build_device(device_options, *config, "check");
     if (!device) return kExitUsage;
   }
-  ReadOptions read_options = config->read_options();
-  if (max_decompressed) read_options.max_decompressed_bytes = *max_decompressed;
+  StreamOptions stream_options = config->stream_options();
+  if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
 
-  auto binary = FatBinary::open(path, read_options);
+  auto binary = FatBinary::open(path, stream_options.read);
   if (!binary) {
     std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
     return kExitInputError;
@@ -277,13 +277,13 @@ int run_check(std::span<const std::string> args) {
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     Checked& checked = results.emplace_back();
     if (!bare) checked.bundle = i;
-    auto bundle = binary->read(i);
-    if (!bundle) {
-      checked.error = bundle.error().message();
-      continue;
-    }
     if (bare) {
       // A bare code object reads as a bundle of one entry: check it as it is.
+      auto bundle = binary->read(i);
+      if (!bundle) {
+        checked.error = bundle.error().message();
+        continue;
+      }
       if (bundle->entries().size() != 1) {
         checked.error = "a bare code object read as " + std::to_string(bundle->entries().size()) + " entries";
         continue;
@@ -292,20 +292,21 @@ int run_check(std::span<const std::string> args) {
       check_bytes(checked, bundle->entries()[0].bytes, target_device);
       continue;
     }
-    auto selection = select_in_bundle(*device, *bundle, config->select_options());
-    if (!selection) {
-      checked.error = selection.error().with_context(path + ": bundle " + std::to_string(i)).message();
+    auto choice = choose_in_bundle(*binary, i, *device, config->select_options(), stream_options,
+                                   path + ": bundle " + std::to_string(i));
+    if (!choice) {
+      checked.error = choice.error().message();
       continue;
     }
-    const Candidate* chosen = selection->chosen();
+    const Candidate* chosen = choice->selection.chosen();
     if (!chosen) {
-      checked.error = no_fit_error(*device, *selection).message();
+      checked.error = no_fit_error(*device, choice->selection).message();
       continue;
     }
     checked.entry_index = chosen->entry_index;
     checked.id = chosen->id;
     checked.tier = chosen->tier;
-    check_bytes(checked, bundle->entries()[chosen->entry_index].bytes, target_device);
+    check_bytes(checked, choice->chosen_bytes(), target_device);
   }
 
   bool ok = !results.empty();

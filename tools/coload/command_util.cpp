@@ -8,6 +8,34 @@
 
 namespace coload::cli {
 
+std::span<const std::byte> BundleChoice::chosen_bytes() const {
+  const Candidate* chosen = selection.chosen();
+  if (!chosen) return {};
+  if (bundle) return bundle->entries()[chosen->entry_index].bytes;
+  return streamed;
+}
+
+Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Device& device,
+                                        const SelectOptions& select, const StreamOptions& stream,
+                                        const std::string& where) {
+  const BundleInfo& info = binary.bundles()[index];
+  BundleChoice choice;
+  if (info.format == BundleFormat::Compressed && select.unbundler == Unbundler::Builtin) {
+    auto streamed = select_in_compressed_bundle(device, binary.source().bytes(), info, select, stream);
+    if (!streamed) return std::move(streamed).error().with_context(where);
+    choice.selection = std::move(streamed->selection);
+    choice.streamed = std::move(streamed->chosen);
+    return choice;
+  }
+  auto bundle = binary.read(index);
+  if (!bundle) return std::move(bundle).error();
+  auto selection = select_in_bundle(device, *bundle, select);
+  if (!selection) return std::move(selection).error().with_context(where);
+  choice.selection = std::move(*selection);
+  choice.bundle = std::move(*bundle);
+  return choice;
+}
+
 bool write_file(const std::string& path, std::span<const std::byte> bytes) {
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) {

@@ -9,8 +9,12 @@
 #include <string>
 #include <string_view>
 
+#include "coload/bundle.h"
 #include "coload/config.h"
 #include "coload/device.h"
+#include "coload/fat_binary.h"
+#include "coload/select.h"
+#include "coload/stream_select.h"
 
 namespace coload::cli {
 
@@ -46,6 +50,23 @@ Option take_device_option(std::span<const std::string> args, std::size_t& i, std
 /// The device the options describe, with the environment's config applied;
 /// nullopt after printing a usage error.
 std::optional<Device> build_device(const DeviceOptions& options, const Config& config, std::string_view command);
+
+/// A device's choice in one bundle and the chosen entry's bytes.
+struct BundleChoice {
+  Selection selection;
+  std::optional<Bundle> bundle;     ///< plain bundles: read in place, the entries view the file
+  std::vector<std::byte> streamed;  ///< compressed bundles: only the chosen entry is kept
+  /// The chosen entry's bytes; empty when nothing was chosen.
+  std::span<const std::byte> chosen_bytes() const;
+};
+
+/// Selects for `device` in bundle `index` of `binary`. A CCOB is streamed
+/// (select_in_compressed_bundle, `stream`'s hash check) and never kept whole,
+/// unless the comgr unbundler is asked for (which refuses it). Selection and
+/// stream errors get `where` in front; read errors name the file already.
+Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Device& device,
+                                        const SelectOptions& select, const StreamOptions& stream,
+                                        const std::string& where);
 
 /// Writes `bytes` to `path`; on failure prints why and returns false.
 bool write_file(const std::string& path, std::span<const std::byte> bytes);

@@ -79,31 +79,27 @@ int extract_for_device(const std::string& path, const std::string& output, std::
   if (!config) return usage_error("environment: " + config.error().message());
   std::optional<Device> device = build_device(device_options, *config, "extract");
   if (!device) return kExitUsage;
-  ReadOptions read_options = config->read_options();
-  if (max_decompressed) read_options.max_decompressed_bytes = *max_decompressed;
+  StreamOptions stream_options = config->stream_options();
+  if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
 
-  std::optional<FatBinary> binary = open_checked(path, read_options, only_bundle);
+  std::optional<FatBinary> binary = open_checked(path, stream_options.read, only_bundle);
   if (!binary) return kExitInputError;
   std::vector<Chosen> chosen;
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     if (only_bundle && i != *only_bundle) continue;
     std::string where = path + ": bundle " + std::to_string(i);
-    auto bundle = binary->read(i);
-    if (!bundle) {
-      std::fprintf(stderr, "coload: %s\n", bundle.error().message().c_str());
+    auto choice = choose_in_bundle(*binary, i, *device, config->select_options(), stream_options, where);
+    if (!choice) {
+      std::fprintf(stderr, "coload: %s\n", choice.error().message().c_str());
       return kExitInputError;
     }
-    auto selection = select_in_bundle(*device, *bundle, config->select_options());
-    if (!selection) {
-      std::fprintf(stderr, "coload: %s\n", selection.error().with_context(where).message().c_str());
-      return kExitInputError;
-    }
-    const Candidate* candidate = selection->chosen();
+    const Candidate* candidate = choice->selection.chosen();
     if (!candidate) {
-      std::fprintf(stderr, "coload: %s\n", no_fit_error(*device, *selection).with_context(where).message().c_str());
+      std::fprintf(stderr, "coload: %s\n",
+                   no_fit_error(*device, choice->selection).with_context(where).message().c_str());
       return kExitInputError;
     }
-    std::span<const std::byte> bytes = bundle->entries()[candidate->entry_index].bytes;
+    std::span<const std::byte> bytes = choice->chosen_bytes();
     std::string tier(to_string(*candidate->tier));
     if (retarget && candidate->tier == Tier::Equivalent) {
       auto retargeted = retarget_code_object(bytes, *device);

@@ -16,24 +16,22 @@ namespace {
 
 struct BundleResult {
   std::size_t index = 0;
-  std::optional<Selection> selection;  ///< unset when the bundle could not be read
-  std::optional<Bundle> bundle;        ///< plain bundles: the entries view the file
-  std::vector<std::byte> chosen_bytes;  ///< compressed bundles: only the chosen entry is kept
+  std::optional<BundleChoice> choice;  ///< unset when the bundle could not be read
   std::string error;  ///< why nothing was selected (or the bundle unreadable)
 };
 
 void print_text(const Device& device, const std::vector<BundleResult>& results) {
   std::printf("device %s\n", device.str().c_str());
   for (const BundleResult& result : results) {
-    const Candidate* chosen = result.selection ? result.selection->chosen() : nullptr;
+    const Candidate* chosen = result.choice ? result.choice->selection.chosen() : nullptr;
     if (chosen) {
       std::printf("bundle %zu: selected %s (%s)\n", result.index, chosen->id.c_str(),
                   std::string(to_string(*chosen->tier)).c_str());
     } else {
       std::printf("bundle %zu: nothing selected: %s\n", result.index, result.error.c_str());
     }
-    if (!result.selection) continue;
-    for (const Candidate& candidate : result.selection->candidates) {
+    if (!result.choice) continue;
+    for (const Candidate& candidate : result.choice->selection.candidates) {
       std::string tier = candidate.tier ? std::string(to_string(*candidate.tier)) : "-";
       std::printf("  [%zu] %-10s %-10s %s: %s\n", candidate.entry_index,
                   std::string(to_string(candidate.verdict)).c_str(), tier.c_str(), candidate.id.c_str(),
@@ -55,7 +53,7 @@ void print_json(const Device& device, Unbundler unbundler, const std::vector<Bun
     json.begin_object();
     json.key("index");
     json.value(std::uint64_t{result.index});
-    const Candidate* chosen = result.selection ? result.selection->chosen() : nullptr;
+    const Candidate* chosen = result.choice ? result.choice->selection.chosen() : nullptr;
     json.key("selected");
     if (chosen) {
       json.begin_object();
@@ -74,8 +72,8 @@ void print_json(const Device& device, Unbundler unbundler, const std::vector<Bun
     else json.value(result.error);
     json.key("candidates");
     json.begin_array();
-    if (result.selection) {
-      for (const Candidate& candidate : result.selection->candidates) {
+    if (result.choice) {
+      for (const Candidate& candidate : result.choice->selection.candidates) {
         json.begin_object();
         json.key("id");
         json.value(candidate.id);
@@ -149,8 +147,9 @@ int run_select(std::span<const std::string> args) {
   if (!config) return usage_error("environment: " + config.error().message());
   std::optional<Device> device = build_device(device_options, *config, "select");
   if (!device) return kExitUsage;
-  ReadOptions read_options = config->read_options();
-  if (max_decompressed) read_options.max_decompressed_bytes = *max_decompressed;
+  StreamOptions stream_options = config->stream_options();
+  if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
+  const ReadOptions& read_options = stream_options.read;
   // With hotswap on, the allowlist includes COLOAD_HOTSWAP_PLUGIN's pairs.
   SelectOptions select_options = config->select_options();
   if (config->hotswap) {
@@ -173,36 +172,15 @@ int run_select(std::span<const std::string> args) {
     BundleResult& result = results.emplace_back();
     result.index = i;
     std::string where = path + ": bundle " + std::to_string(i);
-    const BundleInfo& info = binary->bundles()[i];
-    if (info.format == BundleFormat::Compressed && select_options.unbundler == Unbundler::Builtin) {
-      // Streamed: keeps the entry table and the best entry so far, never the whole bundle.
-      StreamOptions stream{.hash = StreamOptions::HashCheck::Verify, .read = read_options};
-      auto streamed = select_in_compressed_bundle(*device, binary->source().bytes(), info, select_options, stream);
-      if (!streamed) {
-        result.error = streamed.error().with_context(where).message();
-        all_selected = false;
-        continue;
-      }
-      result.selection = std::move(streamed->selection);
-      result.chosen_bytes = std::move(streamed->chosen);
-    } else {
-      auto bundle = binary->read(i);
-      if (!bundle) {
-        result.error = bundle.error().message();
-        all_selected = false;
-        continue;
-      }
-      auto selection = select_in_bundle(*device, *bundle, select_options);
-      if (!selection) {
-        result.error = selection.error().with_context(where).message();
-        all_selected = false;
-        continue;
-      }
-      result.selection = std::move(*selection);
-      result.bundle = std::move(*bundle);
+    auto choice = choose_in_bundle(*binary, i, *device, select_options, stream_options, where);
+    if (!choice) {
+      result.error = choice.error().message();
+      all_selected = false;
+      continue;
     }
-    if (!result.selection->chosen()) {
-      result.error = no_fit_error(*device, *result.selection).message();
+    result.choice = std::move(*choice);
+    if (!result.choice->selection.chosen()) {
+      result.error = no_fit_error(*device, result.choice->selection).message();
       all_selected = false;
     }
   }
@@ -212,12 +190,10 @@ int run_select(std::span<const std::string> args) {
   if (!output.empty()) {
     std::vector<const BundleResult*> chosen;
     for (const BundleResult& result : results) {
-      if (result.selection && result.selection->chosen()) chosen.push_back(&result);
+      if (result.choice && result.choice->selection.chosen()) chosen.push_back(&result);
     }
     for (const BundleResult* result : chosen) {
-      std::span<const std::byte> bytes =
-          result->bundle ? result->bundle->entries()[result->selection->chosen()->entry_index].bytes
-                         : std::span<const std::byte>(result->chosen_bytes);
+      std::span<const std::byte> bytes = result->choice->chosen_bytes();
       std::string name = chosen.size() == 1 ? output : output + "." + std::to_string(result->index);
       if (!write_file(name, bytes)) return kExitInputError;
       if (!json) std::printf("wrote %s\n", name.c_str());
