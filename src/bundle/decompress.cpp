@@ -18,9 +18,42 @@ Error size_mismatch(std::string_view codec, std::uint64_t produced, std::uint64_
                                             hex(expected));
 }
 
+using ZstdContext = std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)>;
+
+// A context (with its window buffers) kept per thread between calls, so the
+// many small bundles of a host image do not each allocate and fault in a
+// fresh one. One that grew past kKeptContextBytes (a large frame's window)
+// is freed after its call: memory stays bounded by what a call needs.
+constexpr std::size_t kKeptContextBytes = std::size_t{4} << 20;
+
+class ZstdLease {
+ public:
+  ZstdLease() : context_(take()) {}
+  ~ZstdLease() {
+    if (context_ && ZSTD_sizeof_DCtx(context_.get()) <= kKeptContextBytes && !kept()) kept() = std::move(context_);
+  }
+  ZstdLease(const ZstdLease&) = delete;
+  ZstdLease& operator=(const ZstdLease&) = delete;
+  ZSTD_DCtx* get() const { return context_.get(); }
+
+ private:
+  static ZstdContext& kept() {
+    thread_local ZstdContext context(nullptr, &ZSTD_freeDCtx);
+    return context;
+  }
+  static ZstdContext take() {
+    ZstdContext context = std::move(kept());
+    if (context && ZSTD_isError(ZSTD_DCtx_reset(context.get(), ZSTD_reset_session_and_parameters)) == 0) {
+      return context;
+    }
+    return ZstdContext(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+  }
+  ZstdContext context_;
+};
+
 Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, StreamEnd end, DecodeSink& sink) {
-  std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> context(ZSTD_createDCtx(), &ZSTD_freeDCtx);
-  if (!context) return Error(ErrorKind::LimitExceeded, "zstd payload: cannot allocate a decoder");
+  ZstdLease context;
+  if (!context.get()) return Error(ErrorKind::LimitExceeded, "zstd payload: cannot allocate a decoder");
   // zstd's default window limit (2^27) covers every level LLVM writes, long
   // distance matching included, and bounds what a hostile frame header can ask for.
   auto buffer = std::make_unique<std::byte[]>(kChunkSize);
