@@ -1,7 +1,8 @@
 // coload/stream_select.h: selecting in a compressed bundle (CCOB) while it
 // decompresses, keeping only what the choice needs.
 //
-// Covers: one CCOB found by scan_bundles, one device. The plain bundle inside
+// Covers: one CCOB found by scan_bundles, one device (or one entry the caller
+// picks from the table). The plain bundle inside
 // is decoded as a stream; its header and entry table, the first 64 bytes of
 // each entry (its ELF header, all the selector reads) and the bytes of the
 // best entry so far are kept, nothing else. Peak memory is the header plus
@@ -16,6 +17,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -84,5 +87,20 @@ struct StreamSelection {
 Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std::span<const std::byte> source,
                                                       const BundleInfo& info, const SelectOptions& options = {},
                                                       const StreamOptions& stream = {});
+
+/// Chooses an entry from a bundle's table alone: the entries carry ID,
+/// offset, size and is_host, their bytes are empty. nullopt for none.
+using EntryPicker = std::function<std::optional<std::size_t>(std::span<const BundleEntry> table)>;
+
+/// Decodes the CCOB `info` describes as a stream, keeping only the entry
+/// `pick` names (by entry ID, say, as clang-offload-bundler --unbundle
+/// does). The selection marks that entry Selected ("requested") and every
+/// other Rejected ("not requested"); `heads` holds every entry's table fields
+/// and the ELF headers of the entries decoded before the choice was final.
+/// With HashCheck::Skip, decoding stops once the picked entry is complete.
+/// Plain bundles are read whole, as by select_in_compressed_bundle. Errors:
+/// those of select_in_compressed_bundle (no UnsupportedMethod: no unbundler).
+Expected<StreamSelection> extract_from_compressed_bundle(std::span<const std::byte> source, const BundleInfo& info,
+                                                         const EntryPicker& pick, const StreamOptions& stream = {});
 
 }  // namespace coload

@@ -32,10 +32,34 @@ std::string where(const BundleInfo& info) {
 }
 
 
+/// How the sink chooses: by a device's rules (judging each entry's ELF
+/// header as it arrives) or by a caller's pick from the table alone.
+struct Chooser {
+  const Device* device = nullptr;
+  const SelectOptions* options = nullptr;
+  const EntryPicker* pick = nullptr;
+};
+
+/// An entry judged by a caller's pick: the picked one fits (and is
+/// selected once complete), every other is "not requested".
+Candidate picked_candidate(std::size_t index, std::string id, bool picked) {
+  Candidate candidate;
+  candidate.entry_index = index;
+  candidate.id = std::move(id);
+  if (picked) {
+    candidate.tier = Tier::Native;
+    candidate.verdict = Verdict::Compatible;
+    candidate.reason = "requested";
+  } else {
+    candidate.reason = "not requested";
+  }
+  return candidate;
+}
+
 class SelectingSink final : public detail::DecodeSink {
  public:
-  SelectingSink(const Device& device, const SelectOptions& options, std::uint64_t extent, bool hash, bool stop_early)
-      : device_(device), options_(options), extent_(extent), hash_(hash), stop_early_(stop_early) {}
+  SelectingSink(Chooser chooser, std::uint64_t extent, bool hash, bool stop_early)
+      : chooser_(chooser), extent_(extent), hash_(hash), stop_early_(stop_early) {}
 
   void write(Bytes chunk) override {
     if (hash_) {
@@ -94,10 +118,22 @@ class SelectingSink final : public detail::DecodeSink {
       previous_end = entry.offset + entry.size;
     }
     state_ = State::Entries;
-    selection_.device = device_.str();
     selection_.candidates.resize(slots_.size());
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      if (slots_[i].size == 0) judge(i, Bytes());
+    if (chooser_.pick) {
+      // Every entry is judged from the table; only the picked one is kept.
+      std::vector<BundleEntry> listed = head_entries(slots_);
+      picked_ = (*chooser_.pick)(listed);
+      if (picked_ && *picked_ >= slots_.size()) picked_.reset();
+      for (std::size_t i = 0; i < slots_.size(); ++i) judge_picked(i);
+      if (picked_ && slots_[*picked_].size == 0) {  // nothing to wait for
+        best_ = picked_;
+        best_complete_ = true;
+      }
+    } else {
+      selection_.device = chooser_.device->str();
+      for (std::size_t i = 0; i < slots_.size(); ++i) {
+        if (slots_[i].size == 0) judge(i, Bytes());
+      }
     }
     advance_to_sized();
     check_finished();
@@ -130,11 +166,9 @@ class SelectingSink final : public detail::DecodeSink {
         judged_current_ = true;
         Bytes head = Bytes(buffer_).first(std::min<std::size_t>(buffer_.size(), kElfHeader));
         slots_[current_].head.assign(head.begin(), head.end());
-        judge(current_, head);
-        const Candidate& candidate = selection_.candidates[current_];
-        if (candidate.tier && (!best_ || detail::rank(candidate) < *best_rank_)) {
+        if (!chooser_.pick) judge(current_, head);
+        if (takes(current_)) {
           best_ = current_;
-          best_rank_ = detail::rank(candidate);
           best_complete_ = false;
           std::vector<std::byte>().swap(best_bytes_);  // the old best loses
         } else {
@@ -160,19 +194,36 @@ class SelectingSink final : public detail::DecodeSink {
   void judge(std::size_t index, Bytes head) {
     const EntryHead& slot = slots_[index];
     BundleEntry entry{.id = slot.id, .offset = slot.offset, .size = slot.size, .is_host = slot.is_host, .bytes = head};
-    selection_.candidates[index] = detail::judge_candidate(device_, entry, index, options_);
+    selection_.candidates[index] = detail::judge_candidate(*chooser_.device, entry, index, *chooser_.options);
     ++judged_;
   }
 
+  void judge_picked(std::size_t index) {
+    selection_.candidates[index] = picked_candidate(index, slots_[index].id, picked_ == index);
+    ++judged_;
+  }
+
+  // Whether the entry just judged replaces the best so far.
+  bool takes(std::size_t index) {
+    if (chooser_.pick) return picked_ == index;
+    const Candidate& candidate = selection_.candidates[index];
+    if (!candidate.tier || (best_ && !(detail::rank(candidate) < *best_rank_))) return false;
+    best_rank_ = detail::rank(candidate);
+    return true;
+  }
+
   void check_finished() {
-    if (judged_ == slots_.size() && (!best_ || best_complete_)) {
-      finished_ = true;
+    if (judged_ != slots_.size() || (best_ && !best_complete_) || (picked_ && !best_)) return;
+    finished_ = true;
+    if (!chooser_.pick) {
       detail::finish_selection(selection_);
+    } else if (picked_) {
+      selection_.selected = picked_;
+      selection_.candidates[*picked_].verdict = Verdict::Selected;
     }
   }
 
-  const Device& device_;
-  const SelectOptions& options_;
+  Chooser chooser_;
   std::uint64_t extent_;
   bool hash_;
   bool stop_early_;
@@ -195,49 +246,49 @@ class SelectingSink final : public detail::DecodeSink {
   std::optional<detail::Rank> best_rank_;
   bool best_complete_ = false;
   std::vector<std::byte> best_bytes_;
+  std::optional<std::size_t> picked_;  // pick mode: the caller's choice
   bool finished_ = false;
 };
 
-// The whole-bundle path: read_bundle, select_entry, copy the chosen entry.
-Expected<StreamSelection> select_whole(const Device& device, Bytes source, const BundleInfo& info,
-                                       const SelectOptions& options, const ReadOptions& read, std::uint64_t decoded) {
+// The whole-bundle path: read_bundle, choose, copy the chosen entry.
+Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, const BundleInfo& info,
+                                       const ReadOptions& read, std::uint64_t decoded) {
   auto bundle = read_bundle(source, info, read);
   if (!bundle) return std::move(bundle).error();
   StreamSelection result;
-  result.selection = select_entry(device, bundle->entries(), options);
-  if (const Candidate* chosen = result.selection.chosen()) {
-    Bytes bytes = bundle->entries()[chosen->entry_index].bytes;
-    result.chosen.assign(bytes.begin(), bytes.end());
-  }
   for (const BundleEntry& entry : bundle->entries()) {
     Bytes head = entry.bytes.first(std::min<std::size_t>(entry.bytes.size(), kElfHeader));
     result.heads.push_back({std::string(entry.id), entry.offset, entry.size, entry.is_host, {head.begin(), head.end()}});
+  }
+  if (chooser.pick) {
+    std::vector<BundleEntry> listed(bundle->entries().begin(), bundle->entries().end());
+    for (BundleEntry& entry : listed) entry.bytes = {};  // the picker sees the table alone
+    std::optional<std::size_t> picked = (*chooser.pick)(listed);
+    if (picked && *picked >= listed.size()) picked.reset();
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+      result.selection.candidates.push_back(picked_candidate(i, std::string(listed[i].id), picked == i));
+    }
+    if (picked) {
+      result.selection.selected = picked;
+      result.selection.candidates[*picked].verdict = Verdict::Selected;
+    }
+  } else {
+    result.selection = select_entry(*chooser.device, bundle->entries(), *chooser.options);
+  }
+  if (const Candidate* chosen = result.selection.chosen()) {
+    Bytes bytes = bundle->entries()[chosen->entry_index].bytes;
+    result.chosen.assign(bytes.begin(), bytes.end());
   }
   result.decoded_bytes = decoded + (info.compressed ? info.compressed->uncompressed_size : 0);
   result.decompressed_whole = true;
   return result;
 }
 
-}  // namespace
-
-std::vector<BundleEntry> head_entries(std::span<const EntryHead> heads) {
-  std::vector<BundleEntry> entries;
-  entries.reserve(heads.size());
-  for (const EntryHead& head : heads) {
-    entries.push_back({.id = head.id, .offset = head.offset, .size = head.size, .is_host = head.is_host, .bytes = head.head});
-  }
-  return entries;
-}
-
-Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std::span<const std::byte> source,
-                                                      const BundleInfo& info, const SelectOptions& options,
-                                                      const StreamOptions& stream) {
+// Streams the CCOB `info` describes through a sink choosing as `chooser` says.
+Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, const BundleInfo& info,
+                                        const StreamOptions& stream) {
   std::string context = where(info);
-  if (options.unbundler == Unbundler::Comgr) {
-    return Error(ErrorKind::UnsupportedMethod,
-                 context + ": the comgr unbundler cannot read compressed bundles; use the builtin one");
-  }
-  if (info.format != BundleFormat::Compressed) return select_whole(device, source, info, options, stream.read, 0);
+  if (info.format != BundleFormat::Compressed) return select_whole(chooser, source, info, stream.read, 0);
   if (auto fits = detail::check_range(context, info.offset, info.size, source.size(), "the input"); !fits) {
     return std::move(fits).error();
   }
@@ -260,7 +311,7 @@ Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std:
   }
 
   bool verify = stream.hash == StreamOptions::HashCheck::Verify;
-  SelectingSink sink(device, options, header->uncompressed_size, verify, !verify);
+  SelectingSink sink(chooser, header->uncompressed_size, verify, !verify);
   auto end_rule = header->total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
   auto consumed = detail::decode_stream(header->method, bytes.subspan(header->header_size, end - header->header_size),
                                         header->uncompressed_size, end_rule, sink);
@@ -276,7 +327,7 @@ Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std:
           .with_context(context);
     }
   }
-  if (!sink.streamed()) return select_whole(device, source, info, options, stream.read, sink.decoded());
+  if (!sink.streamed()) return select_whole(chooser, source, info, stream.read, sink.decoded());
 
   StreamSelection result;
   result.selection = sink.take_selection();
@@ -284,6 +335,32 @@ Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std:
   result.heads = sink.take_heads();
   result.decoded_bytes = sink.decoded();
   return result;
+}
+
+}  // namespace
+
+std::vector<BundleEntry> head_entries(std::span<const EntryHead> heads) {
+  std::vector<BundleEntry> entries;
+  entries.reserve(heads.size());
+  for (const EntryHead& head : heads) {
+    entries.push_back({.id = head.id, .offset = head.offset, .size = head.size, .is_host = head.is_host, .bytes = head.head});
+  }
+  return entries;
+}
+
+Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std::span<const std::byte> source,
+                                                      const BundleInfo& info, const SelectOptions& options,
+                                                      const StreamOptions& stream) {
+  if (options.unbundler == Unbundler::Comgr) {
+    return Error(ErrorKind::UnsupportedMethod,
+                 where(info) + ": the comgr unbundler cannot read compressed bundles; use the builtin one");
+  }
+  return stream_bundle(Chooser{.device = &device, .options = &options}, source, info, stream);
+}
+
+Expected<StreamSelection> extract_from_compressed_bundle(std::span<const std::byte> source, const BundleInfo& info,
+                                                         const EntryPicker& pick, const StreamOptions& stream) {
+  return stream_bundle(Chooser{.pick = &pick}, source, info, stream);
 }
 
 }  // namespace coload

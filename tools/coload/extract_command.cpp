@@ -3,6 +3,9 @@
 // (--device), retargeted for it when it is a same-ISA equivalent (--retarget).
 #include <algorithm>
 #include <cstdio>
+#include <list>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -10,6 +13,7 @@
 #include "coload/fat_binary.h"
 #include "coload/hotswap.h"
 #include "coload/select.h"
+#include "coload/stream_select.h"
 #include "commands.h"
 
 namespace coload::cli {
@@ -28,22 +32,44 @@ std::string_view target_part(std::string_view id) {
   return id.substr(position);
 }
 
-/// Entries of `bundle` whose entry ID, or failing that target ID, equals `wanted`.
-std::vector<const BundleEntry*> matching(const Bundle& bundle, std::string_view wanted) {
-  std::vector<const BundleEntry*> by_id;
-  std::vector<const BundleEntry*> by_target;
-  for (const BundleEntry& entry : bundle.entries()) {
-    if (entry.is_host) continue;
-    if (entry.id == wanted) by_id.push_back(&entry);
-    else if (target_part(entry.id) == wanted) by_target.push_back(&entry);
+/// Indices of the entries whose entry ID, or failing that target ID, equals `wanted`.
+std::vector<std::size_t> matching(std::span<const BundleEntry> entries, std::string_view wanted) {
+  std::vector<std::size_t> by_id;
+  std::vector<std::size_t> by_target;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].is_host) continue;
+    if (entries[i].id == wanted) by_id.push_back(i);
+    else if (target_part(entries[i].id) == wanted) by_target.push_back(i);
   }
   return by_id.empty() ? by_target : by_id;
 }
 
+/// What --target makes of one bundle's table: the entry to write (the first
+/// match in table order when an ID repeats, as comgr does), or why none.
+struct TargetPick {
+  std::optional<std::size_t> index;
+  std::vector<std::string> distinct;  ///< distinct IDs that matched: more than one is ambiguous
+  std::vector<std::string> present;   ///< every entry ID, for the "no entry matches" message
+};
+
+TargetPick pick_target(std::span<const BundleEntry> entries, std::string_view wanted) {
+  TargetPick pick;
+  std::vector<std::size_t> hits = matching(entries, wanted);
+  for (std::size_t hit : hits) {
+    if (std::find(pick.distinct.begin(), pick.distinct.end(), entries[hit].id) == pick.distinct.end()) {
+      pick.distinct.emplace_back(entries[hit].id);
+    }
+  }
+  for (const BundleEntry& entry : entries) pick.present.emplace_back(entry.id);
+  if (!hits.empty() && pick.distinct.size() == 1) pick.index = hits.front();
+  return pick;
+}
+
 struct Found {
   std::size_t bundle_index;
-  Bundle bundle;
-  const BundleEntry* entry;
+  std::optional<Bundle> bundle;     ///< plain: the entries view the file
+  std::vector<std::byte> streamed;  ///< compressed: only the entry found is kept
+  std::span<const std::byte> bytes;
 };
 
 /// What one bundle contributes to `extract --device`: the bytes to write.
@@ -134,7 +160,6 @@ int run_extract(std::span<const std::string> args) {
   std::string target;
   std::string output;
   std::optional<std::size_t> only_bundle;
-  ReadOptions options;
   std::optional<std::uint64_t> max_decompressed;
   DeviceOptions device_options;
   bool retarget = false;
@@ -157,7 +182,6 @@ int run_extract(std::span<const std::string> args) {
     } else if (arg == "--max-decompressed-bytes" && has_value) {
       auto limit = parse_number(args[++i]);
       if (!limit) return usage_error("extract: --max-decompressed-bytes needs a number");
-      options.max_decompressed_bytes = *limit;
       max_decompressed = *limit;
     } else if (arg.starts_with("-")) {
       return usage_error("extract: unknown option or missing value: '" + arg + "'");
@@ -176,35 +200,52 @@ int run_extract(std::span<const std::string> args) {
   const std::string& path = files.front();
   if (by_device) return extract_for_device(path, output, only_bundle, max_decompressed, device_options, retarget);
 
-  std::optional<FatBinary> binary = open_checked(path, options, only_bundle);
+  const Expected<Config>& config = process_config();
+  if (!config) return usage_error("environment: " + config.error().message());
+  StreamOptions stream_options = config->stream_options();
+  if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
+  std::optional<FatBinary> binary = open_checked(path, stream_options.read, only_bundle);
   if (!binary) return kExitInputError;
 
-  std::vector<Found> found;
+  std::list<Found> found;  // a list: `bytes` may view the element's own `streamed`
   std::vector<std::string> present;
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     if (only_bundle && i != *only_bundle) continue;
-    auto bundle = binary->read(i);
-    if (!bundle) {
-      std::fprintf(stderr, "coload: %s\n", bundle.error().message().c_str());
-      return kExitInputError;
+    const BundleInfo& info = binary->bundles()[i];
+    TargetPick pick;
+    Found& hit = found.emplace_back(Found{i, std::nullopt, {}, {}});
+    if (info.format == BundleFormat::Compressed) {
+      // Streamed: the table picks the entry, and only that entry is kept.
+      EntryPicker picker = [&](std::span<const BundleEntry> table) {
+        pick = pick_target(table, target);
+        return pick.index;
+      };
+      auto streamed = extract_from_compressed_bundle(binary->source().bytes(), info, picker, stream_options);
+      if (!streamed) {
+        std::fprintf(stderr, "coload: %s: bundle %zu: %s\n", path.c_str(), i, streamed.error().message().c_str());
+        return kExitInputError;
+      }
+      hit.streamed = std::move(streamed->chosen);
+      hit.bytes = hit.streamed;
+    } else {
+      auto bundle = binary->read(i);
+      if (!bundle) {
+        std::fprintf(stderr, "coload: %s\n", bundle.error().message().c_str());
+        return kExitInputError;
+      }
+      pick = pick_target(bundle->entries(), target);
+      if (pick.index) hit.bytes = bundle->entries()[*pick.index].bytes;
+      hit.bundle = std::move(*bundle);
     }
-    auto hits = matching(*bundle, target);
-    std::vector<std::string_view> distinct;
-    for (const BundleEntry* hit : hits) {
-      if (std::find(distinct.begin(), distinct.end(), hit->id) == distinct.end()) distinct.push_back(hit->id);
-    }
-    if (distinct.size() > 1) {
+    if (pick.distinct.size() > 1) {
       std::string ids;
-      for (auto id : distinct) ids += " " + std::string(id);
+      for (const std::string& id : pick.distinct) ids += " " + id;
       std::fprintf(stderr, "coload: %s: bundle %zu: target '%s' is ambiguous:%s; give the full entry ID\n",
                    path.c_str(), i, target.c_str(), ids.c_str());
       return kExitInputError;
     }
-    for (const BundleEntry& entry : bundle->entries()) present.emplace_back(entry.id);
-    if (!hits.empty()) {
-      const BundleEntry* first = hits.front();  // duplicates: the first in table order, as comgr does
-      found.push_back({i, std::move(*bundle), first});
-    }
+    present.insert(present.end(), pick.present.begin(), pick.present.end());
+    if (!pick.index) found.pop_back();
   }
   if (found.empty()) {
     std::string listed;
@@ -213,10 +254,10 @@ int run_extract(std::span<const std::string> args) {
                  listed.empty() ? "none" : listed.c_str());
     return kExitInputError;
   }
-  if (found.size() == 1) return write_file(output, found.front().entry->bytes) ? kExitOk : kExitInputError;
+  if (found.size() == 1) return write_file(output, found.front().bytes) ? kExitOk : kExitInputError;
   for (const Found& hit : found) {
     std::string name = output + "." + std::to_string(hit.bundle_index);
-    if (!write_file(name, hit.entry->bytes)) return kExitInputError;
+    if (!write_file(name, hit.bytes)) return kExitInputError;
     std::printf("%s\n", name.c_str());
   }
   return kExitOk;
