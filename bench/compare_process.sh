@@ -20,6 +20,18 @@
 # extracts the gfx90a entry of every one of its bundles (writing one file per
 # bundle, OUT.N: file creation dominates that row on a slow disk), and
 # `coload select` without -o reads and selects in every bundle, writing nothing.
+#
+# What a user of the toolchain does with a host image instead: dump the
+# section (`llvm-objcopy --dump-section=.hip_fatbin=FILE IMAGE /dev/null`; the
+# output image goes to /dev/null, without one objcopy rewrites IMAGE in place)
+# and hand FILE to the bundler, which reads the first bundle of the dump only
+# (checked: its output is byte-identical to coload's gfx90a entry of bundle 0).
+# Timed as one `sh -c` pipeline (the shell's own start-up included) and the
+# bundler alone on the dump.
+#
+# The process floor: /bin/true, and the cheapest coload run (`coload help`,
+# start-up and exit only). No process can take less than the floor, so no
+# ratio against a peer can exceed peer / floor; the script prints that bound.
 set -euo pipefail
 
 if [[ $# -lt 2 || $# -gt 3 ]]; then
@@ -30,6 +42,8 @@ IN=$(cd "$1" && pwd)
 COLOAD=$(realpath "$2")
 RUNS=${3:-20}
 BUNDLER=${BUNDLER:-clang-offload-bundler-22}
+OBJCOPY=${OBJCOPY:-llvm-objcopy-22}
+TRUE=${TRUE:-/bin/true}  # the process floor (a binary: hyperfine -N runs no shell built-in)
 TARGET=gfx90a
 ID=hipv4-amdgcn-amd-amdhsa--$TARGET
 TMP=$(mktemp -d)
@@ -47,7 +61,16 @@ done
 EOF
 chmod +x "$TMP/bundler_all.sh"
 
+# The user's pipeline on the host image: dump .hip_fatbin, unbundle the dump.
+# Dumped once here too, so the bundler-alone row has its input.
+"$OBJCOPY" --dump-section=.hip_fatbin="$TMP/fatbin.dump" "$IN/libbench_plain.so" /dev/null
+DUMP_BYTES=$(stat -c %s "$TMP/fatbin.dump")
+pipeline="\"$OBJCOPY\" --dump-section=.hip_fatbin=\"$TMP/p.dump\" \"$IN/libbench_plain.so\" /dev/null"
+pipeline+=" && \"$BUNDLER\" --unbundle --type=o --targets=$ID --input=\"$TMP/p.dump\" --output=\"$TMP/p.co\""
+
 names=(
+  "floor_true"
+  "coload_help"
   "coload_image_select"
   "coload_image_plain"
   "coload_image_compressed"
@@ -55,8 +78,12 @@ names=(
   "bundler_one_bundle"
   "bundler_one_ccob"
   "bundler_all_bundles"
+  "peer_dump_and_bundler"
+  "bundler_on_dump"
 )
 cmds=(
+  "$TRUE"
+  "$COLOAD help"
   "$COLOAD select --device $TARGET $IN/libbench_plain.so"
   "$COLOAD extract --target $TARGET -o $TMP/c.co $IN/libbench_plain.so"
   "$COLOAD extract --target $TARGET -o $TMP/cc.co $IN/libbench_compressed.so"
@@ -64,33 +91,48 @@ cmds=(
   "$BUNDLER -unbundle -type=o -targets=$ID -input=$IN/parts/tu_000.hipfb -output=$TMP/b1.co"
   "$BUNDLER -unbundle -type=o -targets=$ID -input=$IN/parts/tu_000.ccob -output=$TMP/b2.co"
   "$TMP/bundler_all.sh"
+  "sh -c '$pipeline'"
+  "$BUNDLER --unbundle --type=o --targets=$ID --input=$TMP/fatbin.dump --output=$TMP/d.co"
 )
-# Each command must work before it is timed.
+# Each command must work before it is timed. hyperfine -N splits a command as
+# a shell would, quotes included; bash's word splitting does not, so the
+# pipeline runs through sh -c "$pipeline" here and in the bash-loop timer.
 for i in "${!cmds[@]}"; do
-  ${cmds[$i]} >/dev/null || { echo "failed: ${cmds[$i]}" >&2; exit 1; }
+  if [[ ${names[$i]} == peer_dump_and_bundler ]]; then
+    sh -c "$pipeline" >/dev/null || { echo "failed: $pipeline" >&2; exit 1; }
+  else
+    ${cmds[$i]} >/dev/null || { echo "failed: ${cmds[$i]}" >&2; exit 1; }
+  fi
 done
 cmp -s "$TMP/c1.co" "$TMP/b1.co" || { echo "coload and the bundler extracted different bytes" >&2; exit 1; }
+# The bundler on the dump reads the dump's first bundle: the same bytes as
+# coload's entry of bundle 0 of the image.
+"$COLOAD" extract --target $TARGET --bundle 0 -o "$TMP/c0.co" "$IN/libbench_plain.so" >/dev/null
+for out in d.co p.co; do
+  cmp -s "$TMP/c0.co" "$TMP/$out" ||
+    { echo "the bundler on the .hip_fatbin dump ($out) and coload's bundle 0 entry differ" >&2; exit 1; }
+done
 
-declare -A MS
+declare -A MS SD  # mean and σ (hyperfine only) in ms, by name
 if command -v hyperfine >/dev/null; then
   args=()
   for i in "${!cmds[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
   runs=$RUNS
   hyperfine -N --warmup 3 --runs "$runs" --export-json "$TMP/h.json" "${args[@]}" >"$TMP/h.txt" 2>&1 ||
     { cat "$TMP/h.txt" >&2; exit 1; }
-  while IFS=$'\t' read -r name ms; do MS[$name]=$ms; done < <(python3 - "$TMP/h.json" <<'PY'
+  while IFS=$'\t' read -r name ms sd; do MS[$name]=$ms; SD[$name]=$sd; done < <(python3 - "$TMP/h.json" <<'PY'
 import json, sys
 for r in json.load(open(sys.argv[1]))["results"]:
-    print(f'{r["command"]}\t{r["mean"] * 1e3:.3f}')
+    print(f'{r["command"]}\t{r["mean"] * 1e3:.3f}\t{r["stddev"] * 1e3:.3f}')
 PY
 )
-  timer="hyperfine -N, mean of $RUNS runs"
+  timer="hyperfine -N, mean ± σ of $RUNS runs"
 else
   for i in "${!cmds[@]}"; do
     samples=()
     for (( r = 0; r < RUNS; ++r )); do
       t0=$(date +%s%N)
-      ${cmds[$i]} >/dev/null
+      if [[ ${names[$i]} == peer_dump_and_bundler ]]; then sh -c "$pipeline" >/dev/null; else ${cmds[$i]} >/dev/null; fi
       t1=$(date +%s%N)
       samples+=($(( t1 - t0 )))
     done
@@ -100,8 +142,12 @@ else
   timer="bash loop, median of $RUNS runs"
 fi
 
-echo "# whole process ($timer); host image: $BUNDLES bundles"
-for n in "${names[@]}"; do printf '%-26s %10s ms\n' "$n" "${MS[$n]}"; done
+echo "# whole process ($timer); host image: $BUNDLES bundles, .hip_fatbin dump $DUMP_BYTES bytes"
+for n in "${names[@]}"; do
+  if [[ -n ${SD[$n]:-} ]]; then printf '%-26s %10s ms ± %s\n' "$n" "${MS[$n]}" "${SD[$n]}"
+  else printf '%-26s %10s ms\n' "$n" "${MS[$n]}"; fi
+done
+echo "checked: the bundler on the dump writes the same bytes as coload's $TARGET entry of bundle 0"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "# ratios (bundler time / coload time; > 1: coload faster)"
 echo "one bundle each:                       $(ratio "${MS[bundler_one_bundle]}" "${MS[coload_one_bundle]}")x"
@@ -109,6 +155,15 @@ echo "bundler 1 bundle vs coload $BUNDLES bundles:   $(ratio "${MS[bundler_one_b
 echo "bundler 1 bundle vs coload select (all bundles, nothing written): $(ratio "${MS[bundler_one_bundle]}" "${MS[coload_image_select]}")x"
 echo "bundler $BUNDLES processes vs coload 1 image: $(ratio "${MS[bundler_all_bundles]}" "${MS[coload_image_plain]}")x"
 echo "bundler 1 ccob vs coload $BUNDLES ccobs:      $(ratio "${MS[bundler_one_ccob]}" "${MS[coload_image_compressed]}")x"
+echo "# the user's pipeline on the host image (objcopy dump + bundler on the dump: first bundle only)"
+echo "dump + bundler vs coload select:       $(ratio "${MS[peer_dump_and_bundler]}" "${MS[coload_image_select]}")x"
+echo "dump + bundler vs coload extract:      $(ratio "${MS[peer_dump_and_bundler]}" "${MS[coload_image_plain]}")x"
+echo "bundler on the dump vs coload select:  $(ratio "${MS[bundler_on_dump]}" "${MS[coload_image_select]}")x"
+echo "bundler on the dump vs coload extract: $(ratio "${MS[bundler_on_dump]}" "${MS[coload_image_plain]}")x"
+echo "# the floor bounds every ratio: peer / floor is the most any process could reach"
+echo "coload help over the floor:            $(awk -v a="${MS[coload_help]}" -v b="${MS[floor_true]}" 'BEGIN { printf "%.3f", a - b }') ms"
+echo "bundler 1 bundle / floor_true:         $(ratio "${MS[bundler_one_bundle]}" "${MS[floor_true]}")x  (100x needs coload < $(awk -v a="${MS[bundler_one_bundle]}" 'BEGIN { printf "%.3f", a / 100 }') ms)"
+echo "dump + bundler / floor_true:           $(ratio "${MS[peer_dump_and_bundler]}" "${MS[floor_true]}")x"
 
 # Peak RSS: selecting gfx90a from the large compressed bundle.
 rss() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }

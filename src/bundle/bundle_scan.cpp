@@ -147,31 +147,33 @@ Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source
 }
 
 Expected<Bundle> read_bundle(std::span<const std::byte> source, const BundleInfo& info, const ReadOptions& options) {
-  std::string context = where(info.index, info.offset);
-  if (auto fits = detail::check_range(context, info.offset, info.size, source.size(), "the input"); !fits) {
-    return std::move(fits).error();
+  // Built only for an error: read() runs once per bundle of an image.
+  auto context = [&] { return where(info.index, info.offset); };
+  if (auto end = detail::checked_add(info.offset, info.size); !end || *end > source.size()) {
+    auto fits = detail::check_range(context(), info.offset, info.size, source.size(), "the input");
+    if (!fits) return std::move(fits).error();
   }
   Bytes bytes = source.subspan(info.offset, info.size);
   switch (info.format) {
     case BundleFormat::Plain: {
       auto plain = parse_plain_bundle(bytes);
-      if (!plain) return std::move(plain).error().with_context(context);
+      if (!plain) return std::move(plain).error().with_context(context());
       return Bundle(info, std::move(plain->entries), bytes, nullptr);
     }
     case BundleFormat::Compressed: {
       auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
                                     : parse_compressed_header(bytes, options);
-      if (!header) return std::move(header).error().with_context(context);
+      if (!header) return std::move(header).error().with_context(context());
       auto decompressed = decompress_bundle(bytes, *header, options);
-      if (!decompressed) return std::move(decompressed).error().with_context(context);
+      if (!decompressed) return std::move(decompressed).error().with_context(context());
       auto storage = std::make_shared<const std::vector<std::byte>>(std::move(*decompressed));
       auto plain = parse_plain_bundle(*storage);
-      if (!plain) return std::move(plain).error().with_context(context + ", decompressed");
+      if (!plain) return std::move(plain).error().with_context(context() + ", decompressed");
       return Bundle(info, std::move(plain->entries), *storage, std::move(storage));
     }
     case BundleFormat::CodeObject: {
       auto target = detail::target_id_from_elf_header(bytes);
-      if (!target) return std::move(target).error().with_context(context);
+      if (!target) return std::move(target).error().with_context(context());
       // The synthesized ID needs an owner; the Bundle's storage holds it.
       std::string id = "hipv4-amdgcn-amd-amdhsa--" + *target;
       auto storage = std::make_shared<const std::vector<std::byte>>(
@@ -181,7 +183,7 @@ Expected<Bundle> read_bundle(std::span<const std::byte> source, const BundleInfo
       return Bundle(info, std::move(entries), bytes, std::move(storage));
     }
   }
-  return Error(ErrorKind::InvalidArgument, context + ": unknown bundle format");
+  return Error(ErrorKind::InvalidArgument, context() + ": unknown bundle format");
 }
 
 }  // namespace coload

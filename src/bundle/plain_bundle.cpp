@@ -28,16 +28,38 @@ struct RawEntry {
 Expected<std::string_view> check_id(std::string_view raw, std::size_t index, std::uint64_t id_offset) {
   std::string_view id = raw;
   while (!id.empty() && id.back() == '\0') id.remove_suffix(1);  // some producers count a NUL
-  std::string where = "bundle entry " + std::to_string(index) + ": id at offset " + hex(id_offset);
-  if (id.empty()) return Error(ErrorKind::Malformed, where + " is empty");
+  auto where = [&] { return "bundle entry " + std::to_string(index) + ": id at offset " + hex(id_offset); };
+  if (id.empty()) return Error(ErrorKind::Malformed, where() + " is empty");
   for (std::size_t i = 0; i < id.size(); ++i) {
     auto c = static_cast<unsigned char>(id[i]);
     if (c < 0x21 || c > 0x7e) {
-      return Error(ErrorKind::Malformed, where + ": byte " + hex(c) + " at offset " + hex(id_offset + i) +
+      return Error(ErrorKind::Malformed, where() + ": byte " + hex(c) + " at offset " + hex(id_offset + i) +
                                              " is not a printable ASCII character");
     }
   }
   return id;
+}
+
+// One entry record (offset, size, id_len, id). The field names ("entry 3
+// size") only go into the Truncated error of a short read, so they are built
+// only for a read that will fail: a good table is parsed for every bundle of
+// an image, twice (scan and read), and naming every field up front was a
+// measurable part of `coload select` on a 128-bundle image.
+Expected<RawEntry> read_record(detail::Cursor& cursor, std::uint64_t index) {
+  auto name = [index](std::string_view field) { return "entry " + std::to_string(index) + " " + std::string(field); };
+  auto u64 = [&](std::string_view field) {
+    return cursor.remaining() >= sizeof(std::uint64_t) ? cursor.u64(field) : cursor.u64(name(field));
+  };
+  std::uint64_t record_offset = cursor.position();
+  auto offset = u64("offset");
+  if (!offset) return std::move(offset).error();
+  auto size = u64("size");
+  if (!size) return std::move(size).error();
+  auto id_len = u64("id_len");
+  if (!id_len) return std::move(id_len).error();
+  auto id = cursor.remaining() >= *id_len ? cursor.take("id", *id_len) : cursor.take(name("id"), *id_len);
+  if (!id) return std::move(id).error();
+  return RawEntry{record_offset, *offset, *size, detail::as_chars(*id)};
 }
 
 }  // namespace
@@ -65,16 +87,9 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
   std::vector<RawEntry> raw;
   raw.reserve(*count);  // bounded: count <= remaining bytes / 24
   for (std::uint64_t i = 0; i < *count; ++i) {
-    std::uint64_t record_offset = cursor.position();
-    auto offset = cursor.u64("entry " + std::to_string(i) + " offset");
-    if (!offset) return std::move(offset).error();
-    auto size = cursor.u64("entry " + std::to_string(i) + " size");
-    if (!size) return std::move(size).error();
-    auto id_len = cursor.u64("entry " + std::to_string(i) + " id_len");
-    if (!id_len) return std::move(id_len).error();
-    auto id = cursor.take("entry " + std::to_string(i) + " id", *id_len);
-    if (!id) return std::move(id).error();
-    raw.push_back({record_offset, *offset, *size, detail::as_chars(*id)});
+    auto record = read_record(cursor, i);
+    if (!record) return std::move(record).error();
+    raw.push_back(*record);
   }
 
   PlainBundle bundle;
@@ -85,13 +100,14 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
     const RawEntry& entry = raw[i];
     auto id = check_id(entry.id, i, entry.record_offset + kEntryRecordMinSize);
     if (!id) return std::move(id).error();
-    std::string label = "bundle entry " + std::to_string(i) + " (" + std::string(*id) + ")";
-    if (auto in_range = detail::check_range(label, entry.offset, entry.size, extent, "the input");
-        !in_range) {
-      return std::move(in_range).error();
+    // The label is built only for an error, as above.
+    auto label = [&] { return "bundle entry " + std::to_string(i) + " (" + std::string(*id) + ")"; };
+    if (auto end = detail::checked_add(entry.offset, entry.size); !end || *end > extent) {
+      auto in_range = detail::check_range(label(), entry.offset, entry.size, extent, "the input");
+      if (!in_range) return std::move(in_range).error();
     }
     if (entry.size > 0 && entry.offset < bundle.header_size) {
-      return Error(ErrorKind::Malformed, label + ": offset " + hex(entry.offset) +
+      return Error(ErrorKind::Malformed, label() + ": offset " + hex(entry.offset) +
                                              " lies inside the bundle header (" + hex(bundle.header_size) +
                                              " bytes)");
     }

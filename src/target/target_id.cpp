@@ -30,6 +30,7 @@ std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"
 // Splits `text` at the first `count` occurrences of `separator`.
 std::vector<std::string_view> split_first(std::string_view text, char separator, std::size_t count) {
   std::vector<std::string_view> parts;
+  parts.reserve(8);  // entry IDs have 6 parts, target IDs up to 3: one allocation, not four
   while (parts.size() < count) {
     std::size_t at = text.find(separator);
     if (at == std::string_view::npos) break;
