@@ -216,6 +216,52 @@ TEST(RegistryCompressed, CorruptStreamIsAnErrorForEveryDeviceAndNotRetried) {
   EXPECT_EQ(runtime->total_loads(), 0u);
 }
 
+// A host image's CCOBs decoded on several threads: the same modules, in
+// bundle order, and the same work as on one thread.
+TEST(RegistryDecodeThreads, SameModulesOnOneOrFourThreads) {
+  std::vector<std::vector<std::byte>> loaded;
+  std::vector<RegistryStats> stats;
+  for (std::size_t threads : {1u, 4u}) {
+    auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx1100"}));
+    Registry registry(runtime, Config{}, RegistryOptions{.decode_threads = threads});
+    auto binary = registry.register_file(fixture("host/libkernels_compressed.so"));
+    ASSERT_TRUE(Succeeds(binary));
+    auto modules = registry.modules(*binary, 0);
+    ASSERT_TRUE(Succeeds(modules)) << threads;
+    ASSERT_EQ(modules->size(), 2u) << threads;  // bundle 1 (gfx1100), bundle 2 (gfx11-generic)
+    std::vector<std::byte> all;
+    for (std::span<const std::byte> image : runtime->images()) all.insert(all.end(), image.begin(), image.end());
+    loaded.push_back(std::move(all));
+    stats.push_back(registry.stats());
+  }
+  EXPECT_EQ(loaded[0], loaded[1]);
+  EXPECT_EQ(stats[0].bundles_decompressed, 3u);
+  EXPECT_EQ(stats[1].bundles_decompressed, 3u);
+  EXPECT_EQ(stats[0].bytes_decoded, stats[1].bytes_decoded);
+  EXPECT_EQ(stats[0].code_objects_read, stats[1].code_objects_read);
+}
+
+// The first error in bundle order is reported, whichever thread met it.
+TEST(RegistryDecodeThreads, FirstErrorInBundleOrder) {
+  std::vector<std::byte> bytes = file_bytes(fixture("host/libkernels_compressed.so"));
+  auto fat = FatBinary::from_memory(bytes);
+  ASSERT_TRUE(Succeeds(fat));
+  ASSERT_EQ(fat->bundles().size(), 3u);
+  for (std::size_t bundle : {1u, 2u}) {  // stored hash of that CCOB (v3: u64 at offset 24)
+    bytes[fat->bundles()[bundle].offset + 24] ^= std::byte{0xff};
+  }
+  for (std::size_t threads : {1u, 3u}) {
+    auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx1100"}));
+    Registry registry(runtime, Config{}, RegistryOptions{.decode_threads = threads});
+    auto binary = registry.register_memory(bytes, "two_bad.so");
+    ASSERT_TRUE(Succeeds(binary));
+    auto modules = registry.modules(*binary, 0);
+    ASSERT_TRUE(FailsWith(modules, ErrorKind::HashMismatch)) << threads;
+    EXPECT_NE(modules.error().message().find("two_bad.so: bundle 1"), std::string::npos) << modules.error().message();
+    EXPECT_EQ(runtime->total_loads(), 0u);
+  }
+}
+
 TEST_F(RegistryTest, NoFitNamesTheDeviceTheEntriesAndTheBinary) {
   auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
   ASSERT_TRUE(Succeeds(binary));

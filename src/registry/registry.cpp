@@ -21,12 +21,15 @@
 // they came from (EntryImage → BundleData → FatBinary).
 #include "coload/registry.h"
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -146,6 +149,7 @@ struct Registry::Impl {
   std::optional<Error> hotswap_error;             // the registry could not be built: every load fails
   SelectOptions select_options;
   StreamOptions stream_options;
+  std::size_t decode_threads = 1;  // at least 1
   std::vector<Device> devices;
 
   std::mutex cache_mutex;
@@ -164,6 +168,8 @@ struct Registry::Impl {
         read_options(config.read_options()),
         hotswap(std::move(options.hotswap)),
         stream_options(config.stream_options()) {
+    decode_threads = options.decode_threads;
+    if (decode_threads == 0) decode_threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
     if (!hotswap && !config.hotswap) {
       // Only the same-ISA retarget can run: the built-in passes, no plugin.
       hotswap = std::shared_ptr<const HotswapRegistry>(std::shared_ptr<const void>(), &HotswapRegistry::builtin());
@@ -419,15 +425,48 @@ struct Registry::Impl {
     }
   }
 
+  /// Every bundle's choice for `device`, in bundle order. When several are
+  /// CCOBs, they are decoded on up to `decode_threads` threads (this one
+  /// included): each stream is independent, and the streams of a host image
+  /// are most of a cold lookup's time.
+  std::vector<std::optional<Expected<Choice>>> choose_all(Binary& binary, const Device& device) {
+    std::span<const BundleInfo> infos = binary.fat->bundles();
+    std::vector<std::optional<Expected<Choice>>> choices(infos.size());
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < infos.size();) {
+        try {
+          choices[i].emplace(choose(binary, i, device));
+        } catch (const std::bad_alloc&) {  // never let it end a worker thread (std::terminate)
+          choices[i].emplace(Error(ErrorKind::LimitExceeded, "out of memory while reading the bundle"));
+        }
+      }
+    };
+    auto compressed = static_cast<std::size_t>(std::count_if(
+        infos.begin(), infos.end(), [](const BundleInfo& info) { return info.format == BundleFormat::Compressed; }));
+    std::vector<std::jthread> helpers;
+    for (std::size_t t = 1; t < std::min(decode_threads, compressed); ++t) {
+      try {
+        helpers.emplace_back(work);
+      } catch (const std::system_error&) {
+        break;  // no more threads: the ones running share the rest
+      }
+    }
+    work();
+    helpers.clear();  // joins
+    return choices;
+  }
+
   Expected<void> load_modules(Binary& binary, std::size_t index, DeviceState& state) {
     const Device& device = devices[index];
     if (hotswap_error) return hotswap_error->with_context(binary.name + ": device " + device.str());
     const std::size_t count = binary.fat->bundles().size();
+    std::vector<std::optional<Expected<Choice>>> choices = choose_all(binary, device);
     std::optional<Selection> first_miss;
     std::size_t first_miss_index = 0;
     for (std::size_t i = 0; i < count; ++i) {
       const std::string where = binary.name + ": bundle " + std::to_string(i);
-      auto choice = choose(binary, i, device);
+      Expected<Choice>& choice = *choices[i];
       if (!choice) return choice.error().with_context(where);
       const Candidate* chosen = choice->selection.chosen();
       if (!chosen) {
