@@ -216,6 +216,11 @@ if [ -n "$ccob" ]; then
   done
   expected=$(awk -F'\t' -v f="$ccob" '$1 == f && $3 == "hipv4-amdgcn-amd-amdhsa--gfx90a" {print $4}' "$fixtures/manifest.tsv")
   check "extract --device with skip writes the bundler's bytes" cmp -s "$work/bad.co" "$fixtures/$expected"
+  COLOAD_LOG=debug "$coload" load --runtime dry-run --device gfx90a "$fixtures/$ccob" >/dev/null 2>"$work/log"
+  check "COLOAD_LOG=debug: load reports the stream" grep -q "bundle 0: CCOB streamed for gfx90a.*hash verified, kept entry" "$work/log"
+  check "COLOAD_LOG=debug: load reports the choice" grep -q "coload: info: .*: native for device 0 (gfx90a" "$work/log"
+  "$coload" load --runtime dry-run --device gfx942 "$fixtures/bundles/driver_two_arch.hipfb" >/dev/null 2>"$work/log"
+  check "load prints a failure once (no registry warning beside it)" test "$(grep -c "no code object fits" "$work/log")" -eq 1
   expect_exit_env 2 "unknown COLOAD_HASH_CHECK value" COLOAD_HASH_CHECK=off "$coload" select --device gfx90a "$work/bad.hipfb"
 fi
 

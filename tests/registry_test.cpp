@@ -262,6 +262,59 @@ TEST(RegistryDecodeThreads, FirstErrorInBundleOrder) {
   }
 }
 
+// COLOAD_LOG: the registry reports what it chose (info), each stream and
+// reuse (debug) and failed loads (warn), to the RegistryOptions::log sink.
+struct LogCapture {
+  std::mutex mutex;
+  std::vector<std::pair<LogLevel, std::string>> lines;
+  std::function<void(LogLevel, std::string_view)> sink() {
+    return [this](LogLevel level, std::string_view text) {
+      std::lock_guard lock(mutex);
+      lines.emplace_back(level, std::string(text));
+    };
+  }
+  std::size_t count(LogLevel level, std::string_view part) {
+    std::lock_guard lock(mutex);
+    return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](const auto& line) {
+      return line.first == level && line.second.find(part) != std::string::npos;
+    }));
+  }
+};
+
+TEST(RegistryLog, DebugShowsStreamsReuseAndChoices) {
+  LogCapture capture;
+  Config config;
+  config.log_level = LogLevel::Debug;
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a", "gfx90a"}));
+  Registry registry(runtime, config, RegistryOptions{.decode_threads = 1, .log = capture.sink()});
+  auto binary = registry.register_file(fixture("compressed/bundler22_v3.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_TRUE(Succeeds(registry.modules(*binary, 0)));
+  ASSERT_TRUE(Succeeds(registry.modules(*binary, 1)));
+  EXPECT_EQ(capture.count(LogLevel::Debug, "bundler22_v3.hipfb: bundle 0: CCOB streamed for gfx90a"), 1u);
+  EXPECT_EQ(capture.count(LogLevel::Debug, "hash verified, kept entry 2"), 1u);
+  EXPECT_EQ(capture.count(LogLevel::Debug, "entry 2 (hipv4-amdgcn-amd-amdhsa--gfx90a) reused for gfx90a"), 1u);
+  EXPECT_EQ(capture.count(LogLevel::Info, "bundle 0 entry 2 (hipv4-amdgcn-amd-amdhsa--gfx90a): native for device 0"), 1u);
+  EXPECT_EQ(capture.count(LogLevel::Info, "native for device 1"), 1u);
+  EXPECT_EQ(capture.count(LogLevel::Warn, ""), 0u);
+}
+
+TEST(RegistryLog, DefaultLevelReportsFailedLoadsOnly) {
+  LogCapture capture;
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a", "gfx942"}));
+  Registry registry(runtime, Config{}, RegistryOptions{.log = capture.sink()});
+  auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_TRUE(Succeeds(registry.modules(*binary, 0)));
+  ASSERT_FALSE(registry.modules(*binary, 1).has_value());
+  ASSERT_FALSE(registry.modules(*binary, 1).has_value());  // remembered: reported once
+  ASSERT_EQ(capture.lines.size(), 1u);
+  EXPECT_EQ(capture.lines[0].first, LogLevel::Warn);
+  EXPECT_NE(capture.lines[0].second.find("device 1 (gfx942"), std::string::npos) << capture.lines[0].second;
+  EXPECT_NE(capture.lines[0].second.find("no code object fits device gfx942"), std::string::npos)
+      << capture.lines[0].second;
+}
+
 TEST_F(RegistryTest, NoFitNamesTheDeviceTheEntriesAndTheBinary) {
   auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
   ASSERT_TRUE(Succeeds(binary));
@@ -433,7 +486,7 @@ std::string loaded_processor(Registry& registry, BinaryHandle binary, std::size_
 TEST(RegistryHotswap, NativeWinsAndThePassIsNeverCalled) {
   CountingPass pass(file_bytes(fixture("co/gfx942.co")));
   auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
-  Registry registry(runtime, hotswap_on(), RegistryOptions{pass.registry});
+  Registry registry(runtime, hotswap_on(), RegistryOptions{.hotswap = pass.registry});
   auto binary = registry.register_file(fixture("select/native_and_foreign.hipfb"));
   ASSERT_TRUE(Succeeds(binary));
   ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi")));
@@ -445,7 +498,7 @@ TEST(RegistryHotswap, NativeWinsAndThePassIsNeverCalled) {
 TEST(RegistryHotswap, ForeignOnlyEntryGoesThroughThePassOnce) {
   CountingPass pass(file_bytes(fixture("co/gfx942.co")));
   auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
-  Registry registry(runtime, hotswap_on(), RegistryOptions{pass.registry});
+  Registry registry(runtime, hotswap_on(), RegistryOptions{.hotswap = pass.registry});
   auto binary = registry.register_file(fixture("select/gfx1250_only.hipfb"));
   ASSERT_TRUE(Succeeds(binary));
   ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi")));
@@ -458,7 +511,7 @@ TEST(RegistryHotswap, ForeignOnlyEntryGoesThroughThePassOnce) {
 TEST(RegistryHotswap, HotswapOffNeverCallsThePass) {
   CountingPass pass(file_bytes(fixture("co/gfx942.co")));
   auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
-  Registry registry(runtime, Config{}, RegistryOptions{pass.registry});
+  Registry registry(runtime, Config{}, RegistryOptions{.hotswap = pass.registry});
   auto binary = registry.register_file(fixture("select/gfx1250_only.hipfb"));
   ASSERT_TRUE(Succeeds(binary));
   EXPECT_TRUE(FailsWith(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi"), ErrorKind::NotFound));
@@ -468,7 +521,7 @@ TEST(RegistryHotswap, HotswapOffNeverCallsThePass) {
 TEST(RegistryHotswap, OutputForTheWrongTargetIsRefusedByTheValidator) {
   CountingPass pass(file_bytes(fixture("co/gfx90a.co")));  // a well-formed object for another processor
   auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
-  Registry registry(runtime, hotswap_on(), RegistryOptions{pass.registry});
+  Registry registry(runtime, hotswap_on(), RegistryOptions{.hotswap = pass.registry});
   auto binary = registry.register_file(fixture("select/gfx1250_only.hipfb"));
   ASSERT_TRUE(Succeeds(binary));
   auto kernel = registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi");
@@ -484,7 +537,7 @@ TEST(RegistryHotswap, OutputForTheWrongTargetIsRefusedByTheValidator) {
 TEST(RegistryHotswap, OutputWithOversizedLdsIsRefusedByTheValidator) {
   CountingPass pass(oversized_lds_gfx942_object());
   auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx942"}));
-  Registry registry(runtime, hotswap_on(), RegistryOptions{pass.registry});
+  Registry registry(runtime, hotswap_on(), RegistryOptions{.hotswap = pass.registry});
   auto binary = registry.register_file(fixture("select/gfx1250_only.hipfb"));
   ASSERT_TRUE(Succeeds(binary));
   auto modules = registry.modules(*binary, 0);

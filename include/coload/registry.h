@@ -59,6 +59,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -101,6 +102,13 @@ struct RegistryOptions {
   /// only. Peak memory grows with it: each stream holds its decoder window
   /// and its chosen entry.
   std::size_t decode_threads = 0;
+  /// Receives the registry's messages of the Config's log_level
+  /// (COLOAD_LOG) or more severe: warn, a (binary, device) load that failed;
+  /// info, what each load chose per bundle; debug, each compressed stream
+  /// and each entry reused. Null: written to stderr as "coload: LEVEL:
+  /// MESSAGE". Called from the thread doing the load (or a decode thread),
+  /// possibly while other first lookups of the same binary wait: keep it short.
+  std::function<void(LogLevel level, std::string_view message)> log;
 };
 
 /// Fat binaries registered once and loaded lazily, once per (binary, device).

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -150,6 +151,8 @@ struct Registry::Impl {
   SelectOptions select_options;
   StreamOptions stream_options;
   std::size_t decode_threads = 1;  // at least 1
+  LogLevel log_level;
+  std::function<void(LogLevel, std::string_view)> log_sink;  // null: stderr
   std::vector<Device> devices;
 
   std::mutex cache_mutex;
@@ -167,7 +170,9 @@ struct Registry::Impl {
         config(std::move(cfg)),
         read_options(config.read_options()),
         hotswap(std::move(options.hotswap)),
-        stream_options(config.stream_options()) {
+        stream_options(config.stream_options()),
+        log_level(config.log_level),
+        log_sink(std::move(options.log)) {
     decode_threads = options.decode_threads;
     if (decode_threads == 0) decode_threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
     if (!hotswap && !config.hotswap) {
@@ -220,6 +225,18 @@ struct Registry::Impl {
     return it->second;
   }
 
+  /// Emits `message()` when `level` passes COLOAD_LOG; the text is built only then.
+  template <class Message>
+  void log(LogLevel level, Message&& message) const {
+    if (level > log_level) return;
+    const std::string text = message();
+    if (log_sink) {
+      log_sink(level, text);
+    } else {
+      std::fprintf(stderr, "coload: %s: %s\n", std::string(to_string(level)).c_str(), text.c_str());
+    }
+  }
+
   /// The key CCOBs are shared by: identical stored hash and size.
   static std::string ccob_key(const BundleInfo& info) {
     return detail::hex(info.compressed->hash) + ":" + std::to_string(info.compressed->uncompressed_size);
@@ -233,6 +250,16 @@ struct Registry::Impl {
     if (streamed) {
       bundles_decompressed.fetch_add(1, std::memory_order_relaxed);
       bytes_decoded.fetch_add(streamed->decoded_bytes, std::memory_order_relaxed);
+      log(LogLevel::Debug, [&] {
+        const Candidate* kept = streamed->selection.chosen();
+        return binary.name + ": bundle " + std::to_string(info.index) + ": CCOB streamed for " + device.str() +
+               ": decoded " + std::to_string(streamed->decoded_bytes) + " of " +
+               std::to_string(info.compressed->uncompressed_size) + " bytes, hash " +
+               (stream_options.hash == StreamOptions::HashCheck::Verify ? "verified" : "not checked") + ", kept " +
+               (kept ? "entry " + std::to_string(kept->entry_index) + " (" + std::to_string(streamed->chosen.size()) +
+                           " bytes)"
+                     : std::string("nothing"));
+      });
     }
     return streamed;
   }
@@ -298,7 +325,12 @@ struct Registry::Impl {
     const std::string entry_where = "entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
     std::lock_guard lock(data.entries_mutex);
     choice.image = cached_image(data, entry.id);
-    if (choice.image) return choice;
+    if (choice.image) {
+      log(LogLevel::Debug, [&] {
+        return binary.name + ": bundle " + std::to_string(index) + ": " + entry_where + " reused for " + device.str();
+      });
+      return choice;
+    }
     if (!compressed) {
       auto image = add_image(data, choice.data, {}, entry.bytes, entry.id);
       if (!image) return std::move(image).error().with_context(entry_where);
@@ -414,6 +446,9 @@ struct Registry::Impl {
   void load(Binary& binary, std::size_t index, DeviceState& state) {
     auto result = load_modules(binary, index, state);
     if (!result) {
+      log(LogLevel::Warn, [&] {
+        return "device " + std::to_string(index) + " (" + devices[index].str() + "): " + result.error().message();
+      });
       state.kernels.clear();
       state.modules.clear();  // unload before releasing the images
       state.images.clear();
@@ -471,6 +506,7 @@ struct Registry::Impl {
       const Candidate* chosen = choice->selection.chosen();
       if (!chosen) {
         state.skipped.push_back(no_fit_error(device, choice->selection).with_context(where).message());
+        log(LogLevel::Debug, [&] { return state.skipped.back(); });
         if (!first_miss) {
           first_miss = std::move(choice->selection);
           first_miss_index = i;
@@ -479,6 +515,11 @@ struct Registry::Impl {
       }
       const std::string entry_where = where + " entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
       const std::shared_ptr<const EntryImage>& image = choice->image;
+      log(LogLevel::Info, [&] {
+        return entry_where + ": " + std::string(to_string(*chosen->tier)) + " for device " + std::to_string(index) +
+               " (" + device.str() + ")" +
+               (chosen->tier == Tier::Hotswap || chosen->tier == Tier::Equivalent ? ", transformed for it" : "");
+      });
       if (chosen->tier == Tier::Hotswap || chosen->tier == Tier::Equivalent) {
         auto transformed = transform(image, *chosen->tier, device, entry_where);
         if (!transformed) return std::move(transformed).error();

@@ -86,7 +86,14 @@ int run_load(std::span<const std::string> args) {
     return kExitInputError;
   }
 
-  Registry registry(runtime, *config);
+  // The registry's warnings are the errors this command prints itself; what
+  // COLOAD_LOG=info or debug asks for goes to stderr.
+  RegistryOptions options;
+  options.log = [](LogLevel level, std::string_view message) {
+    if (level >= LogLevel::Info) std::fprintf(stderr, "coload: %s: %.*s\n", std::string(to_string(level)).c_str(),
+                                              static_cast<int>(message.size()), message.data());
+  };
+  Registry registry(runtime, *config, std::move(options));
   const Device& device = registry.devices()[*index];
   auto binary = registry.register_file(path);
   if (!binary) {
