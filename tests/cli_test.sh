@@ -224,6 +224,24 @@ if [ -n "$ccob" ]; then
   expect_exit_env 2 "unknown COLOAD_HASH_CHECK value" COLOAD_HASH_CHECK=off "$coload" select --device gfx90a "$work/bad.hipfb"
 fi
 
+# `load --json`: one document, success or failure.
+"$coload" load --runtime dry-run --device gfx1100 --json "$fixtures/host/libkernels.so" > "$work/load.json"
+check "load --json lists both code objects and the kernel sizes" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["ok"] and d["error"] is None and d["device"] == "gfx1100", d
+assert [c["target"] for c in d["code_objects"]] == ["gfx1100", "gfx11-generic"], d["code_objects"]
+k = {k["name"]: k for c in d["code_objects"] for k in c["kernels"]}
+assert k["_Z9block_sumPKfPfj"]["kernarg_size"] == 20 and k["_Z9block_sumPKfPfj"]["group_segment_size"] == 1024
+' "$work/load.json"
+"$coload" load --runtime dry-run --device gfx942 --json "$fixtures/bundles/driver_two_arch.hipfb" > "$work/load.json"
+check "load --json that fails exits 1" test $? -eq 1
+check "load --json failure names the miss" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert not d["ok"] and d["code_objects"] == [] and "no code object fits device gfx942" in d["error"], d
+' "$work/load.json"
+
 # `load` with the dry-run runtime: every bundle with an entry for the device,
 # each kernel with its handle (0) and sizes; failures exit 1 with the reason.
 "$coload" load --runtime dry-run --device gfx1100 "$fixtures/host/libkernels.so" > "$work/load.txt" 2>&1

@@ -11,6 +11,7 @@
 #include "coload/registry.h"
 #include "coload/runtime.h"
 #include "commands.h"
+#include "json_writer.h"
 #include "runtime_util.h"
 
 namespace coload::cli {
@@ -30,16 +31,79 @@ std::optional<std::size_t> find_device(const Runtime& runtime, const std::string
   return std::nullopt;
 }
 
+/// `load --json`: the device, and each loaded code object with its kernels;
+/// `error` (and `ok` false) when the load failed.
+void print_json(const std::string& path, const std::string& runtime_name, std::size_t index, const Device& device,
+                const Expected<std::vector<const LoadedModule*>>& modules) {
+  JsonWriter json;
+  json.begin_object();
+  json.key("file");
+  json.value(path);
+  json.key("runtime");
+  json.value(runtime_name);
+  json.key("device_index");
+  json.value(static_cast<std::uint64_t>(index));
+  json.key("device");
+  json.value(device.str());
+  json.key("ok");
+  json.value(modules.has_value());
+  json.key("error");
+  if (modules) json.null();
+  else json.value(modules.error().message());
+  json.key("code_objects");
+  json.begin_array();
+  if (modules) {
+    for (const LoadedModule* module : *modules) {
+      const CodeObjectTarget& target = module->code_object().target();
+      json.begin_object();
+      json.key("target");
+      json.value(target.target.str());
+      json.key("version");
+      json.value(static_cast<std::uint64_t>(target.code_object_version));
+      json.key("kernels");
+      json.begin_array();
+      for (const LoadedKernel& kernel : module->kernels()) {
+        json.begin_object();
+        json.key("name");
+        json.value(kernel.name);
+        json.key("symbol");
+        json.value(kernel.symbol);
+        json.key("handle");
+        json.value(kernel.handle);
+        json.key("kernarg_size");
+        json.value(static_cast<std::uint64_t>(kernel.kernarg_segment_size));
+        json.key("kernarg_align");
+        json.value(static_cast<std::uint64_t>(kernel.kernarg_segment_align));
+        json.key("group_segment_size");
+        json.value(static_cast<std::uint64_t>(kernel.group_segment_size));
+        json.key("private_segment_size");
+        json.value(static_cast<std::uint64_t>(kernel.private_segment_size));
+        json.key("dynamic_callstack");
+        json.value(kernel.dynamic_callstack);
+        json.end_object();
+      }
+      json.end_array();
+      json.end_object();
+    }
+  }
+  json.end_array();
+  json.end_object();
+  std::printf("%s\n", json.text().c_str());
+}
+
 }  // namespace
 
 int run_load(std::span<const std::string> args) {
   std::string runtime_name = "hsa";
+  bool json = false;
   DeviceOptions device_options;
   std::vector<std::string> files;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (Option taken = take_device_option(args, i, "load", device_options); taken != Option::NotMine) {
       if (taken == Option::UsageError) return kExitUsage;
+    } else if (arg == "--json") {
+      json = true;
     } else if (arg == "--runtime" && i + 1 < args.size()) {
       runtime_name = args[++i];
       if (runtime_name != "hsa" && runtime_name != "hip" && runtime_name != "dry-run") {
@@ -101,6 +165,10 @@ int run_load(std::span<const std::string> args) {
     return kExitInputError;
   }
   auto modules = registry.modules(*binary, *index);
+  if (json) {
+    print_json(path, runtime_name, *index, device, modules);
+    return modules ? kExitOk : kExitInputError;
+  }
   if (!modules) {
     std::fprintf(stderr, "coload: %s\n", modules.error().message().c_str());
     return kExitInputError;

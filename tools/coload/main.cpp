@@ -67,14 +67,14 @@ commands:
       there is no GPU (no /dev/kfd) or the runtime library is missing.
 
   load [--runtime hsa|hip|dry-run] [--device N|SPEC] [--lds BYTES] [--co-versions 4,5,6]
-       [--extended-isa-compat] FILE
+       [--extended-isa-compat] [--json] FILE
       Select, validate and load FILE's code objects on one device, as a runtime
       would through coload's registry (every bundle with an entry for the
       device), and list each kernel with its handle and sizes. hsa/hip: --device
       is an index (default 0) or a target ID/processor of a runtime device.
       dry-run (no GPU needed; handles are 0): --device SPEC is required and the
-      device options of `select` apply. Exit 1 when nothing fits, a check fails
-      or the runtime refuses.
+      device options of `select` apply. --json: one document (docs/cli-json.md).
+      Exit 1 when nothing fits, a check fails or the runtime refuses.
 
 exit codes: 0 success, 1 input error (the message names file, bundle, field and
 offset), 2 usage error.
