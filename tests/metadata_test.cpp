@@ -385,6 +385,32 @@ TEST(Metadata, DuplicateKeysAreRefusedInEveryMap) {
   EXPECT_TRUE(Succeeds(decode(nested)));
 }
 
+// A map's keys are compared in a flat array up to 32 of them and hashed
+// beyond (KeySet in metadata.cpp): duplicates and required keys are found
+// on both sides of the switch.
+TEST(Metadata, DuplicateAndRequiredKeysAreFoundInMapsOfManyKeys) {
+  Node many = one_kernel();
+  std::vector<Node::Entry>& entries = first_kernel(many).entries();
+  std::vector<Node::Entry> known = std::move(entries);
+  entries.clear();
+  for (int i = 0; i < 40; ++i) entries.emplace_back("vendor.k" + std::to_string(i), i);
+  entries.insert(entries.end(), known.begin(), known.end());  // the required keys come after the switch
+  auto result = decode(many);
+  ASSERT_TRUE(Succeeds(result));
+  EXPECT_EQ(result->metadata.unknown_keys.size(), 40u);
+  EXPECT_EQ(result->metadata.kernels.at(0).name, "k");
+
+  Node early = many;
+  first_kernel(early).add("vendor.k3", 0);  // first seen before the switch
+  EXPECT_TRUE(FailsNaming(decode(early), ErrorKind::Malformed, "duplicate key string \"vendor.k3\""));
+  Node late = many;
+  first_kernel(late).add(".name", "again");  // first seen after it
+  EXPECT_TRUE(FailsNaming(decode(late), ErrorKind::Malformed, "duplicate key string \".name\""));
+  Node missing = many;
+  first_kernel(missing).erase(".vgpr_count");
+  EXPECT_TRUE(FailsNaming(decode(missing), ErrorKind::Malformed, "required key .vgpr_count is missing"));
+}
+
 TEST(Metadata, KeysOfKnownMapsAreStrings) {
   Writer document;
   document.map(3).str("amdhsa.version").array(2).uint(1).uint(2).str("amdhsa.kernels").array(0).uint(5).nil();

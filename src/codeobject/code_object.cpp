@@ -6,8 +6,6 @@
 #include "coload/code_object.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +14,9 @@
 #include "codeobject/metadata.h"
 #include "common/aligned_bytes.h"
 #include "common/bytes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELF.h"
 #include "target/elf_target.h"
@@ -36,6 +37,15 @@ constexpr std::string_view kNoteName{"AMDGPU\0", 7};
 Error elf_error(ErrorKind kind, const std::string& what) { return Error(kind, "code object ELF: " + what); }
 
 std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+/// check_range, with `what()` building the range's name only when the
+/// range does not fit: most ranges are checked once per symbol or kernel.
+template <class What>
+Expected<void> check_range_lazily(What&& what, std::uint64_t offset, std::uint64_t size, std::uint64_t limit,
+                                  std::string_view container) {
+  if (auto end = checked_add(offset, size); end && *end <= limit) return {};
+  return check_range(what(), offset, size, limit, container);
+}
 
 /// A section header, copied out of the (aligned) bytes.
 struct Section {
@@ -100,19 +110,22 @@ Expected<void> check_header(Bytes elf) {
   }
   // Extended numbering (PN_XNUM, e_shnum 0) keeps its count in section 0, which LLVM reads below.
   if (header.e_phnum != E::PN_XNUM) {
-    if (auto fits = check_range("program header table (e_phoff " + hex(header.e_phoff) + ", " +
-                                    std::to_string(header.e_phnum) + " entries)",
-                                header.e_phoff, std::uint64_t{header.e_phnum} * sizeof(E::Elf64_Phdr), elf.size(),
-                                kContainer);
+    auto what = [&] {
+      return "program header table (e_phoff " + hex(header.e_phoff) + ", " + std::to_string(header.e_phnum) +
+             " entries)";
+    };
+    if (auto fits = check_range_lazily(what, header.e_phoff, std::uint64_t{header.e_phnum} * sizeof(E::Elf64_Phdr),
+                                       elf.size(), kContainer);
         !fits) {
       return fits;
     }
   }
   if (header.e_shoff != 0) {
     std::uint64_t count = header.e_shnum == 0 ? 1 : header.e_shnum;
-    if (auto fits = check_range("section header table (e_shoff " + hex(header.e_shoff) + ", " +
-                                    std::to_string(count) + " entries)",
-                                header.e_shoff, count * sizeof(E::Elf64_Shdr), elf.size(), kContainer);
+    auto what = [&] {
+      return "section header table (e_shoff " + hex(header.e_shoff) + ", " + std::to_string(count) + " entries)";
+    };
+    if (auto fits = check_range_lazily(what, header.e_shoff, count * sizeof(E::Elf64_Shdr), elf.size(), kContainer);
         !fits) {
       return fits;
     }
@@ -124,14 +137,14 @@ Expected<Layout> read_layout(const llvm::object::ELF64LEFile& file, Bytes elf) {
   Layout layout;
   auto sections = file.sections();
   if (!sections) return elf_error(ErrorKind::Malformed, llvm::toString(sections.takeError()));
+  layout.sections.reserve(sections->size());
   unsigned index = 0;
   for (const auto& shdr : *sections) {
     Section section{index++,      shdr.sh_type, shdr.sh_flags, shdr.sh_addr,      shdr.sh_offset,
                     shdr.sh_size, shdr.sh_link, shdr.sh_addralign, shdr.sh_entsize};
     if (section.type != E::SHT_NOBITS) {
-      if (auto fits = check_range(section.label() + " (sh_type " + std::to_string(section.type) + ")",
-                                  section.offset, section.size, elf.size(), kContainer);
-          !fits) {
+      auto what = [&] { return section.label() + " (sh_type " + std::to_string(section.type) + ")"; };
+      if (auto fits = check_range_lazily(what, section.offset, section.size, elf.size(), kContainer); !fits) {
         return std::move(fits).error();
       }
     }
@@ -145,13 +158,13 @@ Expected<Layout> read_layout(const llvm::object::ELF64LEFile& file, Bytes elf) {
   }
   auto segments = file.program_headers();
   if (!segments) return elf_error(ErrorKind::Malformed, llvm::toString(segments.takeError()));
+  layout.segments.reserve(segments->size());
   index = 0;
   for (const auto& phdr : *segments) {
     Segment segment{index++,        phdr.p_type,  phdr.p_flags, phdr.p_offset,
                     phdr.p_vaddr,   phdr.p_filesz, phdr.p_memsz, phdr.p_align};
-    if (auto fits = check_range("segment " + std::to_string(segment.index) + " (p_type " + hex(segment.type) + ")",
-                                segment.offset, segment.filesz, elf.size(), kContainer);
-        !fits) {
+    auto what = [&] { return "segment " + std::to_string(segment.index) + " (p_type " + hex(segment.type) + ")"; };
+    if (auto fits = check_range_lazily(what, segment.offset, segment.filesz, elf.size(), kContainer); !fits) {
       return std::move(fits).error();
     }
     layout.segments.push_back(segment);
@@ -177,37 +190,34 @@ Expected<void> walk_notes(Bytes elf, std::uint64_t offset, std::uint64_t size, s
   if (auto fits = check_range(where, offset, size, elf.size(), kContainer); !fits) return fits;
   Bytes region = elf.subspan(offset, size);
   // Offsets below are relative to the region; messages say so.
-  std::string region_name = where + " (file offset " + hex(offset) + ")";
   std::string_view limit = "the region";
   std::uint64_t position = 0;
   while (position < size) {
-    std::string record = region_name + ": note record at region offset " + hex(position);
+    auto record = [&] {
+      return where + " (file offset " + hex(offset) + "): note record at region offset " + hex(position);
+    };
     if (size - position < 12) {
-      return Error(ErrorKind::Truncated, record + " needs a 12-byte header, only " + std::to_string(size - position) +
-                                             " bytes remain");
+      return Error(ErrorKind::Truncated, record() + " needs a 12-byte header, only " +
+                                             std::to_string(size - position) + " bytes remain");
     }
     auto namesz = detail::load_le<std::uint32_t>(region.data() + position);
     auto descsz = detail::load_le<std::uint32_t>(region.data() + position + 4);
     auto type = detail::load_le<std::uint32_t>(region.data() + position + 8);
     std::uint64_t name_at = position + 12;
-    if (auto fits = check_range(record + ": name (namesz " + hex(namesz) + ")", name_at, namesz, size, limit);
-        !fits) {
-      return fits;
-    }
+    auto name_what = [&] { return record() + ": name (namesz " + hex(namesz) + ")"; };
+    if (auto fits = check_range_lazily(name_what, name_at, namesz, size, limit); !fits) return fits;
     auto desc_at = detail::align_up(name_at + namesz, align);
     if (!desc_at || *desc_at > size) {
-      return Error(ErrorKind::OutOfBounds, record + ": name padding to " + std::to_string(align) +
+      return Error(ErrorKind::OutOfBounds, record() + ": name padding to " + std::to_string(align) +
                                                " bytes runs past the end of the region (" + hex(size) + " bytes)");
     }
-    if (auto fits = check_range(record + ": descriptor (descsz " + hex(descsz) + ")", *desc_at, descsz, size, limit);
-        !fits) {
-      return fits;
-    }
+    auto desc_what = [&] { return record() + ": descriptor (descsz " + hex(descsz) + ")"; };
+    if (auto fits = check_range_lazily(desc_what, *desc_at, descsz, size, limit); !fits) return fits;
     std::uint64_t desc_end = *desc_at + descsz;
     auto next = detail::align_up(desc_end, align);
     if (!next || *next > size) {
       if (desc_end != size) {
-        return Error(ErrorKind::Truncated, record + ": descriptor padding to " + std::to_string(align) +
+        return Error(ErrorKind::Truncated, record() + ": descriptor padding to " + std::to_string(align) +
                                                " bytes runs past the end of the region (" + hex(size) + " bytes)");
       }
       next = size;  // the producer left out the last record's padding
@@ -299,28 +309,28 @@ Expected<void> read_symbol_table(Bytes elf, const Layout& layout, const Section&
                      what + ": sh_link " + std::to_string(table.link) + " is not a string table section");
   }
   const Section& strings = layout.sections[table.link];
-  if (auto fits = check_range(what + ": string table " + strings.label(), strings.offset, strings.size, elf.size(),
-                              kContainer);
-      !fits) {
+  auto strings_what = [&] { return what + ": string table " + strings.label(); };
+  if (auto fits = check_range_lazily(strings_what, strings.offset, strings.size, elf.size(), kContainer); !fits) {
     return fits;
   }
   std::string_view text = detail::as_chars(elf.subspan(strings.offset, strings.size));
   std::uint64_t count = table.size / sizeof(E::Elf64_Sym);
+  symbols.reserve(symbols.size() + count);
   for (std::uint64_t i = 0; i < count; ++i) {
     E::Elf64_Sym raw;
     std::memcpy(&raw, elf.data() + table.offset + i * sizeof raw, sizeof raw);
-    std::string entry = what + ": symbol " + std::to_string(i);
+    auto entry = [&] { return what + ": symbol " + std::to_string(i); };
     if (raw.st_name >= text.size()) {
-      return elf_error(ErrorKind::OutOfBounds, entry + ": st_name " + hex(raw.st_name) +
+      return elf_error(ErrorKind::OutOfBounds, entry() + ": st_name " + hex(raw.st_name) +
                                                    " is outside its string table (" + hex(text.size()) + " bytes)");
     }
     std::size_t end = text.find('\0', raw.st_name);
     if (end == std::string_view::npos) {
-      return elf_error(ErrorKind::Malformed,
-                       entry + ": name at st_name " + hex(raw.st_name) + " has no NUL before the end of its string table");
+      return elf_error(ErrorKind::Malformed, entry() + ": name at st_name " + hex(raw.st_name) +
+                                                 " has no NUL before the end of its string table");
     }
     if (raw.st_shndx != E::SHN_UNDEF && raw.st_shndx < E::SHN_LORESERVE && raw.st_shndx >= layout.sections.size()) {
-      return elf_error(ErrorKind::Malformed, entry + " (" + quoted(text.substr(raw.st_name, end - raw.st_name)) +
+      return elf_error(ErrorKind::Malformed, entry() + " (" + quoted(text.substr(raw.st_name, end - raw.st_name)) +
                                                  "): st_shndx " + std::to_string(raw.st_shndx) + " is not one of the " +
                                                  std::to_string(layout.sections.size()) + " sections");
     }
@@ -342,12 +352,17 @@ Expected<std::vector<Symbol>> read_symbols(Bytes elf, const Layout& layout) {
   return symbols;
 }
 
+/// Defined symbols by name. A hash table with open addressing: one
+/// allocation, where a tree of thousands of mangled names sharing long
+/// prefixes spent its time comparing them.
+using SymbolIndex = llvm::DenseMap<llvm::StringRef, const Symbol*>;
+
 /// The first defined symbol of each name (.symtab before .dynsym).
-std::map<std::string_view, const Symbol*> index_symbols(const std::vector<Symbol>& symbols) {
-  std::map<std::string_view, const Symbol*> index;
+SymbolIndex index_symbols(const std::vector<Symbol>& symbols) {
+  SymbolIndex index(symbols.size());
   for (const Symbol& symbol : symbols) {
     if (symbol.shndx == E::SHN_UNDEF || symbol.name.empty()) continue;
-    index.emplace(symbol.name, &symbol);
+    index.try_emplace(symbol.name, &symbol);
   }
   return index;
 }
@@ -392,49 +407,51 @@ class KernelBinder {
 
   /// The 64 bytes `.symbol` names, after the symbol rows of table 2.1.
   std::optional<Located> locate_descriptor(const Kernel& kernel) {
-    std::string symbol_text = "descriptor symbol " + quoted(kernel.symbol) + " (.symbol)";
+    // Messages are built only for a problem: most kernels have none.
+    auto symbol_text = [&] { return "descriptor symbol " + quoted(kernel.symbol) + " (.symbol)"; };
     auto found = index_.find(kernel.symbol);
     if (found == index_.end()) {
-      add(kernel, ErrorKind::NotFound, ".symbol", symbol_text + " is not defined in the symbol table");
+      add(kernel, ErrorKind::NotFound, ".symbol", symbol_text() + " is not defined in the symbol table");
       return std::nullopt;
     }
     const Symbol& symbol = *found->second;
     if (symbol.type != E::STT_OBJECT) {
       add(kernel, ErrorKind::Malformed, ".symbol",
-          symbol_text + " is " + symbol_type_name(symbol.type) + ", not STT_OBJECT (1)");
+          symbol_text() + " is " + symbol_type_name(symbol.type) + ", not STT_OBJECT (1)");
       return std::nullopt;
     }
     if (symbol.size != detail::kKernelDescriptorSize) {
       add(kernel, ErrorKind::Malformed, ".symbol",
-          symbol_text + ": st_size " + std::to_string(symbol.size) + " is not 64");
+          symbol_text() + ": st_size " + std::to_string(symbol.size) + " is not 64");
       return std::nullopt;
     }
     if (symbol.value % detail::kKernelDescriptorAlign != 0) {
       add(kernel, ErrorKind::Malformed, ".symbol",
-          symbol_text + ": st_value " + hex(symbol.value) + " is not 64-byte aligned");
+          symbol_text() + ": st_value " + hex(symbol.value) + " is not 64-byte aligned");
       return std::nullopt;
     }
     if (!is_real_section(symbol.shndx, layout_)) {
       add(kernel, ErrorKind::Malformed, ".symbol",
-          symbol_text + ": st_shndx " + hex(symbol.shndx) + " is not a section");
+          symbol_text() + ": st_shndx " + hex(symbol.shndx) + " is not a section");
       return std::nullopt;
     }
     const Section& section = layout_.sections[symbol.shndx];
     if (section.type == E::SHT_NOBITS) {
       add(kernel, ErrorKind::Malformed, ".symbol",
-          symbol_text + ": " + section.label() + " is SHT_NOBITS and holds no bytes");
+          symbol_text() + ": " + section.label() + " is SHT_NOBITS and holds no bytes");
       return std::nullopt;
     }
     // [st_value, +64) inside the section's addresses, then its file bytes.
     std::uint64_t delta = symbol.value - section.addr;
     if (symbol.value < section.addr || delta > section.size || section.size - delta < detail::kKernelDescriptorSize) {
       add(kernel, ErrorKind::OutOfBounds, ".symbol",
-          symbol_text + ": [" + hex(symbol.value) + ", +64) is outside " + section.label() + " [" +
+          symbol_text() + ": [" + hex(symbol.value) + ", +64) is outside " + section.label() + " [" +
               hex(section.addr) + ", +" + hex(section.size) + ")");
       return std::nullopt;
     }
     std::uint64_t offset = section.offset + delta;  // section.offset + size fits: read_layout checked it
-    if (auto fits = check_range(symbol_text, offset, detail::kKernelDescriptorSize, elf_.size(), kContainer); !fits) {
+    if (auto fits = check_range_lazily(symbol_text, offset, detail::kKernelDescriptorSize, elf_.size(), kContainer);
+        !fits) {
       add(kernel, fits.error().kind(), ".symbol", fits.error().message());
       return std::nullopt;
     }
@@ -446,15 +463,17 @@ class KernelBinder {
   void check_entry(const Kernel& kernel, const KernelDescriptor& kd) {
     std::uint64_t entry = kd.address + static_cast<std::uint64_t>(kd.kernel_code_entry_byte_offset);
     bool wrapped = kd.kernel_code_entry_byte_offset >= 0 ? entry < kd.address : entry > kd.address;
-    std::string sum = "descriptor address " + hex(kd.address) + " + kernel_code_entry_byte_offset " +
-                      std::to_string(kd.kernel_code_entry_byte_offset);
+    auto sum = [&] {
+      return "descriptor address " + hex(kd.address) + " + kernel_code_entry_byte_offset " +
+             std::to_string(kd.kernel_code_entry_byte_offset);
+    };
     if (wrapped) {
-      add(kernel, ErrorKind::Overflow, "kernel_code_entry_byte_offset", sum + " wraps around 64 bits");
+      add(kernel, ErrorKind::Overflow, "kernel_code_entry_byte_offset", sum() + " wraps around 64 bits");
       return;
     }
     if (entry % detail::kKernelEntryAlign != 0) {
       add(kernel, ErrorKind::Malformed, "kernel_code_entry_byte_offset",
-          sum + " = entry " + hex(entry) + ", which is not 256-byte aligned");
+          sum() + " = entry " + hex(entry) + ", which is not 256-byte aligned");
     }
     bool executable = std::any_of(layout_.segments.begin(), layout_.segments.end(), [&](const Segment& segment) {
       return segment.type == E::PT_LOAD && (segment.flags & E::PF_X) && entry >= segment.vaddr &&
@@ -462,12 +481,12 @@ class KernelBinder {
     });
     if (!executable) {
       add(kernel, ErrorKind::OutOfBounds, "kernel_code_entry_byte_offset",
-          sum + " = entry " + hex(entry) + ", which is in no executable PT_LOAD segment");
+          sum() + " = entry " + hex(entry) + ", which is in no executable PT_LOAD segment");
     }
     const Symbol* function = entry_symbol(kernel);
     if (function && function->value != entry) {
       add(kernel, ErrorKind::Malformed, "kernel_code_entry_byte_offset",
-          sum + " = entry " + hex(entry) + ", but function symbol " + quoted(function->name) + " is at " +
+          sum() + " = entry " + hex(entry) + ", but function symbol " + quoted(function->name) + " is at " +
               hex(function->value));
     }
   }
@@ -477,28 +496,30 @@ class KernelBinder {
     std::string_view symbol = kernel.symbol;
     for (std::string_view name : {std::string_view(kernel.name),
                                   symbol.ends_with(".kd") ? symbol.substr(0, symbol.size() - 3) : std::string_view()}) {
+      if (name.empty()) continue;
       auto found = index_.find(name);
-      if (!name.empty() && found != index_.end() && found->second->type == E::STT_FUNC) return found->second;
+      if (found != index_.end() && found->second->type == E::STT_FUNC) return found->second;
     }
     return nullptr;
   }
 
   Bytes elf_;
   const Layout& layout_;
-  std::map<std::string_view, const Symbol*> index_;
+  SymbolIndex index_;
   const CodeObjectTarget& target_;
   std::vector<Problem>& problems_;
 };
 
 /// `amdhsa.target` against e_flags, and `amdhsa.version` against EI_ABIVERSION.
 void check_object_wide(const Metadata& metadata, const CodeObjectTarget& target, std::vector<Problem>& problems) {
-  std::string from_flags = target.target.str();
-  std::string flags_text = "the e_flags target " + quoted(from_flags) + " (e_flags " + hex(target.e_flags) + ")";
+  auto flags_text = [&] {
+    return "the e_flags target " + quoted(target.target.str()) + " (e_flags " + hex(target.e_flags) + ")";
+  };
   if (metadata.target.empty()) {
     if (target.code_object_version >= 4) {
       problems.push_back({ErrorKind::NotFound, "", "amdhsa.target",
                           "amdhsa.target is missing; code object v" + std::to_string(target.code_object_version) +
-                              " requires it (" + flags_text + ")"});
+                              " requires it (" + flags_text() + ")"});
     }
   } else {
     std::string_view text = metadata.target;
@@ -509,8 +530,8 @@ void check_object_wide(const Metadata& metadata, const CodeObjectTarget& target,
     }
     if (!agrees) {
       problems.push_back({ErrorKind::Malformed, "", "amdhsa.target",
-                          "amdhsa.target " + quoted(metadata.target) + " does not describe " + flags_text +
-                              ", expected " + quoted(std::string(kTriplePrefix) + from_flags)});
+                          "amdhsa.target " + quoted(metadata.target) + " does not describe " + flags_text() +
+                              ", expected " + quoted(std::string(kTriplePrefix) + target.target.str())});
     }
   }
   // V3 = 1.0, V4 = 1.1, V5 and V6 = 1.2 (AMDGPUMetadata.h); later minors are tolerated.
@@ -527,10 +548,10 @@ void check_object_wide(const Metadata& metadata, const CodeObjectTarget& target,
 /// `.kd` objects no metadata kernel names: reported, never kernels.
 std::vector<std::string> find_orphans(const std::vector<Symbol>& symbols, const Metadata& metadata,
                                       std::vector<Problem>& problems) {
-  std::set<std::string_view> named;
+  llvm::DenseSet<llvm::StringRef> named(metadata.kernels.size());
   for (const Kernel& kernel : metadata.kernels) named.insert(kernel.symbol);
   std::vector<std::string> orphans;
-  std::set<std::string_view> seen;
+  llvm::DenseSet<llvm::StringRef> seen;
   for (const Symbol& symbol : symbols) {
     if (symbol.type != E::STT_OBJECT || symbol.shndx == E::SHN_UNDEF || !symbol.name.ends_with(".kd")) continue;
     if (named.contains(symbol.name) || !seen.insert(symbol.name).second) continue;

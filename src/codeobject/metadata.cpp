@@ -10,6 +10,7 @@
 // with the same checks and listed in Metadata::unknown_keys.
 #include "codeobject/metadata.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -17,10 +18,12 @@
 #include <limits>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 
 #include "common/bytes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/BinaryFormat/MsgPackReader.h"
 
 namespace coload::detail {
@@ -134,10 +137,76 @@ std::string join(const std::string& base, std::string_view key) {
 
 std::string indexed(const std::string& base, std::size_t index) { return base + "[" + std::to_string(index) + "]"; }
 
+/// The key path of a value ("amdhsa.kernels[2].args[0].offset") as a chain
+/// of steps on the decoder's stack, rendered only when a message or
+/// Metadata::unknown_keys needs the text: most values are read without one.
+/// A step points at its parent, so it must not outlive it.
+class Path {
+ public:
+  Path() = default;  ///< the root map: ""
+
+  Path key(std::string_view name) const { return {this, Step::Key, name, 0}; }
+  Path index(std::size_t i) const { return {this, Step::Index, {}, i}; }
+  /// The i-th key of a map, when that key is not a string.
+  Path key_number(std::size_t i) const { return {this, Step::KeyNumber, {}, i}; }
+
+  std::string str() const {
+    if (!parent_) return "";
+    std::string base = parent_->str();
+    switch (step_) {
+      case Step::Key: return join(base, name_);
+      case Step::Index: return indexed(base, number_);
+      case Step::KeyNumber: return base + "{key " + std::to_string(number_) + "}";
+    }
+    return base;
+  }
+
+ private:
+  enum class Step { Key, Index, KeyNumber };
+  Path(const Path* parent, Step step, std::string_view name, std::size_t number)
+      : parent_(parent), step_(step), name_(name), number_(number) {}
+
+  const Path* parent_ = nullptr;
+  Step step_ = Step::Key;
+  std::string_view name_;
+  std::size_t number_ = 0;
+};
+
 bool power_of_two(std::uint32_t value) { return std::has_single_bit(value); }
 
-/// Keys seen in one map, with where each was, for duplicates and required keys.
-using KeySet = std::unordered_map<std::string_view, std::uint64_t>;
+/// Keys seen in one map, with where each was, for duplicates and required
+/// keys. A compiler writes at most a few dozen keys per map: those are
+/// compared in a flat array on the stack, cheaper than hashing each. A longer
+/// map moves to a hash table, so that checking it stays linear.
+class KeySet {
+ public:
+  /// Records `key`, read at `offset`. Returns the offset of its first
+  /// occurrence, and whether that is this one (false: a duplicate).
+  std::pair<std::uint64_t, bool> insert(std::string_view key, std::uint64_t offset) {
+    if (hashed_.empty()) {
+      for (const auto& [seen, at] : flat_) {
+        if (seen == key) return {at, false};
+      }
+      if (flat_.size() < kFlat) {
+        flat_.emplace_back(key, offset);
+        return {offset, true};
+      }
+      for (const auto& [seen, at] : flat_) hashed_.try_emplace(seen, at);
+    }
+    auto [entry, fresh] = hashed_.try_emplace(key, offset);
+    return {entry->second, fresh};
+  }
+
+  bool contains(std::string_view key) const {
+    if (!hashed_.empty()) return hashed_.contains(key);
+    return std::any_of(flat_.begin(), flat_.end(), [&](const auto& entry) { return entry.first == key; });
+  }
+
+ private:
+  static constexpr std::size_t kFlat = 32;
+  llvm::SmallVector<std::pair<std::string_view, std::uint64_t>, kFlat> flat_;
+  llvm::DenseMap<llvm::StringRef, std::uint64_t> hashed_;
+};
 
 class Decoder {
  public:
@@ -152,18 +221,19 @@ class Decoder {
  private:
   // ---- Reading values -----------------------------------------------------
 
-  Error error(ErrorKind kind, const std::string& path, std::uint64_t offset, const std::string& what) const {
-    return Error(kind, (path.empty() ? std::string("metadata") : path) + " at byte " + hex(offset) + ": " + what);
+  Error error(ErrorKind kind, const Path& path, std::uint64_t offset, const std::string& what) const {
+    std::string where = path.str();
+    return Error(kind, (where.empty() ? std::string("metadata") : where) + " at byte " + hex(offset) + ": " + what);
   }
-  Error malformed(const std::string& path, std::uint64_t offset, const std::string& what) const {
+  Error malformed(const Path& path, std::uint64_t offset, const std::string& what) const {
     return error(ErrorKind::Malformed, path, offset, what);
   }
-  Error wrong_type(const std::string& path, const Value& value, std::string_view expected) const {
+  Error wrong_type(const Path& path, const Value& value, std::string_view expected) const {
     return malformed(path, value.offset, "expected " + std::string(expected) + ", found " + describe(value));
   }
 
   /// Reads the next value's head (a container's elements follow it).
-  Expected<void> next(Value& value, const std::string& path) {
+  Expected<void> next(Value& value, const Path& path) {
     value.offset = position_;
     if (position_ >= input_.size()) {
       return malformed(path, position_, "the metadata ends (" + hex(input_.size()) + " bytes) where a value belongs");
@@ -191,7 +261,7 @@ class Decoder {
   /// Checks a container at `depth` (the root map is 1) before its elements
   /// are read: the depth limit, and a count that the bytes left can hold
   /// (an element takes at least one byte, a map entry two).
-  Expected<void> open(const Value& container, const std::string& path, unsigned depth) {
+  Expected<void> open(const Value& container, const Path& path, unsigned depth) {
     if (depth > kMaxMetadataDepth) {
       return error(ErrorKind::LimitExceeded, path, container.offset,
                    "nesting depth " + std::to_string(depth) + " exceeds the limit of " +
@@ -209,32 +279,33 @@ class Decoder {
 
   /// Skips a value whose head was read, with every check a known value gets:
   /// depth, counts, duplicate keys in its maps.
-  Expected<void> skip(const Value& value, const std::string& path, unsigned depth) {
+  Expected<void> skip(const Value& value, const Path& path, unsigned depth) {
     if (!value.is_container()) return {};
     if (auto opened = open(value, path, depth); !opened) return std::move(opened).error();
     if (value.kind() == Type::Array) {
       for (std::size_t i = 0; i < value.object.Length; ++i) {
         Value element;
-        std::string element_path = indexed(path, i);
+        Path element_path = path.index(i);
         if (auto read = next(element, element_path); !read) return std::move(read).error();
         if (auto skipped = skip(element, element_path, depth + 1); !skipped) return std::move(skipped).error();
       }
       return {};
     }
     // Keys of maps nobody reads may be any value; equal strings, or equal
-    // encodings of anything else, are duplicates.
-    KeySet strings, others;
+    // encodings of anything else, are duplicates. Such maps are rare and may
+    // nest 64 deep, so these sets keep no inline buckets on the stack.
+    llvm::DenseMap<llvm::StringRef, std::uint64_t> strings, others;
     for (std::size_t i = 0; i < value.object.Length; ++i) {
       Value key;
       if (auto read = next(key, path); !read) return std::move(read).error();
-      std::string key_path = path + "{key " + std::to_string(i) + "}";
-      if (key.kind() == Type::String) key_path = join(path, {key.object.Raw.data(), key.object.Raw.size()});
+      Path key_path = key.kind() == Type::String ? path.key({key.object.Raw.data(), key.object.Raw.size()})
+                                                 : path.key_number(i);
       if (auto skipped = skip(key, key_path, depth + 1); !skipped) return std::move(skipped).error();
       std::string_view identity = key.kind() == Type::String
                                       ? std::string_view(key.object.Raw.data(), key.object.Raw.size())
                                       : input_.substr(key.offset, position_ - key.offset);
-      KeySet& seen = key.kind() == Type::String ? strings : others;
-      if (auto [at, fresh] = seen.emplace(identity, key.offset); !fresh) return duplicate(path, key, at->second);
+      auto& seen = key.kind() == Type::String ? strings : others;
+      if (auto [at, fresh] = seen.try_emplace(identity, key.offset); !fresh) return duplicate(path, key, at->second);
       Value item;
       if (auto read = next(item, key_path); !read) return std::move(read).error();
       if (auto skipped = skip(item, key_path, depth + 1); !skipped) return std::move(skipped).error();
@@ -242,52 +313,52 @@ class Decoder {
     return {};
   }
 
-  Error duplicate(const std::string& path, const Value& key, std::uint64_t first) const {
+  Error duplicate(const Path& path, const Value& key, std::uint64_t first) const {
     return malformed(path, key.offset, "duplicate key " + describe(key) + " (first at byte " + hex(first) + ")");
   }
 
   /// Reads a map whose head is `map`: string keys, no duplicates; `on_entry(key,
   /// key_path)` reads each value. Fills `seen` for the required-key check.
   template <class OnEntry>
-  Expected<void> entries(const Value& map, const std::string& path, unsigned depth, KeySet& seen, OnEntry&& on_entry) {
+  Expected<void> entries(const Value& map, const Path& path, unsigned depth, KeySet& seen, OnEntry&& on_entry) {
     if (auto opened = open(map, path, depth); !opened) return std::move(opened).error();
     for (std::size_t i = 0; i < map.object.Length; ++i) {
       Value key;
       if (auto read = next(key, path); !read) return std::move(read).error();
       if (key.kind() != Type::String) return wrong_type(path, key, "a string key");
       std::string_view name(key.object.Raw.data(), key.object.Raw.size());
-      if (auto [at, fresh] = seen.emplace(name, key.offset); !fresh) return duplicate(path, key, at->second);
-      if (auto done = on_entry(name, join(path, name)); !done) return std::move(done).error();
+      if (auto [first, fresh] = seen.insert(name, key.offset); !fresh) return duplicate(path, key, first);
+      if (auto done = on_entry(name, path.key(name)); !done) return std::move(done).error();
     }
     return {};
   }
 
   template <std::size_t N>
-  Expected<void> require(const KeySet& seen, const std::array<std::string_view, N>& keys, const std::string& path,
+  Expected<void> require(const KeySet& seen, const std::array<std::string_view, N>& keys, const Path& path,
                          const Value& map) const {
     for (std::string_view key : keys) {
-      if (!seen.count(key)) return malformed(path, map.offset, "required key " + std::string(key) + " is missing");
+      if (!seen.contains(key)) return malformed(path, map.offset, "required key " + std::string(key) + " is missing");
     }
     return {};
   }
 
   /// The value of an unknown key: skipped and listed.
-  Expected<void> unknown(const std::string& path, unsigned depth, bool record = true) {
+  Expected<void> unknown(const Path& path, unsigned depth, bool record = true) {
     Value value;
     if (auto read = next(value, path); !read) return std::move(read).error();
     if (auto skipped = skip(value, path, depth); !skipped) return std::move(skipped).error();
-    if (record) result_.metadata.unknown_keys.push_back(path);
+    if (record) result_.metadata.unknown_keys.push_back(path.str());
     return {};
   }
 
   /// An unsigned integer that fits 32 bits; a signed encoding only when not negative.
-  Expected<std::uint32_t> u32(const std::string& path) {
+  Expected<std::uint32_t> u32(const Path& path) {
     Value value;
     if (auto read = next(value, path); !read) return std::move(read).error();
     return as_u32(value, path);
   }
 
-  Expected<std::uint32_t> as_u32(const Value& value, const std::string& path) const {
+  Expected<std::uint32_t> as_u32(const Value& value, const Path& path) const {
     std::uint64_t number = 0;
     if (value.kind() == Type::UInt) {
       number = value.object.UInt;
@@ -305,14 +376,14 @@ class Decoder {
 
   /// `.workgroup_processor_mode` and `.uniform_work_group_size`: documented
   /// as booleans, written by LLVM as integers; either is accepted.
-  Expected<std::uint32_t> u32_or_bool(const std::string& path) {
+  Expected<std::uint32_t> u32_or_bool(const Path& path) {
     Value value;
     if (auto read = next(value, path); !read) return std::move(read).error();
     if (value.kind() == Type::Boolean) return value.object.Bool ? 1u : 0u;
     return as_u32(value, path);
   }
 
-  Expected<std::string_view> string(const std::string& path) {
+  Expected<std::string_view> string(const Path& path) {
     Value value;
     if (auto read = next(value, path); !read) return std::move(read).error();
     if (value.kind() != Type::String) return wrong_type(path, value, "a string");
@@ -320,7 +391,7 @@ class Decoder {
   }
 
   /// `.name` and `.symbol`: strings that reach C APIs, so without NUL bytes.
-  Expected<std::string_view> identifier(const std::string& path) {
+  Expected<std::string_view> identifier(const Path& path) {
     std::uint64_t at = position_;
     auto text = string(path);
     if (text && text->find('\0') != std::string_view::npos) {
@@ -329,7 +400,7 @@ class Decoder {
     return text;
   }
 
-  Expected<bool> boolean(const std::string& path) {
+  Expected<bool> boolean(const Path& path) {
     Value value;
     if (auto read = next(value, path); !read) return std::move(read).error();
     if (value.kind() != Type::Boolean) return wrong_type(path, value, "a boolean");
@@ -338,15 +409,16 @@ class Decoder {
 
   /// An array of exactly N unsigned 32-bit integers at `depth`.
   template <std::size_t N>
-  Expected<std::array<std::uint32_t, N>> u32_array(const std::string& path, unsigned depth) {
+  Expected<std::array<std::uint32_t, N>> u32_array(const Path& path, unsigned depth) {
     Value array;
     if (auto read = next(array, path); !read) return std::move(read).error();
-    std::string expected = "an array of " + std::to_string(N) + " unsigned integers";
-    if (array.kind() != Type::Array || array.object.Length != N) return wrong_type(path, array, expected);
+    if (array.kind() != Type::Array || array.object.Length != N) {
+      return wrong_type(path, array, "an array of " + std::to_string(N) + " unsigned integers");
+    }
     if (auto opened = open(array, path, depth); !opened) return std::move(opened).error();
     std::array<std::uint32_t, N> out{};
     for (std::size_t i = 0; i < N; ++i) {
-      auto element = u32(indexed(path, i));
+      auto element = u32(path.index(i));
       if (!element) return std::move(element).error();
       out[i] = *element;
     }
@@ -354,7 +426,7 @@ class Decoder {
   }
 
   /// A value that must be a power of two (alignments).
-  Expected<std::uint32_t> alignment(const std::string& path) {
+  Expected<std::uint32_t> alignment(const Path& path) {
     std::uint64_t at = position_;
     auto value = u32(path);
     if (value && !power_of_two(*value)) {
@@ -366,7 +438,7 @@ class Decoder {
   /// A string that must be one of an enum's spellings (to_string of values
   /// first..last); `what` names the enum in the message.
   template <class Enum>
-  Expected<Enum> spelling(const std::string& path, Enum first, Enum last, std::string_view what) {
+  Expected<Enum> spelling(const Path& path, Enum first, Enum last, std::string_view what) {
     std::uint64_t at = position_;
     auto text = string(path);
     if (!text) return std::move(text).error();
@@ -379,12 +451,13 @@ class Decoder {
   // ---- The schema ---------------------------------------------------------
 
   Expected<void> root() {
+    const Path top;
     Value map;
-    if (auto read = next(map, ""); !read) return std::move(read).error();
-    if (map.kind() != Type::Map) return wrong_type("", map, "a map at the root");
+    if (auto read = next(map, top); !read) return std::move(read).error();
+    if (map.kind() != Type::Map) return wrong_type(top, map, "a map at the root");
     KeySet seen;
     Metadata& metadata = result_.metadata;
-    auto done = entries(map, "", 1, seen, [&](std::string_view key, const std::string& path) -> Expected<void> {
+    auto done = entries(map, top, 1, seen, [&](std::string_view key, const Path& path) -> Expected<void> {
       if (key == "amdhsa.version") return version(path);
       if (key == "amdhsa.target") return store(metadata.target, string(path));
       if (key == "amdhsa.printf") return printf_formats(path);
@@ -392,10 +465,10 @@ class Decoder {
       return unknown(path, 2);
     });
     if (!done) return done;
-    if (auto required = require(seen, kRequiredRootKeys, "", map); !required) return required;
+    if (auto required = require(seen, kRequiredRootKeys, top, map); !required) return required;
     if (position_ < input_.size()) {
       std::uint64_t extra = input_.size() - position_;
-      return malformed("", position_, std::to_string(extra) + (extra == 1 ? " trailing byte" : " trailing bytes") +
+      return malformed(top, position_, std::to_string(extra) + (extra == 1 ? " trailing byte" : " trailing bytes") +
                                           " after the root map");
     }
     // The position above is this file's own count; LLVM's reader must agree.
@@ -403,7 +476,7 @@ class Decoder {
     llvm::Expected<bool> more = reader_.read(extra);
     if (!more || *more) {
       if (!more) llvm::consumeError(more.takeError());
-      return malformed("", position_, "trailing bytes after the root map");
+      return malformed(top, position_, "trailing bytes after the root map");
     }
     return {};
   }
@@ -415,7 +488,7 @@ class Decoder {
     return {};
   }
 
-  Expected<void> version(const std::string& path) {
+  Expected<void> version(const Path& path) {
     std::uint64_t at = position_;
     auto numbers = u32_array<2>(path, 2);
     if (!numbers) return std::move(numbers).error();
@@ -430,14 +503,14 @@ class Decoder {
     return {};
   }
 
-  Expected<void> printf_formats(const std::string& path) {
+  Expected<void> printf_formats(const Path& path) {
     Value array;
     if (auto read = next(array, path); !read) return std::move(read).error();
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of strings");
     if (auto opened = open(array, path, 2); !opened) return opened;
     auto& formats = result_.metadata.printf_formats;
     for (std::size_t i = 0; i < array.object.Length; ++i) {
-      std::string element_path = indexed(path, i);
+      Path element_path = path.index(i);
       auto text = string(element_path);
       if (!text) return std::move(text).error();
       formats.emplace_back(*text);
@@ -448,7 +521,7 @@ class Decoder {
 
   /// `ID:N:S0:...:SN-1:Format` (AMDGPUUsage); a string that does not start
   /// so is reported, not fatal: only printf through this kernel is affected.
-  void check_printf_format(std::string_view format, const std::string& path) {
+  void check_printf_format(std::string_view format, const Path& path) {
     std::string_view text = format;
     auto number = [&](std::uint64_t& out) {
       std::size_t digits = 0;
@@ -465,12 +538,13 @@ class Decoder {
     bool good = number(id) && number(count);
     for (std::uint64_t i = 0; good && i < count; ++i) good = number(size);
     if (good) return;
-    result_.problems.push_back(Problem{ErrorKind::Malformed, "", path,
-                                       path + ": \"" + printable(format) +
+    std::string where = path.str();
+    result_.problems.push_back(Problem{ErrorKind::Malformed, "", where,
+                                       where + ": \"" + printable(format) +
                                            "\" is not of the form ID:N:S0:...:SN-1:Format"});
   }
 
-  Expected<void> kernels(const std::string& path) {
+  Expected<void> kernels(const Path& path) {
     Value array;
     if (auto read = next(array, path); !read) return std::move(read).error();
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of kernel maps");
@@ -481,19 +555,19 @@ class Decoder {
     }
     if (auto opened = open(array, path, 2); !opened) return opened;
     for (std::size_t i = 0; i < array.object.Length; ++i) {
-      if (auto done = kernel(indexed(path, i)); !done) return done;
+      if (auto done = kernel(path.index(i)); !done) return done;
     }
     return {};
   }
 
-  Expected<void> kernel(const std::string& path) {
+  Expected<void> kernel(const Path& path) {
     constexpr unsigned kDepth = 3;  // root map, kernels array, this map
     Value map;
     if (auto read = next(map, path); !read) return std::move(read).error();
     if (map.kind() != Type::Map) return wrong_type(path, map, "a kernel map");
     Kernel k;
     KeySet seen;
-    auto done = entries(map, path, kDepth, seen, [&](std::string_view key, const std::string& at) -> Expected<void> {
+    auto done = entries(map, path, kDepth, seen, [&](std::string_view key, const Path& at) -> Expected<void> {
       if (key == ".name") return store(k.name, identifier(at));
       if (key == ".symbol") return store(k.symbol, identifier(at));
       if (key == ".kernarg_segment_size") return store(k.kernarg_segment_size, u32(at));
@@ -531,7 +605,7 @@ class Decoder {
     return {};
   }
 
-  Expected<void> wavefront_size(Kernel& k, const std::string& path) {
+  Expected<void> wavefront_size(Kernel& k, const Path& path) {
     std::uint64_t at = position_;
     auto size = u32(path);
     if (!size) return std::move(size).error();
@@ -542,7 +616,7 @@ class Decoder {
     return {};
   }
 
-  Expected<void> args(Kernel& k, const std::string& path, unsigned depth) {
+  Expected<void> args(Kernel& k, const Path& path, unsigned depth) {
     Value array;
     if (auto read = next(array, path); !read) return std::move(read).error();
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of argument maps");
@@ -552,19 +626,22 @@ class Decoder {
                        std::to_string(kMaxKernelArgs));
     }
     if (auto opened = open(array, path, depth); !opened) return opened;
+    // One allocation rather than one per doubling; the limit above caps what
+    // a lying count can reserve.
+    k.args.reserve(array.object.Length);
     for (std::size_t i = 0; i < array.object.Length; ++i) {
-      if (auto done = arg(k, indexed(path, i), depth + 1); !done) return done;
+      if (auto done = arg(k, path.index(i), depth + 1); !done) return done;
     }
     return {};
   }
 
-  Expected<void> arg(Kernel& k, const std::string& path, unsigned depth) {
+  Expected<void> arg(Kernel& k, const Path& path, unsigned depth) {
     Value map;
     if (auto read = next(map, path); !read) return std::move(read).error();
     if (map.kind() != Type::Map) return wrong_type(path, map, "an argument map");
     KernelArg a;
     KeySet seen;
-    auto done = entries(map, path, depth, seen, [&](std::string_view key, const std::string& at) -> Expected<void> {
+    auto done = entries(map, path, depth, seen, [&](std::string_view key, const Path& at) -> Expected<void> {
       if (key == ".offset") return store(a.offset, u32(at));
       if (key == ".size") return store(a.size, u32(at));
       if (key == ".value_kind") return value_kind(a, at);
@@ -596,11 +673,11 @@ class Decoder {
   /// Known spellings map to their kind; an unknown `hidden_*` is a hidden
   /// argument this library cannot fill (HiddenUnknown); anything else is an
   /// error, since the caller could not know how to pack it.
-  Expected<void> value_kind(KernelArg& a, const std::string& path) {
+  Expected<void> value_kind(KernelArg& a, const Path& path) {
     std::uint64_t at = position_;
     auto text = string(path);
     if (!text) return std::move(text).error();
-    a.kind_text = std::string(*text);
+    a.kind_text.assign(*text);
     for (auto i = 0; i < static_cast<int>(ValueKind::HiddenUnknown); ++i) {
       if (to_string(static_cast<ValueKind>(i)) == *text) {
         a.kind = static_cast<ValueKind>(i);
@@ -620,12 +697,12 @@ class Decoder {
   /// either make one of them unreachable.
   void find_duplicate_kernels() {
     const auto& kernels = result_.metadata.kernels;
-    std::unordered_map<std::string_view, std::size_t> names, symbols;
+    using Seen = llvm::DenseMap<llvm::StringRef, std::size_t>;  // one allocation each
+    Seen names(kernels.size()), symbols(kernels.size());
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       const Kernel& k = kernels[i];
-      auto report = [&](std::unordered_map<std::string_view, std::size_t>& seen, const std::string& value,
-                        std::string_view field) {
-        auto [first, fresh] = seen.emplace(value, i);
+      auto report = [&](Seen& seen, const std::string& value, std::string_view field) {
+        auto [first, fresh] = seen.try_emplace(value, i);
         if (fresh) return;
         result_.problems.push_back(Problem{
             ErrorKind::Ambiguous, k.name, std::string(field),
