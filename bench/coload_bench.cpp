@@ -464,9 +464,11 @@ BENCHMARK_CAPTURE(BM_Metadata, tu_6_kernels, "co/tu_000-gfx90a-cov4.co")
 // ---------------------------------------------------------------------------
 // Registry over the dry-run runtime (one gfx90a device), host image plain.
 
-std::unique_ptr<coload::Registry> make_registry() {
+// decode_threads 0: the registry's default (hardware concurrency, at most 8).
+std::unique_ptr<coload::Registry> make_registry(std::size_t decode_threads = 0) {
   std::shared_ptr<coload::Runtime> runtime = coload::open_dry_run_runtime({gfx90a()});
-  return std::make_unique<coload::Registry>(std::move(runtime), coload::Config{});
+  return std::make_unique<coload::Registry>(std::move(runtime), coload::Config{},
+                                            coload::RegistryOptions{.decode_threads = decode_threads});
 }
 
 // Kernel names of the host image (from a registry loaded once).
@@ -496,7 +498,7 @@ void BM_RegistryCold(benchmark::State& state, const char* file) {
   const auto& names = kernel_names();
   for (auto _ : state) {
     state.PauseTiming();
-    auto registry = make_registry();
+    auto registry = make_registry(static_cast<std::size_t>(state.range(1)));
     auto handle = registry->register_file(input(file));
     if (!handle) std::abort();
     state.ResumeTiming();
@@ -519,16 +521,19 @@ void BM_RegistryCold(benchmark::State& state, const char* file) {
   }
   state.counters["kernels_in_image"] = static_cast<double>(names.size());
 }
+// Args: threads asking at once, decode_threads (0: the registry's default).
 BENCHMARK_CAPTURE(BM_RegistryCold, plain, "libbench_plain.so")
-    ->Arg(1)
-    ->Arg(16)
+    ->Args({1, 1})
+    ->Args({1, 0})
+    ->Args({16, 0})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
     ->UseRealTime();
 // The compressed image: each of the 128 CCOBs streamed once (verified), only
-// the gfx90a entry kept.
+// the gfx90a entry kept; on one decode thread, then on the default number.
 BENCHMARK_CAPTURE(BM_RegistryCold, compressed, "libbench_compressed.so")
-    ->Arg(1)
+    ->Args({1, 1})
+    ->Args({1, 0})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
     ->UseRealTime();

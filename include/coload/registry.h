@@ -45,8 +45,8 @@
 // destructor unload every module of the binary before releasing the bytes.
 //
 // Threads: every member function may be called from many threads at once.
-// A first lookup may decode a host image's compressed bundles on helper
-// threads (RegistryOptions::decode_threads), joined before it returns.
+// A first lookup may read a host image's bundles on helper threads
+// (RegistryOptions::decode_threads), joined before it returns.
 // Loading for a (binary, device) pair happens exactly once, even when many
 // threads ask at once: concurrent first lookups of the same pair wait for one
 // load; lookups of other pairs proceed in parallel (there is no global lock
@@ -96,11 +96,11 @@ struct RegistryOptions {
   /// built-in passes plus COLOAD_HOTSWAP_PLUGIN's) when hotswap is on, built
   /// when the Registry is, and the built-in passes alone when it is off.
   std::shared_ptr<const HotswapRegistry> hotswap;
-  /// Threads a first lookup may decode a host image's compressed bundles on
-  /// (the calling thread included; extra threads live only during that
-  /// lookup). 0: the hardware's concurrency, at most 8. 1: the calling thread
-  /// only. Peak memory grows with it: each stream holds its decoder window
-  /// and its chosen entry.
+  /// Threads a first lookup may read a host image's bundles on (decoding
+  /// CCOBs, reading the chosen code objects; the calling thread included,
+  /// extra threads live only during that lookup). 0: the hardware's
+  /// concurrency, at most 8. 1: the calling thread only. Peak memory grows
+  /// with it: each stream holds its decoder window and its chosen entry.
   std::size_t decode_threads = 0;
   /// Receives the registry's messages of the Config's log_level
   /// (COLOAD_LOG) or more severe: warn, a (binary, device) load that failed;

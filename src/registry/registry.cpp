@@ -460,10 +460,9 @@ struct Registry::Impl {
     }
   }
 
-  /// Every bundle's choice for `device`, in bundle order. When several are
-  /// CCOBs, they are decoded on up to `decode_threads` threads (this one
-  /// included): each stream is independent, and the streams of a host image
-  /// are most of a cold lookup's time.
+  /// Every bundle's choice for `device`, in bundle order, made on up to
+  /// `decode_threads` threads (this one included): bundles are independent,
+  /// and decoding CCOBs and reading code objects is most of a cold lookup.
   std::vector<std::optional<Expected<Choice>>> choose_all(Binary& binary, const Device& device) {
     std::span<const BundleInfo> infos = binary.fat->bundles();
     std::vector<std::optional<Expected<Choice>>> choices(infos.size());
@@ -477,10 +476,8 @@ struct Registry::Impl {
         }
       }
     };
-    auto compressed = static_cast<std::size_t>(std::count_if(
-        infos.begin(), infos.end(), [](const BundleInfo& info) { return info.format == BundleFormat::Compressed; }));
     std::vector<std::jthread> helpers;
-    for (std::size_t t = 1; t < std::min(decode_threads, compressed); ++t) {
+    for (std::size_t t = 1; t < std::min(decode_threads, infos.size()); ++t) {
       try {
         helpers.emplace_back(work);
       } catch (const std::system_error&) {
