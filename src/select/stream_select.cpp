@@ -1,4 +1,5 @@
-// select_in_compressed_bundle: the selector fed by a decompressing stream.
+// select_in_compressed_bundle / extract_from_compressed_bundle: the selector
+// (or a caller's pick from the table) fed by a decompressing stream.
 // A sink follows the plain bundle as it arrives: it buffers the header until
 // the entry table parses, then walks the entries in offset order, judges each
 // from its first 64 bytes with the selector's own rules (select/rank.h), and
@@ -30,7 +31,6 @@ constexpr std::size_t kElfHeader = 64;  // what read_code_object_target reads
 std::string where(const BundleInfo& info) {
   return "bundle " + std::to_string(info.index) + " at offset " + hex(info.offset);
 }
-
 
 /// How the sink chooses: by a device's rules (judging each entry's ELF
 /// header as it arrives) or by a caller's pick from the table alone.
