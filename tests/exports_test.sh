@@ -14,6 +14,15 @@ if [ -n "$foreign" ]; then
   echo "$foreign" | head -20
   exit 1
 fi
+# coload::detail is internal (no public header names it): none of its own
+# functions or data may be exported. (Instantiations of coload::Expected over
+# a detail type demangle as coload::Expected<...> and stay weak exports.)
+internal=$(echo "$exported" | c++filt | grep -E '^coload::detail::' || true)
+if [ -n "$internal" ]; then
+  echo "FAIL: $library exports coload::detail internals:"
+  echo "$internal" | head -20
+  exit 1
+fi
 llvm=$(echo "$exported" | grep -c -i llvm || true)
 echo "PASS: $(echo "$exported" | wc -l) exported symbols, all coload's; $llvm mention llvm"
 [ "$llvm" -eq 0 ]
