@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
+#include <mutex>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -201,6 +203,51 @@ TEST(CApiContract, StatusStrings) {
   EXPECT_STREQ(coload_status_string(COLOAD_OK), "ok");
   EXPECT_STREQ(coload_status_string(COLOAD_ERROR_NOT_FOUND), "not_found");
   EXPECT_STREQ(coload_status_string(static_cast<coload_status>(999)), "unknown_status");
+}
+
+// The options struct as the first coload.h had it (ending at
+// ignore_environment): accepted, the later fields take their defaults.
+TEST(CApiOptions, AnOlderStructSizeIsAccepted) {
+  auto options = dry_run_options("gfx90a");
+  options.struct_size = offsetof(coload_registry_options, ignore_environment) + sizeof(int);
+  options.log = reinterpret_cast<coload_log_fn>(0x1);  // past struct_size: must not be called
+  coload_registry* registry = nullptr;
+  ASSERT_EQ(coload_registry_create(&options, &registry), COLOAD_OK) << coload_last_error_message();
+  coload_binary binary = 0;
+  ASSERT_EQ(coload_register_file(registry, fixture("bundles/driver_two_arch.hipfb").c_str(), &binary), COLOAD_OK);
+  coload_kernel_info info = kernel_info();
+  EXPECT_EQ(coload_lookup_kernel(registry, binary, 0, "_Z5saxpyfPKfPfi", &info), COLOAD_OK);
+  EXPECT_EQ(coload_registry_destroy(registry), COLOAD_OK);
+  options.struct_size = offsetof(coload_registry_options, ignore_environment);
+  EXPECT_EQ(coload_registry_create(&options, &registry), COLOAD_ERROR_BAD_STRUCT_SIZE);
+}
+
+struct Logged {
+  std::mutex mutex;
+  std::vector<std::pair<coload_log_level, std::string>> lines;
+  static void record(void* user_data, coload_log_level level, const char* message) {
+    auto* self = static_cast<Logged*>(user_data);
+    std::lock_guard lock(self->mutex);
+    self->lines.emplace_back(level, message);
+  }
+};
+
+TEST(CApiOptions, LogCallbackReceivesAFailedLoad) {
+  Logged logged;
+  auto options = dry_run_options("gfx942");
+  options.decode_threads = 1;
+  options.log = &Logged::record;
+  options.log_user_data = &logged;
+  coload_registry* registry = nullptr;
+  ASSERT_EQ(coload_registry_create(&options, &registry), COLOAD_OK) << coload_last_error_message();
+  coload_binary binary = 0;
+  ASSERT_EQ(coload_register_file(registry, fixture("bundles/driver_two_arch.hipfb").c_str(), &binary), COLOAD_OK);
+  coload_kernel_info info = kernel_info();
+  EXPECT_EQ(coload_lookup_kernel(registry, binary, 0, "_Z5saxpyfPKfPfi", &info), COLOAD_ERROR_NOT_FOUND);
+  EXPECT_EQ(coload_registry_destroy(registry), COLOAD_OK);
+  ASSERT_EQ(logged.lines.size(), 1u);
+  EXPECT_EQ(logged.lines[0].first, COLOAD_LOG_WARN);
+  EXPECT_NE(logged.lines[0].second.find("no code object fits device gfx942"), std::string::npos) << logged.lines[0].second;
 }
 
 }  // namespace

@@ -73,7 +73,21 @@ typedef struct coload_registry coload_registry;
 /** A registered fat binary; 0 is never a valid one. */
 typedef uint64_t coload_binary;
 
-/** Options of coload_registry_create. Zero-initialise, then set struct_size. */
+/** Severity of a log message, as COLOAD_LOG names them. */
+typedef enum coload_log_level {
+  COLOAD_LOG_ERROR = 0,
+  COLOAD_LOG_WARN = 1,
+  COLOAD_LOG_INFO = 2,
+  COLOAD_LOG_DEBUG = 3
+} coload_log_level;
+
+/** Receives one message (valid during the call only). It may be called from
+ *  several threads at once, while other first lookups wait: keep it short. */
+typedef void (*coload_log_fn)(void* user_data, coload_log_level level, const char* message);
+
+/** Options of coload_registry_create. Zero-initialise, then set struct_size.
+ *  Fields after ignore_environment were added later: a caller built against
+ *  an older coload.h passes a smaller struct_size and gets their defaults. */
 typedef struct coload_registry_options {
   size_t struct_size;          /**< sizeof(coload_registry_options) */
   coload_runtime_kind runtime;
@@ -83,6 +97,13 @@ typedef struct coload_registry_options {
   const char* runtime_library;
   /** Nonzero: ignore the COLOAD_* environment variables and use the defaults. */
   int ignore_environment;
+  /** Threads a first lookup may read a host image's bundles on (the calling
+   *  one included); 0: the hardware's concurrency, at most 8. */
+  uint32_t decode_threads;
+  /** Receives the registry's messages at COLOAD_LOG's level (default warn)
+   *  or more severe; null: they go to stderr. */
+  coload_log_fn log;
+  void* log_user_data; /**< passed to `log` */
 } coload_registry_options;
 
 /** A kernel as the runtime registered it. Set struct_size before the call. */

@@ -3,6 +3,8 @@
 // turned into a status plus a thread-local message.
 #include "coload/coload.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -162,6 +164,12 @@ coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_reg
 
 }  // namespace
 
+static_assert(static_cast<int>(coload::LogLevel::Error) == COLOAD_LOG_ERROR &&
+                  static_cast<int>(coload::LogLevel::Warn) == COLOAD_LOG_WARN &&
+                  static_cast<int>(coload::LogLevel::Info) == COLOAD_LOG_INFO &&
+                  static_cast<int>(coload::LogLevel::Debug) == COLOAD_LOG_DEBUG,
+              "coload_log_level mirrors coload::LogLevel");
+
 extern "C" {
 
 coload_status coload_registry_create(const coload_registry_options* options, coload_registry** out) {
@@ -170,21 +178,36 @@ coload_status coload_registry_create(const coload_registry_options* options, col
     if (!out) return null_argument(function, "out");
     *out = nullptr;
     if (!options) return null_argument(function, "options");
-    if (options->struct_size < sizeof(coload_registry_options)) {
+    // The first version of the struct ended with ignore_environment.
+    constexpr std::size_t kFirstSize = offsetof(coload_registry_options, ignore_environment) + sizeof(int);
+    if (options->struct_size < kFirstSize) {
       return fail(COLOAD_ERROR_BAD_STRUCT_SIZE, std::string(function) + ": options->struct_size " +
                                                     std::to_string(options->struct_size) + " is less than " +
-                                                    std::to_string(sizeof(coload_registry_options)));
+                                                    std::to_string(kFirstSize));
     }
+    // Fields past struct_size keep their defaults.
+    coload_registry_options given{};
+    std::memcpy(&given, options, std::min(options->struct_size, sizeof given));
     coload::Config config;
     if (!options->ignore_environment) {
       const auto& environment = coload::process_config();
       if (!environment) return fail(environment.error());
       config = *environment;
     }
-    auto runtime = open_runtime(*options);
+    auto runtime = open_runtime(given);
     if (!runtime) return fail(runtime.error());
+    coload::RegistryOptions registry_options;
+    registry_options.decode_threads = given.decode_threads;
+    if (given.log) {
+      registry_options.log = [log = given.log, user_data = given.log_user_data](coload::LogLevel level,
+                                                                              std::string_view message) {
+        const std::string text(message);  // NUL-terminated for C
+        log(user_data, static_cast<coload_log_level>(level), text.c_str());
+      };
+    }
     auto handle = std::make_unique<coload_registry>();
-    handle->registry = std::make_unique<coload::Registry>(std::move(*runtime), std::move(config));
+    handle->registry =
+        std::make_unique<coload::Registry>(std::move(*runtime), std::move(config), std::move(registry_options));
     *out = handle.release();
     return ok();
   });
