@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -471,8 +472,11 @@ struct Registry::Impl {
       for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < infos.size();) {
         try {
           choices[i].emplace(choose(binary, i, device));
-        } catch (const std::bad_alloc&) {  // never let it end a worker thread (std::terminate)
+        } catch (const std::bad_alloc&) {  // an exception must not end a helper thread (std::terminate)
           choices[i].emplace(Error(ErrorKind::LimitExceeded, "out of memory while reading the bundle"));
+        } catch (const std::exception& exception) {
+          choices[i].emplace(Error(ErrorKind::InvalidArgument, std::string("reading the bundle failed: ") +
+                                                                   exception.what()));
         }
       }
     };
