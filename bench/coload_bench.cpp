@@ -218,45 +218,64 @@ BENCHMARK_CAPTURE(BM_HostExtract, compressed_skip, "libbench_compressed.so", col
     ->MinTime(0.5);
 
 // ---------------------------------------------------------------------------
-// Decompress: the large CCOB, coload's whole read vs raw zstd of its payload.
+// The large CCOB and the peer both of its benchmarks run: raw zstd of its
+// payload into a buffer allocated once (the limit).
 
+struct LargeCcob {
+  LargeCcob() = default;
+  LargeCcob(const LargeCcob&) = delete;  // `fat` views `file`
+  LargeCcob& operator=(const LargeCcob&) = delete;
+
+  std::vector<std::byte> file = read_file(input("large.ccob"));
+  coload::FatBinary fat = open(file);
+  coload::BundleInfo info = fat.bundles()[0];
+  coload::CompressedHeader header = *info.compressed;
+  std::span<const std::byte> payload =
+      std::span<const std::byte>(file).subspan(header.header_size, info.size - header.header_size);
+  std::vector<std::byte> out = std::vector<std::byte>(header.uncompressed_size);
+
+  static coload::FatBinary open(std::span<const std::byte> bytes) {
+    auto fat = coload::FatBinary::from_memory(bytes, "large.ccob");
+    if (!fat || fat->bundles().size() != 1 || !fat->bundles()[0].compressed ||
+        fat->bundles()[0].compressed->method != coload::Compression::Zstd) {
+      std::abort();
+    }
+    return std::move(*fat);
+  }
+
+  void zstd_decompress() {
+    std::size_t n = ZSTD_decompress(out.data(), out.size(), payload.data(), payload.size());
+    if (ZSTD_isError(n) || n != out.size()) std::abort();
+    benchmark::DoNotOptimize(out.data());
+  }
+};
+
+// Decompress: coload's whole read (read_bundle: zstd + MD5 + table) vs zstd.
 void BM_Decompress(benchmark::State& state) {
-  const std::vector<std::byte> file = read_file(input("large.ccob"));
-  auto fat = coload::FatBinary::from_memory(file, "large.ccob");
-  if (!fat || fat->bundles().size() != 1 || !fat->bundles()[0].compressed) std::abort();
-  const coload::BundleInfo info = fat->bundles()[0];
-  const coload::CompressedHeader& header = *info.compressed;
-  if (header.method != coload::Compression::Zstd) std::abort();
-  const std::byte* payload = file.data() + header.header_size;
-  const std::size_t payload_size = info.size - header.header_size;
-  std::vector<std::byte> out(header.uncompressed_size);
+  LargeCcob ccob;
   paired(
       state,
       [&] {
-        auto bundle = coload::read_bundle(fat->source().bytes(), info);
+        auto bundle = coload::read_bundle(ccob.fat.source().bytes(), ccob.info);
         if (!bundle) std::abort();
         benchmark::DoNotOptimize(bundle->uncompressed().data());
       },
-      [&] {
-        std::size_t n = ZSTD_decompress(out.data(), out.size(), payload, payload_size);
-        if (ZSTD_isError(n) || n != out.size()) std::abort();
-        benchmark::DoNotOptimize(out.data());
-      });
+      [&] { ccob.zstd_decompress(); });
   // What verification alone costs: llvm::MD5 (what coload uses) over the
   // decompressed bytes, outside the timed loop.
   auto m0 = Clock::now();
   constexpr int kMd5Runs = 5;
   for (int r = 0; r < kMd5Runs; ++r) {
     llvm::MD5 md5;
-    md5.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(out.data()), out.size()));
+    md5.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(ccob.out.data()), ccob.out.size()));
     benchmark::DoNotOptimize(md5.final().low());
   }
   state.counters["md5_us"] = std::chrono::duration<double, std::micro>(Clock::now() - m0).count() / kMd5Runs;
   state.counters["ratio_vs_zstd_plus_md5"] =
       (state.counters["peer_us"] + state.counters["md5_us"]) / state.counters["coload_us"];
-  const double bytes = static_cast<double>(header.uncompressed_size);
+  const double bytes = static_cast<double>(ccob.header.uncompressed_size);
   state.counters["uncompressed_MiB"] = bytes / (1 << 20);
-  state.counters["compressed_MiB"] = static_cast<double>(payload_size) / (1 << 20);
+  state.counters["compressed_MiB"] = static_cast<double>(ccob.payload.size()) / (1 << 20);
   state.counters["coload_MiB_per_s"] = bytes / (1 << 20) / (state.counters["coload_us"] / 1e6);
   state.counters["zstd_MiB_per_s"] = bytes / (1 << 20) / (state.counters["peer_us"] / 1e6);
   // Throughput ratio coload / zstd (target >= 0.8): the same as speedup.
@@ -268,31 +287,20 @@ BENCHMARK(BM_Decompress)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 // StreamSelect: the large CCOB, select_in_compressed_bundle vs raw zstd.
 
 void BM_StreamSelect(benchmark::State& state, coload::StreamOptions::HashCheck mode) {
-  const std::vector<std::byte> file = read_file(input("large.ccob"));
-  auto fat = coload::FatBinary::from_memory(file, "large.ccob");
-  if (!fat || fat->bundles().size() != 1 || !fat->bundles()[0].compressed) std::abort();
-  const coload::BundleInfo info = fat->bundles()[0];
-  const coload::CompressedHeader& header = *info.compressed;
-  if (header.method != coload::Compression::Zstd) std::abort();
-  const std::byte* payload = file.data() + header.header_size;
-  const std::size_t payload_size = info.size - header.header_size;
-  std::vector<std::byte> out(header.uncompressed_size);
+  LargeCcob ccob;
   std::uint64_t decoded = 0, chosen = 0;
   paired(
       state,
       [&] {
-        auto result = coload::select_in_compressed_bundle(gfx90a(), fat->source().bytes(), info, {}, {.hash = mode});
+        auto result =
+            coload::select_in_compressed_bundle(gfx90a(), ccob.fat.source().bytes(), ccob.info, {}, {.hash = mode});
         if (!result || result->chosen.empty()) std::abort();
         decoded = result->decoded_bytes;
         chosen = result->chosen.size();
         benchmark::DoNotOptimize(result->chosen.data());
       },
-      [&] {
-        std::size_t n = ZSTD_decompress(out.data(), out.size(), payload, payload_size);
-        if (ZSTD_isError(n) || n != out.size()) std::abort();
-        benchmark::DoNotOptimize(out.data());
-      });
-  const double bytes = static_cast<double>(header.uncompressed_size);
+      [&] { ccob.zstd_decompress(); });
+  const double bytes = static_cast<double>(ccob.header.uncompressed_size);
   state.counters["uncompressed_MiB"] = bytes / (1 << 20);
   state.counters["decoded_MiB"] = static_cast<double>(decoded) / (1 << 20);
   state.counters["chosen_MiB"] = static_cast<double>(chosen) / (1 << 20);
