@@ -119,13 +119,15 @@ TEST(RegistryStress, SixteenThreadsShareLongLivedBinaries) {
   }
   EXPECT_EQ(runtime->total_loads(), stats.modules_loaded);  // no dry-run load failed in these cases
   EXPECT_EQ(stats.modules_loaded, expected_modules);
-  // 5 distinct CCOBs (1 + 1 + 3). Without races: bundler22_v3 once (both
-  // gfx90a devices choose one entry), clang19_driver_v2 once, and
-  // libkernels_compressed's three bundles once each plus once per entry that
-  // the first device to stream it did not choose (1 when gfx1100 came first,
-  // 2 when gfx90a did): 6 or 7. Racing first lookups of the mapped and the
-  // borrowed registration can each stream a CCOB: at most 2 + 2 + 3 × 3 = 13.
-  EXPECT_GE(stats.bundles_decompressed, 6u);
+  // 5 distinct CCOBs (1 + 1 + 3), each streamed at least once. In each of
+  // libkernels_compressed's three bundles only one device kind chooses an
+  // entry (gfx90a in bundle 0, gfx1100 in bundles 1 and 2); the bundle is
+  // streamed again when the device that streamed it first chose nothing.
+  // "First" is decided per bundle, not per binary (decode threads take
+  // bundles in any order), so anything from 3 to 6 streams there, and
+  // from 5 to 8 in all. Racing first lookups of the mapped and the borrowed
+  // registration can each stream a CCOB: at most 2 + 2 + 3 × 3 = 13.
+  EXPECT_GE(stats.bundles_decompressed, 5u);
   EXPECT_LE(stats.bundles_decompressed, 13u);
 }
 
