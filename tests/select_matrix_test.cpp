@@ -421,11 +421,20 @@ TEST(SelectMatrixDetail, Cov4EntriesAreVersion4) {
   CellRun run;
   ASSERT_TRUE(run_cell(cell_named("cov4_xnack_off_device_without_v6"), run));
   const Selection& s = run.selection;
-  for (const char* target : {"gfx90a", "gfx90a:xnack-", "gfx906", "gfx1030"}) {
+  for (const char* target : {"gfx90a", "gfx90a:xnack-"}) {
     const Candidate* c = candidate(s, amd(target));
     ASSERT_NE(c, nullptr) << target;
     ASSERT_TRUE(c->code_object.has_value()) << target;
     EXPECT_EQ(c->code_object->code_object_version, 4u) << target;
+  }
+  // Unrelated to the gfx90a device: rejected on the entry ID, ELF header unread.
+  for (const char* target : {"gfx906", "gfx1030"}) {
+    const Candidate* c = candidate(s, amd(target));
+    ASSERT_NE(c, nullptr) << target;
+    EXPECT_FALSE(c->code_object.has_value()) << target;
+    auto read = read_code_object_target(run.opened->bundle.entries()[c->entry_index].bytes);
+    ASSERT_TRUE(read) << target;
+    EXPECT_EQ(read->code_object_version, 4u) << target;
   }
   EXPECT_VERDICT(s, amd("gfx90a"), Verdict::Compatible, std::optional<Tier>(Tier::Native));
   EXPECT_VERDICT(s, amd("gfx906"), Verdict::Rejected, std::nullopt);

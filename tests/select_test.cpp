@@ -137,6 +137,29 @@ TEST(Select, CodeObjectVersionMustBeOneTheRuntimeLoads) {
   EXPECT_EQ(selection.candidates[1].reason, "code object version 3; the runtime loads versions 4, 5");
 }
 
+TEST(Select, UnrelatedProcessorsAreRejectedOnTheirIdWithoutReadingTheElf) {
+  Entries entries;
+  const std::vector<std::byte> not_elf{std::byte{'B'}, std::byte{'C'}, std::byte{0xc0}, std::byte{0xde}};
+  entries.add("hipv4-amdgcn-amd-amdhsa--gfx1030", not_elf)
+      .add("hipv4-amdgcn-amd-amdhsa--gfx12-generic", not_elf)
+      .add("hipv4-amdgcn-amd-amdhsa--gfx1031", not_elf)   // same ISA group as gfx1030: read
+      .add("hipv4-amdgcn-amd-amdhsa--gfx10-3-generic", not_elf)  // gfx1030's family: read
+      .code("gfx906", kGfx906, kAbiV6);  // a readable v6 object, unrelated
+  Selection selection = select_entry(device("gfx1030", {.code_object_versions = std::vector<unsigned>{4, 5}}),
+                                     entries.get());
+  EXPECT_FALSE(selection.selected);
+  auto reason = [&](std::size_t i) { return selection.candidates[i].reason; };
+  EXPECT_EQ(reason(0).rfind("not a loadable AMDGPU code object: ", 0), 0u) << reason(0);  // native: read
+  EXPECT_EQ(reason(1), "generic target gfx12-generic does not cover gfx1030 (its family is gfx10-3-generic)");
+  EXPECT_EQ(reason(2).rfind("not a loadable AMDGPU code object: ", 0), 0u) << reason(2);
+  EXPECT_EQ(reason(3).rfind("not a loadable AMDGPU code object: ", 0), 0u) << reason(3);
+  // The processor decides before the version: v6 is not what keeps gfx906 code off gfx1030.
+  EXPECT_EQ(reason(4), "built for gfx906; device is gfx1030");
+  EXPECT_FALSE(selection.candidates[1].code_object);
+  EXPECT_FALSE(selection.candidates[4].code_object);
+  for (const Candidate& candidate : selection.candidates) EXPECT_EQ(candidate.verdict, Verdict::Rejected);
+}
+
 TEST(Select, EquivalentIsaOnlyWhenTheDeviceOptsIn) {
   Entries entries;
   entries.code("gfx1030", kGfx1030, kAbiV5);

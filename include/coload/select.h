@@ -75,7 +75,9 @@ struct Candidate {
   std::optional<Tier> tier;     ///< set when the entry fits
   Verdict verdict = Verdict::Rejected;
   std::string reason;
-  /// From the entry's ELF header, when it is an AMDGPU code object.
+  /// From the entry's ELF header, when it is an AMDGPU code object. Not
+  /// read (empty) when the entry ID names a processor unrelated to the
+  /// device: such an entry is rejected on its ID alone.
   std::optional<CodeObjectTarget> code_object;
   bool needs_jit = false;  ///< SPIR-V: fits only through a JIT compiler
 };

@@ -17,7 +17,8 @@ struct Judged {
   std::string id_note;  ///< entry ID and ELF header disagree
 };
 
-Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t index) {
+Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t index,
+                   const SelectOptions& options) {
   Judged judged;
   Candidate& candidate = judged.candidate;
   candidate.entry_index = index;
@@ -51,6 +52,17 @@ Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t i
   }
   if (entry.bytes.empty()) {
     candidate.reason = "empty entry";
+    return judged;
+  }
+  // Code for an unrelated processor is rejected on its entry ID alone:
+  // selection then reads the ELF headers of the few related entries, not of
+  // every entry (most of a fat binary's page faults). Whatever its ELF says,
+  // such an entry is rejected. Related ones are read even when their tier is
+  // closed, for the nearest-miss report.
+  const Processor* mine = device.target.processor;
+  const Processor* named = id->target->processor;
+  if (mine && named && !detail::related_processor(*named, *mine, options)) {
+    candidate.reason = detail::rule_out_processor(*named, device, options)->reason;
     return judged;
   }
   auto code_object = read_code_object_target(entry.bytes);
@@ -97,7 +109,7 @@ detail::Rank detail::rank(const Candidate& candidate) {
 
 Candidate detail::judge_candidate(const Device& device, const BundleEntry& entry, std::size_t index,
                                   const SelectOptions& options) {
-  Judged judged = judge_entry(device, entry, index);
+  Judged judged = judge_entry(device, entry, index, options);
   if (device.target.processor) place(device, options, judged);
   return std::move(judged.candidate);
 }

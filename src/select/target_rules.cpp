@@ -63,6 +63,39 @@ std::vector<HotswapAllowlist::Pair> equivalent_pairs() {
   return pairs;
 }
 
+bool related_processor(const Processor& code, const Processor& device, const SelectOptions& options) {
+  if (&code == &device) return true;
+  if (code.is_generic) return code.name == device.generic_family;
+  return runs_equivalently(code.name, device.name) || options.hotswap_allowlist.contains(code.name, device.name);
+}
+
+std::optional<TargetJudgement> rule_out_processor(const Processor& code, const Device& device,
+                                                  const SelectOptions& options) {
+  const Processor* mine = device.target.processor;
+  auto reject = [&](std::string reason) {
+    return TargetJudgement{.tier = std::nullopt, .kind = ErrorKind::InvalidArgument, .field = "target",
+                           .value = code.mach, .limit = mine ? mine->mach : 0, .reason = std::move(reason)};
+  };
+  if (!mine) return reject("no known processor");
+  if (&code == mine) return std::nullopt;
+  if (code.is_generic) {
+    if (code.name == mine->generic_family) return std::nullopt;
+    return reject("generic target " + std::string(code.name) + " does not cover " + std::string(mine->name) +
+                  (mine->generic_family.empty() ? " (it has no generic family)"
+                                                : " (its family is " + std::string(mine->generic_family) + ")"));
+  }
+  if (runs_equivalently(code.name, mine->name)) {
+    if (device.extended_isa_compat) return std::nullopt;
+    return reject("runs on " + std::string(mine->name) +
+                  " only with extended ISA compatibility, which is off for this device");
+  }
+  if (options.hotswap_allowlist.contains(code.name, mine->name)) {
+    if (options.hotswap) return std::nullopt;
+    return reject("allowlisted hotswap source, but hotswap is off");
+  }
+  return reject("built for " + std::string(code.name) + "; device is " + std::string(mine->name));
+}
+
 TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device, const SelectOptions& options) {
   TargetJudgement judgement;
   const Processor* mine = device.target.processor;
@@ -85,6 +118,8 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
     return judgement;
   };
   if (!mine || !theirs) return target_mismatch("no known processor");
+  // The processors first: a version says nothing about code that cannot run here.
+  if (auto ruled_out = rule_out_processor(*theirs, device, options)) return std::move(*ruled_out);
 
   if (!device.accepts_code_object_version(code.code_object_version)) {
     unsigned highest = device.code_object_versions.empty() ? 0 : device.code_object_versions.back();
@@ -97,14 +132,7 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
     if (!mismatch.empty()) return target_mismatch(mismatch);
     return fit(Tier::Native, "native: " + feature_summary(code.target));
   }
-  if (theirs->is_generic) {
-    if (theirs->name != mine->generic_family) {
-      return target_mismatch("generic target " + std::string(theirs->name) + " does not cover " +
-                             std::string(mine->name) +
-                             (mine->generic_family.empty()
-                                  ? " (it has no generic family)"
-                                  : " (its family is " + std::string(mine->generic_family) + ")"));
-    }
+  if (theirs->is_generic) {  // of the device's family (rule_out_processor)
     if (code.code_object_version < 6) {
       return reject(ErrorKind::UnsupportedVersion, "code_object_version", code.code_object_version, 6,
                     "a generic code object needs v6, this one is v" + std::to_string(code.code_object_version));
@@ -120,20 +148,13 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
     return fit(Tier::Generic, "generic " + std::string(theirs->name) + " v" + std::to_string(code.generic_version) +
                                   ": " + feature_summary(code.target));
   }
-  if (runs_equivalently(theirs->name, mine->name)) {
-    if (!device.extended_isa_compat) {
-      return target_mismatch("runs on " + std::string(mine->name) +
-                             " only with extended ISA compatibility, which is off for this device");
-    }
+  if (runs_equivalently(theirs->name, mine->name)) {  // and the device opted in
     if (!mismatch.empty()) return target_mismatch(mismatch);
     return fit(Tier::Equivalent, "same ISA as " + std::string(mine->name) + " (extended ISA compatibility): " +
                                      feature_summary(code.target));
   }
-  if (options.hotswap_allowlist.contains(theirs->name, mine->name)) {
-    if (!options.hotswap) return target_mismatch("allowlisted hotswap source, but hotswap is off");
-    return fit(Tier::Hotswap, "hotswap source " + std::string(theirs->name) + " -> " + std::string(mine->name));
-  }
-  return target_mismatch("built for " + std::string(theirs->name) + "; device is " + std::string(mine->name));
+  // An allowlisted pair with hotswap on: the only processor pair left.
+  return fit(Tier::Hotswap, "hotswap source " + std::string(theirs->name) + " -> " + std::string(mine->name));
 }
 
 }  // namespace coload::detail

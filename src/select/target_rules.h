@@ -27,6 +27,18 @@ struct TargetJudgement {
 
 TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device, const SelectOptions& options);
 
+/// Whether code built for `code` is anything to `device`: the same
+/// processor, its generic family, its ISA group or an allowlisted hotswap
+/// source (whether or not that tier is open). Unrelated code never fits.
+bool related_processor(const Processor& code, const Processor& device, const SelectOptions& options);
+
+/// The rejection when code built for processor `code` fits `device` in no
+/// tier whatever its features and versions; nothing when some tier could
+/// hold it. judge_target asks this first; the selector asks it before it
+/// reads an entry's ELF header.
+std::optional<TargetJudgement> rule_out_processor(const Processor& code, const Device& device,
+                                                  const SelectOptions& options);
+
 /// Features the code pins to one mode (On/Off): more is a closer match.
 int exact_features(const TargetId& code);
 
