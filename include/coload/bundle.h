@@ -122,20 +122,31 @@ class Bundle {
   /// The uncompressed bundle bytes (a view into the source for plain bundles).
   std::span<const std::byte> uncompressed() const { return uncompressed_; }
 
+  /// The first min(size, bytes) bytes of entry `index` (e.g. its ELF
+  /// header): for a plain bundle of a large mapped file, read out of the file
+  /// into `scratch` without touching the mapping (see SourceReader); a view
+  /// of the entry otherwise. Errors: Io from the read; InvalidArgument for an
+  /// index out of range.
+  Expected<std::span<const std::byte>> head(std::size_t index, std::uint64_t bytes,
+                                            std::vector<std::byte>& scratch) const;
+
   /// Builds a Bundle; `storage` owns what `uncompressed` and the entries view,
-  /// or is null when they view the caller's bytes.
+  /// or is null when they view the caller's bytes. `reader`, when it copies,
+  /// is the source a plain bundle's entries lie in, for head().
   Bundle(BundleInfo info, std::vector<BundleEntry> entries, std::span<const std::byte> uncompressed,
-         std::shared_ptr<const std::vector<std::byte>> storage)
+         std::shared_ptr<const std::vector<std::byte>> storage, SourceReader reader = SourceReader())
       : info_(std::move(info)),
         entries_(std::move(entries)),
         uncompressed_(uncompressed),
-        storage_(std::move(storage)) {}
+        storage_(std::move(storage)),
+        reader_(std::move(reader)) {}
 
  private:
   BundleInfo info_;
   std::vector<BundleEntry> entries_;
   std::span<const std::byte> uncompressed_;
   std::shared_ptr<const std::vector<std::byte>> storage_;
+  SourceReader reader_;
 };
 
 /// Finds every bundle of a source laid out as `layout` says: at the wrapper
@@ -146,11 +157,20 @@ class Bundle {
 Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source,
                                                const SourceLayout& layout,
                                                const ReadOptions& options = {});
+/// The same through `source`: plain bundles' tables are read as copies when
+/// it copies (a large mapped file), so the walk touches no mapped page of them.
+Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& source, const SourceLayout& layout,
+                                               const ReadOptions& options = {});
 
 /// Reads one bundle found by scan_bundles: parses the table, decompressing and
 /// verifying a CCOB first. A code object becomes one entry whose ID is built
 /// from its ELF header.
 Expected<Bundle> read_bundle(std::span<const std::byte> source, const BundleInfo& info,
                              const ReadOptions& options = {});
+/// The same through `source`: when it copies, a plain bundle's table is read
+/// as a copy (which the Bundle owns, entry IDs view it) and Bundle::head()
+/// reads entries' first bytes the same way; the entries' bytes still view the
+/// mapping, untouched until someone reads them.
+Expected<Bundle> read_bundle(const SourceReader& source, const BundleInfo& info, const ReadOptions& options = {});
 
 }  // namespace coload

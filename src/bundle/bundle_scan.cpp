@@ -1,7 +1,10 @@
 // Locating bundles in a source (by wrapper pointers or by walking a region by
 // declared sizes) and reading one bundle's entries.
+#include <algorithm>
+#include <memory>
 #include <string>
 
+#include "bundle/plain_table.h"
 #include "coload/bundle.h"
 #include "common/bytes.h"
 #include "target/elf_target.h"
@@ -16,18 +19,60 @@ constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
 constexpr std::string_view kCompressedMagic = "CCOB";
 constexpr std::string_view kElfMagic = "\x7f" "ELF";
 
+// A plain bundle's table is read from a first page-sized prefix, grown when
+// the table runs past it; most tables fit the first read.
+constexpr std::uint64_t kFirstRead = 4096;
+
+/// The first bytes of the bundle at `offset`, `extent` bytes long: a page
+/// copied out of the file when `source` copies, the whole bundle viewed
+/// otherwise.
+Expected<Bytes> read_first(const SourceReader& source, std::uint64_t offset, std::uint64_t extent,
+                           std::vector<std::byte>& scratch) {
+  return source.read(offset, source.copies() ? std::min(extent, kFirstRead) : extent, scratch);
+}
+
+/// The table of the plain bundle at `offset`, `extent` bytes long, parsed
+/// from `prefix` (read_first's bytes), read again longer while the table runs
+/// past it: parse_plain_bundle's result over the whole bundle. The entries'
+/// bytes view the source; their IDs view `scratch` when the table was copied
+/// (else `scratch` is left empty).
+Expected<PlainBundle> read_plain_table(const SourceReader& source, std::uint64_t offset, std::uint64_t extent,
+                                       Bytes prefix, std::vector<std::byte>& scratch) {
+  for (;;) {
+    auto table = detail::parse_plain_bundle_prefix(prefix, extent);
+    if (!table && table.error().kind() == ErrorKind::Truncated && prefix.size() < extent) {
+      // Past SourceReader::kMaxCopy the read is a view, at the latest of the whole bundle.
+      auto longer = source.read(offset, std::min(extent, std::max(prefix.size() * 4, kFirstRead)), scratch);
+      if (!longer) return std::move(longer).error();
+      prefix = *longer;
+      continue;
+    }
+    if (prefix.data() != scratch.data()) std::vector<std::byte>().swap(scratch);
+    if (!table) return table;
+    Bytes bundle = source.bytes().subspan(offset, extent);
+    for (BundleEntry& entry : table->entries) entry.bytes = bundle.subspan(entry.offset, entry.size);
+    return table;
+  }
+}
+
 /// Identifies and sizes the bundle at `offset` by its leading magic.
-Expected<BundleInfo> measure_format(Bytes source, std::uint64_t offset, std::uint64_t end, const ReadOptions& options) {
-  Bytes bytes = source.subspan(offset, end - offset);
+Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t offset, std::uint64_t end,
+                                    const ReadOptions& options) {
   BundleInfo info;
   info.offset = offset;
-  if (detail::starts_with(bytes, kPlainMagic)) {
-    auto plain = parse_plain_bundle(bytes);
+  std::vector<std::byte> scratch;
+  auto first = read_first(source, offset, end - offset, scratch);
+  if (!first) return std::move(first).error();
+  if (detail::starts_with(*first, kPlainMagic)) {
+    auto plain = read_plain_table(source, offset, end - offset, *first, scratch);
     if (!plain) return std::move(plain).error();
     info.format = BundleFormat::Plain;
     info.size = plain->size;
     return info;
   }
+  // A CCOB's payload or a code object's tables are read through the mapping
+  // anyway; their headers are read there too.
+  Bytes bytes = source.bytes().subspan(offset, end - offset);
   if (detail::starts_with(bytes, kCompressedMagic)) {
     auto header = parse_compressed_header(bytes, options);
     if (!header) return std::move(header).error();
@@ -52,7 +97,8 @@ Expected<BundleInfo> measure_format(Bytes source, std::uint64_t offset, std::uin
 
 /// Measures the bundle starting at `offset`, which may extend up to `end`.
 /// A bundle always occupies bytes: the walk relies on it to advance.
-Expected<BundleInfo> measure(Bytes source, std::uint64_t offset, std::uint64_t end, const ReadOptions& options) {
+Expected<BundleInfo> measure(const SourceReader& source, std::uint64_t offset, std::uint64_t end,
+                             const ReadOptions& options) {
   auto info = measure_format(source, offset, end, options);
   if (info && info->size == 0) {
     return Error(ErrorKind::Malformed, std::string(to_string(info->format)) + " image measures 0 bytes");
@@ -86,6 +132,12 @@ std::string_view to_string(Compression compression) {
 
 Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source, const SourceLayout& layout,
                                                const ReadOptions& options) {
+  return scan_bundles(SourceReader(source), layout, options);
+}
+
+Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const SourceLayout& layout,
+                                               const ReadOptions& options) {
+  Bytes source = reader.bytes();
   if (auto fits = detail::check_range("bundle region", layout.region_offset, layout.region_size, source.size(),
                                       "the input");
       !fits) {
@@ -110,7 +162,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source
         return Error(ErrorKind::Malformed, where(index, offset) + ": wrapper pointer lands inside the previous bundle, which ends at " +
                                                hex(previous_end));
       }
-      auto info = measure(source, offset, end, options);
+      auto info = measure(reader, offset, end, options);
       if (!info) return std::move(info).error().with_context(where(index, offset) + " (from __hip_fatbin_wrapper)");
       info->index = index;
       previous_end = offset + info->size;
@@ -129,7 +181,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source
       continue;
     }
     std::size_t index = bundles.size();
-    auto info = measure(source, position, end, options);
+    auto info = measure(reader, position, end, options);
     if (!info) {
       std::string context = where(index, position);
       if (index > 0) context += " (after bundle " + std::to_string(index - 1) + ")";
@@ -146,7 +198,25 @@ Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source
   return bundles;
 }
 
+Expected<std::span<const std::byte>> Bundle::head(std::size_t index, std::uint64_t bytes,
+                                                  std::vector<std::byte>& scratch) const {
+  if (index >= entries_.size()) {
+    return Error(ErrorKind::InvalidArgument, "bundle entry " + std::to_string(index) + " does not exist (the bundle has " +
+                                                 std::to_string(entries_.size()) + ")");
+  }
+  const BundleEntry& entry = entries_[index];
+  std::uint64_t size = std::min<std::uint64_t>(bytes, entry.bytes.size());
+  if (!reader_.copies() || size == 0) return entry.bytes.first(size);
+  // Only read_bundle gives a Bundle a copying reader, for a plain bundle in place.
+  return reader_.read(info_.offset + entry.offset, size, scratch);
+}
+
 Expected<Bundle> read_bundle(std::span<const std::byte> source, const BundleInfo& info, const ReadOptions& options) {
+  return read_bundle(SourceReader(source), info, options);
+}
+
+Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info, const ReadOptions& options) {
+  Bytes source = reader.bytes();
   // Built only for an error: read() runs once per bundle of an image.
   auto context = [&] { return where(info.index, info.offset); };
   if (auto end = detail::checked_add(info.offset, info.size); !end || *end > source.size()) {
@@ -156,9 +226,18 @@ Expected<Bundle> read_bundle(std::span<const std::byte> source, const BundleInfo
   Bytes bytes = source.subspan(info.offset, info.size);
   switch (info.format) {
     case BundleFormat::Plain: {
-      auto plain = parse_plain_bundle(bytes);
+      std::vector<std::byte> table;
+      auto first = read_first(reader, info.offset, info.size, table);
+      if (!first) return std::move(first).error().with_context(context());
+      auto plain = read_plain_table(reader, info.offset, info.size, *first, table);
       if (!plain) return std::move(plain).error().with_context(context());
-      return Bundle(info, std::move(plain->entries), bytes, nullptr);
+      if (table.empty()) return Bundle(info, std::move(plain->entries), bytes, nullptr, reader);
+      // Keep the table, not the page it was read with: the IDs move to the copy.
+      auto storage = std::make_shared<const std::vector<std::byte>>(table.begin(), table.begin() + plain->header_size);
+      const char* from = reinterpret_cast<const char*>(table.data());
+      const char* to = reinterpret_cast<const char*>(storage->data());
+      for (BundleEntry& entry : plain->entries) entry.id = {to + (entry.id.data() - from), entry.id.size()};
+      return Bundle(info, std::move(plain->entries), bytes, std::move(storage), reader);
     }
     case BundleFormat::Compressed: {
       auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)

@@ -16,7 +16,7 @@ Expected<FatBinary> FatBinary::from_memory(std::span<const std::byte> bytes, std
 Expected<FatBinary> FatBinary::locate(Source source, const ReadOptions& options) {
   auto layout = inspect_source(source.bytes());
   if (!layout) return std::move(layout).error().with_context(source.name());
-  auto bundles = scan_bundles(source.bytes(), *layout, options);
+  auto bundles = scan_bundles(source.reader(), *layout, options);
   if (!bundles) return std::move(bundles).error().with_context(source.name());
   return FatBinary(std::move(source), std::move(*layout), std::move(*bundles), options);
 }
@@ -27,7 +27,7 @@ Expected<Bundle> FatBinary::read(std::size_t index) const {
                                                  " does not exist (the input has " +
                                                  std::to_string(bundles_.size()) + ")");
   }
-  auto bundle = read_bundle(source_.bytes(), bundles_[index], options_);
+  auto bundle = read_bundle(source_.reader(), bundles_[index], options_);
   if (!bundle) return std::move(bundle).error().with_context(source_.name());
   return bundle;
 }

@@ -12,9 +12,15 @@ namespace coload::detail {
 
 /// Judges one entry alone: its candidate with tier, verdict (Compatible or
 /// Rejected) and reason. Only the entry's ID, whether its bytes are empty and
-/// their first 64 bytes (the ELF header) are read.
+/// their first 64 bytes (the ELF header) are read; through bundle->head(index)
+/// when `bundle` (the entry's own) is given.
 Candidate judge_candidate(const Device& device, const BundleEntry& entry, std::size_t index,
-                          const SelectOptions& options);
+                          const SelectOptions& options, const Bundle* bundle = nullptr);
+
+/// select_entry, reading the entries' ELF headers through `bundle` (their
+/// own, see Bundle::head) when it is given.
+Selection select_entries(const Device& device, std::span<const BundleEntry> entries, const SelectOptions& options,
+                         const Bundle* bundle);
 
 /// Orders fitting candidates (tier set): lower is better. Tier, then more
 /// features matched exactly, then a higher generic version, then entry order.

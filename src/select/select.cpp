@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "coload/select.h"
+#include "common/bytes.h"
 #include "select/rank.h"
 #include "select/target_rules.h"
 
@@ -17,8 +18,13 @@ struct Judged {
   std::string id_note;  ///< entry ID and ELF header disagree
 };
 
-Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t index,
-                   const SelectOptions& options) {
+/// The first bytes of an entry, which is all selection reads of it: from
+/// `bundle` when given (Bundle::head, which copies them out of a large mapped
+/// file instead of touching the mapping), else the entry's own bytes.
+constexpr std::uint64_t kElfHeaderBytes = 64;
+
+Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t index, const SelectOptions& options,
+                   const Bundle* bundle) {
   Judged judged;
   Candidate& candidate = judged.candidate;
   candidate.entry_index = index;
@@ -65,7 +71,13 @@ Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t i
     candidate.reason = detail::rule_out_processor(*named, device, options)->reason;
     return judged;
   }
-  auto code_object = read_code_object_target(entry.bytes);
+  std::vector<std::byte> scratch;
+  auto head = bundle ? bundle->head(index, kElfHeaderBytes, scratch) : Expected<detail::Bytes>(entry.bytes);
+  if (!head) {
+    candidate.reason = "cannot read its ELF header: " + head.error().message();
+    return judged;
+  }
+  auto code_object = read_code_object_target(*head);
   if (!code_object) {
     candidate.reason = "not a loadable AMDGPU code object: " + code_object.error().message();
     return judged;
@@ -108,8 +120,8 @@ detail::Rank detail::rank(const Candidate& candidate) {
 }
 
 Candidate detail::judge_candidate(const Device& device, const BundleEntry& entry, std::size_t index,
-                                  const SelectOptions& options) {
-  Judged judged = judge_entry(device, entry, index, options);
+                                  const SelectOptions& options, const Bundle* bundle) {
+  Judged judged = judge_entry(device, entry, index, options, bundle);
   if (device.target.processor) place(device, options, judged);
   return std::move(judged.candidate);
 }
@@ -183,15 +195,20 @@ bool HotswapAllowlist::contains(std::string_view source, std::string_view device
                      [&](const Pair& pair) { return pair.source == source && pair.device == device; });
 }
 
-Selection select_entry(const Device& device, std::span<const BundleEntry> entries, const SelectOptions& options) {
+Selection detail::select_entries(const Device& device, std::span<const BundleEntry> entries,
+                                 const SelectOptions& options, const Bundle* bundle) {
   Selection selection;
   selection.device = device.str();
   selection.candidates.reserve(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    selection.candidates.push_back(detail::judge_candidate(device, entries[i], i, options));
+    selection.candidates.push_back(detail::judge_candidate(device, entries[i], i, options, bundle));
   }
   detail::finish_selection(selection);
   return selection;
+}
+
+Selection select_entry(const Device& device, std::span<const BundleEntry> entries, const SelectOptions& options) {
+  return detail::select_entries(device, entries, options, nullptr);
 }
 
 Error no_fit_error(const Device& device, const Selection& selection) {

@@ -12,6 +12,7 @@
 
 #include "common/bytes.h"
 #include "select/comgr_lookup.h"
+#include "select/rank.h"
 
 namespace coload {
 namespace detail {
@@ -222,7 +223,7 @@ Expected<Selection> select_in_bundle(const Device& device, const Bundle& bundle,
   if (options.unbundler == Unbundler::Comgr) {
     return detail::select_with_comgr(device, bundle, options, detail::kComgrLibrary);
   }
-  return select_entry(device, bundle.entries(), options);
+  return detail::select_entries(device, bundle.entries(), options, &bundle);
 }
 
 }  // namespace coload

@@ -5,10 +5,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "common/bytes.h"
+
 namespace coload {
+
+/// A descriptor that closes with its last SourceReader or Source.
+struct detail::OpenFile {
+  explicit OpenFile(int descriptor) : fd(descriptor) {}
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+  ~OpenFile() { ::close(fd); }
+  const int fd;
+};
+
 namespace {
 
 Error io_error(const std::string& path, std::string_view what, int error_number) {
@@ -26,12 +39,36 @@ std::string_view to_string(SourceKind kind) {
   return "unknown";
 }
 
-Source::Source(std::span<const std::byte> bytes, std::string name, void* mapping, std::size_t mapped_size)
-    : bytes_(bytes), name_(std::move(name)), mapping_(mapping), mapped_size_(mapped_size) {}
+Expected<std::span<const std::byte>> SourceReader::read(std::uint64_t offset, std::uint64_t size,
+                                                      std::vector<std::byte>& scratch) const {
+  if (offset > bytes_.size()) {
+    return Error(ErrorKind::OutOfBounds, "read at offset " + detail::hex(offset) + " lies past the end of the input (" +
+                                             detail::hex(bytes_.size()) + " bytes)");
+  }
+  std::uint64_t length = std::min<std::uint64_t>(size, bytes_.size() - offset);
+  if (!file_ || length > kMaxCopy) return bytes_.subspan(offset, length);
+  scratch.resize(length);
+  std::uint64_t done = 0;
+  while (done < length) {
+    ssize_t got = ::pread(file_->fd, scratch.data() + done, length - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      std::string why = got < 0 ? std::strerror(errno) : "the file is shorter than when it was mapped";
+      return Error(ErrorKind::Io, "reading " + detail::hex(length) + " bytes at offset " + detail::hex(offset) +
+                                      ": " + why);
+    }
+    done += static_cast<std::uint64_t>(got);
+  }
+  return std::span<const std::byte>(scratch);
+}
+
+Source::Source(std::span<const std::byte> bytes, std::string name, void* mapping, std::size_t mapped_size,
+               std::shared_ptr<const detail::OpenFile> file)
+    : bytes_(bytes), name_(std::move(name)), mapping_(mapping), mapped_size_(mapped_size), file_(std::move(file)) {}
 
 Source::Source(Source&& other) noexcept
     : bytes_(other.bytes_), name_(std::move(other.name_)), mapping_(other.mapping_),
-      mapped_size_(other.mapped_size_) {
+      mapped_size_(other.mapped_size_), file_(std::move(other.file_)) {
   other.bytes_ = {};
   other.mapping_ = nullptr;
   other.mapped_size_ = 0;
@@ -44,6 +81,7 @@ Source& Source::operator=(Source&& other) noexcept {
     name_ = std::move(other.name_);
     mapping_ = other.mapping_;
     mapped_size_ = other.mapped_size_;
+    file_ = std::move(other.file_);
     other.bytes_ = {};
     other.mapping_ = nullptr;
     other.mapped_size_ = 0;
@@ -58,6 +96,13 @@ void Source::release() {
   mapping_ = nullptr;
   mapped_size_ = 0;
   bytes_ = {};
+  file_.reset();
+}
+
+SourceReader Source::reader() const {
+  SourceReader reader(bytes_);
+  reader.file_ = file_;
+  return reader;
 }
 
 Source Source::borrow(std::span<const std::byte> bytes, std::string name) {
@@ -84,9 +129,14 @@ Expected<Source> Source::map_file(const std::string& path) {
   }
   void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int saved = errno;
-  ::close(fd);  // the mapping keeps the file alive
-  if (mapping == MAP_FAILED) return io_error(path, "cannot map", saved);
-  return Source({static_cast<const std::byte*>(mapping), size}, path, mapping, size);
+  if (mapping == MAP_FAILED) {
+    ::close(fd);
+    return io_error(path, "cannot map", saved);
+  }
+  std::shared_ptr<const detail::OpenFile> file;
+  if (size > kKeepOpenAbove) file = std::make_shared<const detail::OpenFile>(fd);
+  else ::close(fd);  // the mapping keeps the file alive
+  return Source({static_cast<const std::byte*>(mapping), size}, path, mapping, size, std::move(file));
 }
 
 }  // namespace coload

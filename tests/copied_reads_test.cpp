@@ -1,0 +1,185 @@
+// Reading a large mapped file by copies (SourceReader: bundle tables and ELF
+// headers read with pread, never through the mapping) must give exactly what
+// reading the same bytes in place gives: the same bundles, entries, heads,
+// selections and errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "coload/device.h"
+#include "coload/fat_binary.h"
+#include "coload/select.h"
+#include "support/bundle_writer.h"
+#include "test_util.h"
+
+namespace coload {
+namespace {
+
+using testing::Bytes;
+using testing::FailsWith;
+using testing::Succeeds;
+
+const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
+const char* const kDevices[] = {"gfx90a",  "gfx90a:xnack+", "gfx908", "gfx942",
+                                "gfx1030", "gfx1100",       "gfx1201"};
+
+/// `bytes` written to a temporary file, padded with zeros past the size up to
+/// which a Source only maps (the walk skips zero padding; an ELF ignores a tail).
+class LargeFile {
+ public:
+  LargeFile(Bytes bytes, const char* name) : path_(std::filesystem::temp_directory_path() / name) {
+    if (bytes.size() <= Source::kKeepOpenAbove) bytes.resize(Source::kKeepOpenAbove + 4096);
+    testing::write_file(path_.string(), bytes);
+    bytes_ = std::move(bytes);
+  }
+  ~LargeFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+  const Bytes& bytes() const { return bytes_; }
+
+ private:
+  std::filesystem::path path_;
+  Bytes bytes_;
+};
+
+void expect_same_selection(const Selection& copied, const Selection& in_place, const std::string& where) {
+  EXPECT_EQ(copied.selected, in_place.selected) << where;
+  ASSERT_EQ(copied.candidates.size(), in_place.candidates.size()) << where;
+  for (std::size_t i = 0; i < copied.candidates.size(); ++i) {
+    const Candidate& a = copied.candidates[i];
+    const Candidate& b = in_place.candidates[i];
+    EXPECT_EQ(a.id, b.id) << where;
+    EXPECT_EQ(a.tier, b.tier) << where << " " << a.id;
+    EXPECT_EQ(a.verdict, b.verdict) << where << " " << a.id;
+    EXPECT_EQ(a.reason, b.reason) << where << " " << a.id;
+    EXPECT_EQ(a.code_object.has_value(), b.code_object.has_value()) << where << " " << a.id;
+  }
+}
+
+/// Opens `file` (copies) and its bytes in memory (views), and compares
+/// everything a caller can observe; counts the plain bundles compared.
+void expect_same_reading(const LargeFile& file, const std::string& label, std::size_t& plain) {
+  auto copied = FatBinary::open(file.path());
+  auto in_place = FatBinary::from_memory(file.bytes(), file.path());
+  if (!in_place) {
+    EXPECT_TRUE(FailsWith(copied, in_place.error().kind())) << label;
+    if (!copied) EXPECT_EQ(copied.error().message(), in_place.error().message()) << label;
+    return;
+  }
+  if (!Succeeds(copied)) {
+    ADD_FAILURE() << label << ": " << copied.error().message();
+    return;
+  }
+  EXPECT_TRUE(copied->source().reader().copies()) << label;
+  EXPECT_FALSE(in_place->source().reader().copies()) << label;
+  const auto base_copied = copied->source().bytes().data();
+  const auto base_in_place = in_place->source().bytes().data();
+  ASSERT_EQ(copied->bundles().size(), in_place->bundles().size()) << label;
+  for (std::size_t b = 0; b < copied->bundles().size(); ++b) {
+    std::string where = label + " bundle " + std::to_string(b);
+    const BundleInfo& info = copied->bundles()[b];
+    EXPECT_EQ(info.offset, in_place->bundles()[b].offset) << where;
+    EXPECT_EQ(info.size, in_place->bundles()[b].size) << where;
+    EXPECT_EQ(info.format, in_place->bundles()[b].format) << where;
+    auto x = copied->read(b);
+    auto y = in_place->read(b);
+    if (!y) {
+      EXPECT_TRUE(FailsWith(x, y.error().kind())) << where;
+      continue;
+    }
+    if (!Succeeds(x)) {
+      ADD_FAILURE() << where << ": " << x.error().message();
+      continue;
+    }
+    if (info.format == BundleFormat::Plain) ++plain;
+    ASSERT_EQ(x->entries().size(), y->entries().size()) << where;
+    for (std::size_t e = 0; e < x->entries().size(); ++e) {
+      const BundleEntry& a = x->entries()[e];
+      const BundleEntry& c = y->entries()[e];
+      EXPECT_EQ(a.id, c.id) << where;
+      EXPECT_EQ(a.offset, c.offset) << where << " " << a.id;
+      EXPECT_EQ(a.size, c.size) << where << " " << a.id;
+      EXPECT_EQ(a.is_host, c.is_host) << where << " " << a.id;
+      if (info.format == BundleFormat::Plain) {
+        // Still views of the mapping at the entry's own place: nothing copied.
+        EXPECT_EQ(a.bytes.data() - base_copied, c.bytes.data() - base_in_place) << where << " " << a.id;
+      }
+      EXPECT_EQ(Bytes(a.bytes.begin(), a.bytes.end()), Bytes(c.bytes.begin(), c.bytes.end())) << where;
+      std::vector<std::byte> scratch;
+      auto head = x->head(e, 64, scratch);
+      ASSERT_TRUE(Succeeds(head)) << where;
+      auto expected = c.bytes.first(std::min<std::size_t>(64, c.bytes.size()));
+      EXPECT_EQ(Bytes(head->begin(), head->end()), Bytes(expected.begin(), expected.end())) << where << " " << a.id;
+      if (info.format == BundleFormat::Plain && !head->empty()) EXPECT_EQ(head->data(), scratch.data()) << where;
+    }
+    for (const char* spec : kDevices) {
+      auto device = device_from_spec(spec);
+      ASSERT_TRUE(Succeeds(device)) << spec;
+      auto from_copies = select_in_bundle(*device, *x);
+      auto from_views = select_in_bundle(*device, *y);
+      ASSERT_TRUE(Succeeds(from_copies)) << where;
+      ASSERT_TRUE(Succeeds(from_views)) << where;
+      expect_same_selection(*from_copies, *from_views, where + " " + spec);
+    }
+  }
+}
+
+TEST(CopiedReads, EveryFixtureReadsAsInPlace) {
+  std::size_t files = 0;
+  std::size_t plain = 0;
+  for (const auto& item : std::filesystem::recursive_directory_iterator(kFixtures)) {
+    if (!item.is_regular_file() || item.path().extension() == ".tsv") continue;
+    LargeFile file(testing::read_file(item.path().string()), "coload_copied_reads_fixture.bin");
+    expect_same_reading(file, item.path().lexically_relative(kFixtures).string(), plain);
+    ++files;
+  }
+  EXPECT_GE(files, 50u) << "fixtures missing";
+  EXPECT_GE(plain, 40u) << "too few plain bundles were read by copies";
+}
+
+// Tables larger than the first 4 KiB read, and than the largest copy (64 KiB).
+TEST(CopiedReads, LongTablesAreReadAgainLongerOrViewed) {
+  for (std::size_t count : {150u, 2000u}) {
+    std::vector<testing::Entry> entries;
+    for (std::size_t i = 0; i < count; ++i) {
+      entries.push_back({"hipv4-amdgcn-amd-amdhsa--gfx90a-" + std::to_string(i),
+                         testing::to_bytes("payload " + std::to_string(i))});
+    }
+    Bytes bundle = testing::write_plain_bundle(entries, 1);
+    ASSERT_GT(testing::plain_bundle_header_size(entries), count == 150 ? 4096u : 65536u);
+    LargeFile file(bundle, "coload_copied_reads_long_table.bin");
+    std::size_t plain = 0;
+    expect_same_reading(file, "table of " + std::to_string(count) + " entries", plain);
+    EXPECT_EQ(plain, 1u);
+    auto binary = FatBinary::open(file.path());
+    ASSERT_TRUE(Succeeds(binary));
+    auto read = binary->read(0);
+    ASSERT_TRUE(Succeeds(read));
+    ASSERT_EQ(read->entries().size(), count);
+    EXPECT_EQ(read->entries().back().id, "hipv4-amdgcn-amd-amdhsa--gfx90a-" + std::to_string(count - 1));
+  }
+}
+
+// Errors found in a copied table are the ones found in place, word for word.
+TEST(CopiedReads, BrokenTablesFailAsInPlace) {
+  Bytes bundle = testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
+                                              {"hipv4-amdgcn-amd-amdhsa--gfx90a", testing::to_bytes("code")}});
+  Bytes huge_count = bundle;
+  testing::store_le(std::span(huge_count).subspan(24, 8), 0x1000000, 8);
+  Bytes past_end = bundle;
+  // Entry 1's size (after magic, count, entry 0's record and entry 1's offset).
+  std::size_t entry1_size = 24 + 8 + (24 + 30) + 8;
+  testing::store_le(std::span(past_end).subspan(entry1_size, 8), 0x7fffffffffff, 8);
+  Bytes past_file = bundle;
+  testing::store_le(std::span(past_file).subspan(entry1_size, 8), 0x200000, 8);
+  for (const Bytes& broken : {huge_count, past_end, past_file}) {
+    LargeFile file(broken, "coload_copied_reads_broken.bin");
+    auto copied = FatBinary::open(file.path());
+    auto in_place = FatBinary::from_memory(file.bytes(), file.path());
+    ASSERT_FALSE(in_place.has_value());
+    ASSERT_TRUE(FailsWith(copied, in_place.error().kind()));
+    EXPECT_EQ(copied.error().message(), in_place.error().message());
+  }
+}
+
+}  // namespace
+}  // namespace coload
