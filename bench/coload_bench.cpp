@@ -135,7 +135,7 @@ std::uint64_t coload_extract_all(const std::string& path, coload::StreamOptions:
     }
     auto bundle = fat->read(i);
     if (!bundle) std::abort();
-    coload::Selection selection = coload::select_entry(gfx90a(), bundle->entries());
+    coload::Selection selection = *coload::select_in_bundle(gfx90a(), *bundle);
     const coload::Candidate* chosen = selection.chosen();
     if (!chosen) std::abort();
     std::span<const std::byte> bytes = bundle->entries()[chosen->entry_index].bytes;
