@@ -124,6 +124,105 @@ TEST(ScanBundles, RegionOutsideTheSourceIsOutOfBounds) {
   EXPECT_TRUE(FailsWith(scan_bundles(region, layout), ErrorKind::OutOfBounds));
 }
 
+// v1 bundles of `plains` (zstd and zlib in turn) with a v3 one third, which
+// is measured by its total_size and so never charged to the v1 budget.
+Bytes v1_chain(const std::vector<Bytes>& plains, std::vector<std::uint64_t>& starts) {
+  Bytes region;
+  for (std::size_t i = 0; i < plains.size(); ++i) {
+    if (i == 2) {
+      Bytes v3 = testing::write_ccob(bundle_for("gfx1100", 9), 3, CcobMethod::Zstd);
+      starts.push_back(testing::append_aligned(region, v3, 16));
+    }
+    CcobMethod method = i % 2 == 0 ? CcobMethod::Zstd : CcobMethod::Zlib;
+    starts.push_back(testing::append_aligned(region, testing::write_ccob(plains[i], 1, method), 16));
+  }
+  return region;
+}
+
+TEST(ScanBundles, V1BundlesWithinTheWalkBudgetAreAllFound) {
+  std::vector<Bytes> plains = {bundle_for("gfx90a", 1), bundle_for("gfx942", 2), bundle_for("gfx1030", 3),
+                               bundle_for("gfx1200", 4)};
+  std::vector<std::uint64_t> starts;
+  Bytes region = v1_chain(plains, starts);
+  ReadOptions options;  // exactly the v1 bundles' sum: the budget is inclusive
+  options.max_decompressed_bytes = 0;
+  for (const Bytes& plain : plains) options.max_decompressed_bytes += plain.size();
+
+  auto binary = FatBinary::from_memory(region, "v1.bin", options);
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_EQ(binary->bundles().size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(binary->bundles()[i].offset, starts[i]);
+    EXPECT_EQ(binary->bundles()[i].compressed->version, i == 2 ? 3 : 1);
+    EXPECT_TRUE(Succeeds(binary->read(i))) << i;
+  }
+}
+
+TEST(ScanBundles, V1ChainPastTheWalkBudgetIsLimitExceededAtTheLaterBundle) {
+  std::vector<Bytes> plains = {bundle_for("gfx90a", 1), bundle_for("gfx942", 2), bundle_for("gfx1030", 3),
+                               bundle_for("gfx1200", 4)};
+  std::vector<std::uint64_t> starts;
+  Bytes region = v1_chain(plains, starts);
+  std::uint64_t before_last = plains[0].size() + plains[1].size() + plains[2].size();
+  ReadOptions options;  // each bundle fits on its own; the four v1 together miss by one byte
+  options.max_decompressed_bytes = before_last + plains[3].size() - 1;
+  for (std::uint64_t start : starts) {
+    EXPECT_TRUE(Succeeds(parse_compressed_header(std::span(region).subspan(start), options))) << start;
+  }
+
+  std::string expected = "CCOB v1 header: uncompressed_size " + detail::hex(plains[3].size()) +
+                         " at offset 0x8 exceeds the " + detail::hex(plains[3].size() - 1) +
+                         " bytes left for measuring v1 streams in this walk: earlier v1 bundles used " +
+                         detail::hex(before_last) + " of the limit " + detail::hex(options.max_decompressed_bytes) +
+                         " (max_decompressed_bytes)";
+  auto walked = scan_bundles(region, whole(region), options);
+  ASSERT_TRUE(FailsWith(walked, ErrorKind::LimitExceeded));
+  EXPECT_EQ(walked.error().message(),
+            "bundle 4 at offset " + detail::hex(starts[4]) + " (after bundle 3): " + expected);
+
+  SourceLayout wrapped = whole(region);  // host images: the wrappers' bundles share the budget too
+  wrapped.wrapper_offsets = starts;
+  auto pointed = scan_bundles(region, wrapped, options);
+  ASSERT_TRUE(FailsWith(pointed, ErrorKind::LimitExceeded));
+  EXPECT_EQ(pointed.error().message(),
+            "bundle 4 at offset " + detail::hex(starts[4]) + " (from __hip_fatbin_wrapper): " + expected);
+
+  // The budget is per walk: without bundle 4 the same file opens.
+  auto without_last = FatBinary::from_memory(std::span(region).first(starts[4]), "v1.bin", options);
+  ASSERT_TRUE(Succeeds(without_last));
+  EXPECT_EQ(without_last->bundles().size(), 4u);
+}
+
+// A file of v1 bombs: each declares just over half the default limit (1 GiB)
+// of zeros from a small stream. The walk decodes the first and refuses the
+// second before decoding it, instead of decoding every bomb in the file.
+class V1Bombs : public ::testing::TestWithParam<CcobMethod> {};
+
+TEST_P(V1Bombs, ChainDecodesOneLimitAtMost) {
+  const std::uint64_t limit = ReadOptions{}.max_decompressed_bytes;
+  const std::uint64_t declared = limit / 2 + (1u << 20);
+  testing::CcobOptions bomb_options;
+  bomb_options.payload = testing::compress_zeros(declared, GetParam());
+  bomb_options.overrides.uncompressed_size = declared;
+  Bytes bomb = testing::write_ccob(bundle_for("gfx90a", 1), 1, GetParam(), bomb_options);
+  Bytes region;
+  for (int i = 0; i < 16; ++i) testing::append(region, bomb);
+  ASSERT_LT(region.size(), 16u << 20);
+
+  auto binary = FatBinary::from_memory(region, "bombs.bin");
+  ASSERT_TRUE(FailsWith(binary, ErrorKind::LimitExceeded));
+  // Bundle 1 is refused and the budget used is bundle 0's: one bomb decoded.
+  EXPECT_EQ(binary.error().message(),
+            "bombs.bin: bundle 1 at offset " + detail::hex(bomb.size()) +
+                " (after bundle 0): CCOB v1 header: uncompressed_size " + detail::hex(declared) +
+                " at offset 0x8 exceeds the " + detail::hex(limit - declared) +
+                " bytes left for measuring v1 streams in this walk: earlier v1 bundles used " +
+                detail::hex(declared) + " of the limit " + detail::hex(limit) + " (max_decompressed_bytes)");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ccob, V1Bombs, ::testing::Values(CcobMethod::Zstd, CcobMethod::Zlib),
+                         [](const auto& info) { return info.param == CcobMethod::Zstd ? "zstd" : "zlib"; });
+
 TEST(FatBinary, ErrorsNameTheSourceAndBundle) {
   Bytes plain = bundle_for("gfx90a", 1);
   testing::CcobOptions options;

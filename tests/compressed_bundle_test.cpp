@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "coload/bundle.h"
+#include "common/bytes.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"
 
@@ -184,6 +185,20 @@ TEST(CompressedHeader, WrongMagicIsBadMagic) {
   Bytes ccob = testing::write_ccob(sample_plain_bundle(), 3, CcobMethod::Zstd);
   ccob[0] = std::byte{'X'};
   EXPECT_TRUE(FailsWith(parse_compressed_header(ccob), ErrorKind::BadMagic));
+}
+
+TEST(CompressedBundle, V1MeasuringChecksTheCapItself) {
+  // A header parsed under other options must not lift the cap on measuring.
+  Bytes plain = sample_plain_bundle();
+  Bytes ccob = testing::write_ccob(plain, 1, CcobMethod::Zstd);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  ReadOptions small;
+  small.max_decompressed_bytes = plain.size() - 1;
+  auto size = compressed_bundle_size(ccob, *header, small);
+  ASSERT_TRUE(FailsWith(size, ErrorKind::LimitExceeded));
+  EXPECT_EQ(size.error().message(), "CCOB v1: uncompressed_size " + detail::hex(plain.size()) + " exceeds the limit " +
+                                        detail::hex(plain.size() - 1) + " (max_decompressed_bytes)");
 }
 
 TEST(CompressedBundle, TinyPayloadDeclaringHugeSizeCostsNoMemory) {

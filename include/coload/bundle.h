@@ -44,7 +44,8 @@ std::string_view to_string(Compression compression);
 
 /// Limits applied while reading. The defaults are generous but finite.
 struct ReadOptions {
-  /// Largest uncompressed bundle a CCOB may declare or produce.
+  /// Largest uncompressed bundle a CCOB may declare or produce; also the total
+  /// that one scan_bundles may decode to measure v1 CCOBs.
   std::uint64_t max_decompressed_bytes = std::uint64_t{1} << 30;
 };
 
@@ -102,7 +103,9 @@ Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> by
 
 /// Bytes the CCOB at bytes[0] occupies: total_size for v2/v3, and for v1 the
 /// header plus the length of the compressed stream (measured by decoding it,
-/// without keeping the output).
+/// without keeping the output, at most uncompressed_size bytes).
+/// Errors (v1): Truncated, CorruptData, SizeMismatch, and LimitExceeded for an
+/// uncompressed_size above options.max_decompressed_bytes.
 Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes,
                                                const CompressedHeader& header,
                                                const ReadOptions& options = {});
@@ -152,8 +155,11 @@ class Bundle {
 /// Finds every bundle of a source laid out as `layout` says: at the wrapper
 /// offsets when there are any, otherwise by walking the region by declared
 /// sizes and skipping zero padding. Nothing is decompressed except to measure
-/// a v1 CCOB. Errors name the bundle index and offset: BadMagic for bytes that
-/// start no bundle, plus the errors of the header parsers.
+/// a v1 CCOB, and the v1 CCOBs of one call share one decode budget: their
+/// uncompressed_size values together may not pass options.max_decompressed_bytes
+/// (LimitExceeded on the first that would, naming what earlier ones used).
+/// Errors name the bundle index and offset: BadMagic for bytes that start no
+/// bundle, plus the errors of the header parsers.
 Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source,
                                                const SourceLayout& layout,
                                                const ReadOptions& options = {});

@@ -25,9 +25,11 @@ namespace coload {
 /// An opened fat binary: a bundle file, a bare code object or a host image.
 class FatBinary {
  public:
-  /// Maps `path` and locates its bundles. Errors name the path.
+  /// Maps `path` and locates its bundles (scan_bundles: the v1 CCOBs of one
+  /// file share one options.max_decompressed_bytes of measuring, so a file of
+  /// v1 bombs fails with LimitExceeded instead of decoding each). Errors name the path.
   static Expected<FatBinary> open(const std::string& path, const ReadOptions& options = {});
-  /// Locates the bundles of a caller's buffer; `name` appears in errors.
+  /// Locates the bundles of a caller's buffer, as open() does; `name` appears in errors.
   static Expected<FatBinary> from_memory(std::span<const std::byte> bytes, std::string name = "<memory>",
                                          const ReadOptions& options = {});
 

@@ -55,9 +55,26 @@ Expected<PlainBundle> read_plain_table(const SourceReader& source, std::uint64_t
   }
 }
 
-/// Identifies and sizes the bundle at `offset` by its leading magic.
+/// A v1 CCOB has no total_size, so the walk measures it by decoding its stream,
+/// which stops at the declared uncompressed_size. All v1 streams of one walk
+/// share one max_decompressed_bytes: a file of N v1 bombs costs one limit of
+/// decoding, not N. `used` is what earlier v1 bundles declared (never above the limit).
+Expected<void> charge_v1(const CompressedHeader& header, std::uint64_t& used, const ReadOptions& options) {
+  std::uint64_t left = options.max_decompressed_bytes - used;
+  if (header.uncompressed_size > left) {
+    return Error(ErrorKind::LimitExceeded,
+                 "CCOB v1 header: uncompressed_size " + hex(header.uncompressed_size) + " at offset 0x8 exceeds the " +
+                     hex(left) + " bytes left for measuring v1 streams in this walk: earlier v1 bundles used " +
+                     hex(used) + " of the limit " + hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)");
+  }
+  used += header.uncompressed_size;
+  return {};
+}
+
+/// Identifies and sizes the bundle at `offset` by its leading magic. `v1_used`
+/// is the walk's v1 decoding so far (charge_v1).
 Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t offset, std::uint64_t end,
-                                    const ReadOptions& options) {
+                                    const ReadOptions& options, std::uint64_t& v1_used) {
   BundleInfo info;
   info.offset = offset;
   std::vector<std::byte> scratch;
@@ -76,6 +93,9 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
   if (detail::starts_with(bytes, kCompressedMagic)) {
     auto header = parse_compressed_header(bytes, options);
     if (!header) return std::move(header).error();
+    if (!header->total_size) {
+      if (auto charged = charge_v1(*header, v1_used, options); !charged) return std::move(charged).error();
+    }
     auto size = compressed_bundle_size(bytes, *header, options);
     if (!size) return std::move(size).error();
     info.format = BundleFormat::Compressed;
@@ -98,8 +118,8 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
 /// Measures the bundle starting at `offset`, which may extend up to `end`.
 /// A bundle always occupies bytes: the walk relies on it to advance.
 Expected<BundleInfo> measure(const SourceReader& source, std::uint64_t offset, std::uint64_t end,
-                             const ReadOptions& options) {
-  auto info = measure_format(source, offset, end, options);
+                             const ReadOptions& options, std::uint64_t& v1_used) {
+  auto info = measure_format(source, offset, end, options, v1_used);
   if (info && info->size == 0) {
     return Error(ErrorKind::Malformed, std::string(to_string(info->format)) + " image measures 0 bytes");
   }
@@ -145,6 +165,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
   }
   std::uint64_t end = layout.region_offset + layout.region_size;
   std::vector<BundleInfo> bundles;
+  std::uint64_t v1_used = 0;  // see charge_v1
   if (layout.kind == SourceKind::CodeObject) {
     bundles.push_back({.index = 0, .offset = layout.region_offset, .size = layout.region_size,
                        .format = BundleFormat::CodeObject, .compressed = std::nullopt});
@@ -162,7 +183,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
         return Error(ErrorKind::Malformed, where(index, offset) + ": wrapper pointer lands inside the previous bundle, which ends at " +
                                                hex(previous_end));
       }
-      auto info = measure(reader, offset, end, options);
+      auto info = measure(reader, offset, end, options, v1_used);
       if (!info) return std::move(info).error().with_context(where(index, offset) + " (from __hip_fatbin_wrapper)");
       info->index = index;
       previous_end = offset + info->size;
@@ -181,7 +202,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
       continue;
     }
     std::size_t index = bundles.size();
-    auto info = measure(reader, position, end, options);
+    auto info = measure(reader, position, end, options, v1_used);
     if (!info) {
       std::string context = where(index, position);
       if (index > 0) context += " (after bundle " + std::to_string(index - 1) + ")";

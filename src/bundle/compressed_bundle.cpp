@@ -128,6 +128,11 @@ Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes,
   if (bytes.size() < header.header_size) {
     return Error(ErrorKind::Truncated, "CCOB v1: input is shorter than its header");
   }
+  if (header.uncompressed_size > options.max_decompressed_bytes) {
+    return Error(ErrorKind::LimitExceeded, "CCOB v1: uncompressed_size " + hex(header.uncompressed_size) +
+                                               " exceeds the limit " + hex(options.max_decompressed_bytes) +
+                                               " (max_decompressed_bytes)");
+  }
   DiscardSink discard;
   auto consumed = detail::decode_stream(header.method, bytes.subspan(header.header_size), header.uncompressed_size,
                                         detail::StreamEnd::EndOfExpected, discard);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 
 namespace coload::testing {
@@ -194,6 +195,57 @@ Bytes compress(std::span<const std::byte> data, CcobMethod method, int level) {
       if (ZSTD_isError(n))
         throw std::runtime_error(std::string("ZSTD_compress failed: ") + ZSTD_getErrorName(n));
       out.resize(n);
+      return out;
+    }
+  }
+  throw std::invalid_argument("unknown CcobMethod");
+}
+
+Bytes compress_zeros(std::uint64_t size, CcobMethod method) {
+  const Bytes zeros(std::size_t{1} << 20);
+  Bytes chunk(ZSTD_CStreamOutSize() + compressBound(static_cast<uLong>(zeros.size())));
+  Bytes out;
+  std::uint64_t left = size;
+  switch (method) {
+    case CcobMethod::Zlib: {
+      // Z_RLE looks for runs only: the fastest strategy for zeros, same ratio.
+      z_stream stream{};
+      if (deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, 15, 9, Z_RLE) != Z_OK)
+        throw std::runtime_error("deflateInit2 failed");
+      int rc = Z_OK;
+      do {
+        auto take = static_cast<uInt>(std::min<std::uint64_t>(left, zeros.size()));
+        left -= take;
+        stream.next_in = const_cast<Bytef*>(reinterpret_cast<const Bytef*>(zeros.data()));
+        stream.avail_in = take;
+        do {
+          stream.next_out = reinterpret_cast<Bytef*>(chunk.data());
+          stream.avail_out = static_cast<uInt>(chunk.size());
+          rc = deflate(&stream, left == 0 ? Z_FINISH : Z_NO_FLUSH);
+          out.insert(out.end(), chunk.begin(), chunk.end() - stream.avail_out);
+        } while (stream.avail_out == 0);
+      } while (left > 0);
+      deflateEnd(&stream);
+      if (rc != Z_STREAM_END) throw std::runtime_error("deflate failed: " + std::to_string(rc));
+      return out;
+    }
+    case CcobMethod::Zstd: {
+      std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> context(ZSTD_createCCtx(), &ZSTD_freeCCtx);
+      ZSTD_CCtx_setParameter(context.get(), ZSTD_c_compressionLevel, kZstdDefaultLevel);
+      ZSTD_CCtx_setPledgedSrcSize(context.get(), size);  // the frame header states the content size
+      std::size_t remaining = 0;
+      do {
+        auto take = static_cast<std::size_t>(std::min<std::uint64_t>(left, zeros.size()));
+        left -= take;
+        ZSTD_inBuffer in{zeros.data(), take, 0};
+        do {
+          ZSTD_outBuffer buffer{chunk.data(), chunk.size(), 0};
+          remaining = ZSTD_compressStream2(context.get(), &buffer, &in, left == 0 ? ZSTD_e_end : ZSTD_e_continue);
+          if (ZSTD_isError(remaining))
+            throw std::runtime_error(std::string("ZSTD_compressStream2 failed: ") + ZSTD_getErrorName(remaining));
+          out.insert(out.end(), chunk.begin(), chunk.begin() + buffer.pos);
+        } while (in.pos < in.size || (left == 0 && remaining != 0));
+      } while (left > 0);
       return out;
     }
   }

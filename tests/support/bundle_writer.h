@@ -99,6 +99,11 @@ std::uint64_t ccob_hash(std::span<const std::byte> plain_bundle);
 // blocks, zstd 0 = libzstd's default). Throws std::runtime_error.
 Bytes compress(std::span<const std::byte> data, CcobMethod method, int level = -1);
 
+// One zlib stream (Z_RLE) or one zstd frame (with its content size) of `size`
+// zero bytes, written from a 1 MiB buffer: a decompression bomb of any size
+// costs little memory to build. Throws std::runtime_error.
+Bytes compress_zeros(std::uint64_t size, CcobMethod method);
+
 // A zstd skippable frame (magic 0x184D2A50 + nibble, u32 size, content).
 // Decoders skip it; useful to put bytes such as "CCOB" inside a payload.
 Bytes zstd_skippable_frame(std::span<const std::byte> content, unsigned nibble = 0);
