@@ -68,6 +68,10 @@ struct BundleInfo {
   std::uint64_t size = 0;   ///< bytes the bundle occupies in the source (no padding)
   BundleFormat format = BundleFormat::Plain;
   std::optional<CompressedHeader> compressed;  ///< set for Compressed
+  /// Plain bundles scanned through a copying SourceReader: the header and
+  /// entry table as copied out of the file, which read_bundle parses again
+  /// instead of reading them a second time. Null otherwise.
+  std::shared_ptr<const std::vector<std::byte>> table;
 };
 
 /// One entry of a bundle. `offset` is relative to the start of the

@@ -31,13 +31,24 @@ Expected<Bytes> read_first(const SourceReader& source, std::uint64_t offset, std
   return source.read(offset, source.copies() ? std::min(extent, kFirstRead) : extent, scratch);
 }
 
+/// A plain bundle's table: the entries (bytes viewing the source) and, when
+/// the table was copied out of the file, its bytes, which the IDs view.
+struct PlainTable {
+  PlainBundle plain;
+  std::shared_ptr<const std::vector<std::byte>> copy;  // null: the IDs view the source
+};
+
+/// Points the entries' bytes at the bundle at `offset` in `source`.
+void view_entries(PlainBundle& plain, const SourceReader& source, std::uint64_t offset, std::uint64_t extent) {
+  Bytes bundle = source.bytes().subspan(offset, extent);
+  for (BundleEntry& entry : plain.entries) entry.bytes = bundle.subspan(entry.offset, entry.size);
+}
+
 /// The table of the plain bundle at `offset`, `extent` bytes long, parsed
-/// from `prefix` (read_first's bytes), read again longer while the table runs
-/// past it: parse_plain_bundle's result over the whole bundle. The entries'
-/// bytes view the source; their IDs view `scratch` when the table was copied
-/// (else `scratch` is left empty).
-Expected<PlainBundle> read_plain_table(const SourceReader& source, std::uint64_t offset, std::uint64_t extent,
-                                       Bytes prefix, std::vector<std::byte>& scratch) {
+/// from `prefix` (read_first's bytes into `scratch`), read again longer while
+/// the table runs past it: parse_plain_bundle's result over the whole bundle.
+Expected<PlainTable> read_plain_table(const SourceReader& source, std::uint64_t offset, std::uint64_t extent,
+                                      Bytes prefix, std::vector<std::byte>& scratch) {
   for (;;) {
     auto table = detail::parse_plain_bundle_prefix(prefix, extent);
     if (!table && table.error().kind() == ErrorKind::Truncated && prefix.size() < extent) {
@@ -47,11 +58,18 @@ Expected<PlainBundle> read_plain_table(const SourceReader& source, std::uint64_t
       prefix = *longer;
       continue;
     }
-    if (prefix.data() != scratch.data()) std::vector<std::byte>().swap(scratch);
-    if (!table) return table;
-    Bytes bundle = source.bytes().subspan(offset, extent);
-    for (BundleEntry& entry : table->entries) entry.bytes = bundle.subspan(entry.offset, entry.size);
-    return table;
+    if (!table) return std::move(table).error();
+    PlainTable result{std::move(*table), nullptr};
+    view_entries(result.plain, source, offset, extent);
+    if (prefix.data() == scratch.data()) {
+      // Keep the table, not the page it was read with: the IDs move to the copy.
+      result.copy = std::make_shared<const std::vector<std::byte>>(prefix.begin(),
+                                                                   prefix.begin() + result.plain.header_size);
+      const char* from = reinterpret_cast<const char*>(prefix.data());
+      const char* to = reinterpret_cast<const char*>(result.copy->data());
+      for (BundleEntry& entry : result.plain.entries) entry.id = {to + (entry.id.data() - from), entry.id.size()};
+    }
+    return result;
   }
 }
 
@@ -81,10 +99,11 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
   auto first = read_first(source, offset, end - offset, scratch);
   if (!first) return std::move(first).error();
   if (detail::starts_with(*first, kPlainMagic)) {
-    auto plain = read_plain_table(source, offset, end - offset, *first, scratch);
-    if (!plain) return std::move(plain).error();
+    auto table = read_plain_table(source, offset, end - offset, *first, scratch);
+    if (!table) return std::move(table).error();
     info.format = BundleFormat::Plain;
-    info.size = plain->size;
+    info.size = table->plain.size;
+    info.table = std::move(table->copy);
     return info;
   }
   // A CCOB's payload or a code object's tables are read through the mapping
@@ -247,18 +266,18 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
   Bytes bytes = source.subspan(info.offset, info.size);
   switch (info.format) {
     case BundleFormat::Plain: {
-      std::vector<std::byte> table;
-      auto first = read_first(reader, info.offset, info.size, table);
+      if (info.table) {  // copied by the scan: parse it again, read nothing
+        auto plain = detail::parse_plain_bundle_prefix(*info.table, info.size);
+        if (!plain) return std::move(plain).error().with_context(context());
+        view_entries(*plain, reader, info.offset, info.size);
+        return Bundle(info, std::move(plain->entries), bytes, info.table, reader);
+      }
+      std::vector<std::byte> scratch;
+      auto first = read_first(reader, info.offset, info.size, scratch);
       if (!first) return std::move(first).error().with_context(context());
-      auto plain = read_plain_table(reader, info.offset, info.size, *first, table);
-      if (!plain) return std::move(plain).error().with_context(context());
-      if (table.empty()) return Bundle(info, std::move(plain->entries), bytes, nullptr, reader);
-      // Keep the table, not the page it was read with: the IDs move to the copy.
-      auto storage = std::make_shared<const std::vector<std::byte>>(table.begin(), table.begin() + plain->header_size);
-      const char* from = reinterpret_cast<const char*>(table.data());
-      const char* to = reinterpret_cast<const char*>(storage->data());
-      for (BundleEntry& entry : plain->entries) entry.id = {to + (entry.id.data() - from), entry.id.size()};
-      return Bundle(info, std::move(plain->entries), bytes, std::move(storage), reader);
+      auto table = read_plain_table(reader, info.offset, info.size, *first, scratch);
+      if (!table) return std::move(table).error().with_context(context());
+      return Bundle(info, std::move(table->plain.entries), bytes, std::move(table->copy), reader);
     }
     case BundleFormat::Compressed: {
       auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
