@@ -18,11 +18,11 @@ struct Judged {
   std::string id_note;  ///< entry ID and ELF header disagree
 };
 
-/// The first bytes of an entry, which is all selection reads of it: from
-/// `bundle` when given (Bundle::head, which copies them out of a large mapped
-/// file instead of touching the mapping), else the entry's own bytes.
+// Selection reads no more of an entry than its ELF header.
 constexpr std::uint64_t kElfHeaderBytes = 64;
 
+// The header comes from `bundle` when given (Bundle::head copies it out of a
+// large mapped file instead of touching the mapping), else from entry.bytes.
 Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t index, const SelectOptions& options,
                    const Bundle* bundle) {
   Judged judged;
