@@ -198,5 +198,26 @@ TEST(CopiedReads, BrokenTablesFailAsInPlace) {
   }
 }
 
+
+// Only a plain bundle's entries lie in the source: any other bundle's head()
+// is a view of its own entry bytes, whatever reader it was given.
+TEST(CopiedReads, HeadsOfOtherFormatsAreTheirOwnBytes) {
+  LargeFile file(Bytes(16, std::byte{0x5a}), "coload_copied_reads_other_format.bin");
+  auto source = Source::map_file(file.path());
+  ASSERT_TRUE(Succeeds(source));
+  ASSERT_TRUE(source->reader().copies());
+  auto storage = std::make_shared<const std::vector<std::byte>>(testing::to_bytes("\x7f" "ELF decompressed"));
+  BundleInfo info{.index = 0, .offset = 0, .size = storage->size(), .format = BundleFormat::Compressed};
+  std::vector<BundleEntry> entries{{.id = "hipv4-amdgcn-amd-amdhsa--gfx90a", .offset = 0, .size = storage->size(),
+                                    .is_host = false, .bytes = *storage}};
+  Bundle bundle(info, entries, *storage, storage, source->reader());
+  std::vector<std::byte> scratch;
+  auto head = bundle.head(0, 64, scratch);
+  ASSERT_TRUE(Succeeds(head));
+  EXPECT_EQ(head->data(), storage->data());
+  EXPECT_EQ(head->size(), storage->size());
+  EXPECT_TRUE(FailsWith(bundle.head(1, 64, scratch), ErrorKind::InvalidArgument));
+}
+
 }  // namespace
 }  // namespace coload

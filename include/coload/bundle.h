@@ -139,7 +139,8 @@ class Bundle {
 
   /// Builds a Bundle; `storage` owns what `uncompressed` and the entries view,
   /// or is null when they view the caller's bytes. `reader`, when it copies,
-  /// is the source a plain bundle's entries lie in, for head().
+  /// is the source a plain bundle's entries lie in, for head(); other formats
+  /// ignore it.
   Bundle(BundleInfo info, std::vector<BundleEntry> entries, std::span<const std::byte> uncompressed,
          std::shared_ptr<const std::vector<std::byte>> storage, SourceReader reader = SourceReader())
       : info_(std::move(info)),

@@ -246,8 +246,8 @@ Expected<std::span<const std::byte>> Bundle::head(std::size_t index, std::uint64
   }
   const BundleEntry& entry = entries_[index];
   std::uint64_t size = std::min<std::uint64_t>(bytes, entry.bytes.size());
-  if (!reader_.copies() || size == 0) return entry.bytes.first(size);
-  // Only read_bundle gives a Bundle a copying reader, for a plain bundle in place.
+  // Only a plain bundle's entries lie in the source at info.offset + entry.offset.
+  if (!reader_.copies() || info_.format != BundleFormat::Plain || size == 0) return entry.bytes.first(size);
   return reader_.read(info_.offset + entry.offset, size, scratch);
 }
 
