@@ -18,6 +18,9 @@ target_link_libraries(coload_llvm INTERFACE ${COLOAD_LLVM_LIBS})
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 find_package(ZLIB REQUIRED)
+# Their archives, which the -dev packages ship, for the coload tool's static link.
+find_library(COLOAD_ZSTD_ARCHIVE NAMES libzstd.a)
+find_library(COLOAD_ZLIB_ARCHIVE NAMES libz.a)
 
 # Toolchain programs that build the test fixtures.
 find_program(COLOAD_CLANG NAMES clang-22 HINTS ${LLVM_TOOLS_BINARY_DIR})

@@ -19,9 +19,10 @@ constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
 constexpr std::string_view kCompressedMagic = "CCOB";
 constexpr std::string_view kElfMagic = "\x7f" "ELF";
 
-// A plain bundle's table is read from a first page-sized prefix, grown when
-// the table runs past it; most tables fit the first read.
-constexpr std::uint64_t kFirstRead = 4096;
+// A plain bundle's table is read from a first 1 KiB prefix, grown when the
+// table runs past it. 1 KiB holds a table of 15 entries with 40-character
+// IDs (the host and 14 GPUs) and copies a quarter of a page.
+constexpr std::uint64_t kFirstRead = 1024;
 
 /// The first bytes of the bundle at `offset`, `extent` bytes long: a page
 /// copied out of the file when `source` copies, the whole bundle viewed

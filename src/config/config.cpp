@@ -206,7 +206,11 @@ ReadOptions Config::read_options() const {
 
 StreamOptions Config::stream_options() const { return StreamOptions{.hash = hash_check, .read = read_options()}; }
 
-SelectOptions Config::select_options() const { return select_options(HotswapRegistry::builtin()); }
+SelectOptions Config::select_options() const {
+  // Building the builtin registry validates every pass's pairs: not for nothing.
+  if (!hotswap) return SelectOptions{.unbundler = unbundler, .hotswap = false};
+  return select_options(HotswapRegistry::builtin());
+}
 
 SelectOptions Config::select_options(const HotswapRegistry& registry) const {
   SelectOptions options;

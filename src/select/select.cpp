@@ -7,6 +7,7 @@
 #include "common/bytes.h"
 #include "select/rank.h"
 #include "select/target_rules.h"
+#include "target/entry_id_view.h"
 
 namespace coload {
 namespace {
@@ -33,7 +34,7 @@ Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t i
     candidate.reason = "host entry";
     return judged;
   }
-  auto id = EntryId::parse(entry.id);
+  auto id = detail::parse_entry_id(entry.id);
   if (!id) {
     candidate.reason = id.error().message();
     return judged;
@@ -48,12 +49,12 @@ Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t i
     return judged;
   }
   if (id->kind == OffloadKind::Other) {
-    candidate.reason = "offload kind '" + id->kind_text + "' is not hip, hipv4 or hcc";
+    candidate.reason = "offload kind '" + std::string(id->kind_text) + "' is not hip, hipv4 or hcc";
     return judged;
   }
   if (!id->is_amdhsa()) {
-    candidate.reason = "triple " + id->arch + "-" + id->vendor + "-" + id->os + "-" + id->environment +
-                       " is not amdgcn-amd-amdhsa";
+    candidate.reason = "triple " + std::string(id->arch) + "-" + std::string(id->vendor) + "-" + std::string(id->os) +
+                       "-" + std::string(id->environment) + " is not amdgcn-amd-amdhsa";
     return judged;
   }
   if (entry.bytes.empty()) {

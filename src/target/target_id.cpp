@@ -1,9 +1,9 @@
 // Target IDs, bundle entry IDs and the xnack/sramecc rule
 // (shared/reference/isa-matching.md section 1, bundle-formats.md 1.3).
 #include <array>
-#include <vector>
 
 #include "coload/target.h"
+#include "target/entry_id_view.h"
 
 namespace coload {
 namespace {
@@ -27,18 +27,18 @@ constexpr std::array kFeatures = {Feature::Sramecc, Feature::Xnack};  // canonic
 
 std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
-// Splits `text` at the first `count` occurrences of `separator`.
-std::vector<std::string_view> split_first(std::string_view text, char separator, std::size_t count) {
-  std::vector<std::string_view> parts;
-  parts.reserve(8);  // entry IDs have 6 parts, target IDs up to 3: one allocation, not four
-  while (parts.size() < count) {
-    std::size_t at = text.find(separator);
-    if (at == std::string_view::npos) break;
-    parts.push_back(text.substr(0, at));
-    text.remove_prefix(at + 1);
-  }
-  parts.push_back(text);
-  return parts;
+// Cuts the text before the next `separator` off `rest` and returns it (all
+// of `rest` when there is none). Views only: IDs are parsed for every entry
+// of every bundle an image holds.
+std::string_view take_token(std::string_view& rest, char separator) {
+  std::size_t at = rest.find(separator);
+  std::string_view token = rest.substr(0, at);
+  rest.remove_prefix(at == std::string_view::npos ? rest.size() : at + 1);
+  return token;
+}
+
+bool is_amdhsa_triple(std::string_view arch, std::string_view vendor, std::string_view os, std::string_view env) {
+  return arch == "amdgcn" && vendor == "amd" && os == "amdhsa" && (env.empty() || env == "unknown");
 }
 
 }  // namespace
@@ -66,8 +66,9 @@ std::string_view to_string(OffloadKind kind) {
 }
 
 Expected<TargetId> TargetId::parse(std::string_view text) {
-  auto parts = split_first(text, ':', std::string_view::npos);
-  std::string_view name = parts.front();
+  std::string_view rest = text;
+  std::string_view name = take_token(rest, ':');
+  bool more = name.size() < text.size();  // a ':' followed the name
   if (name.empty()) return Error(ErrorKind::Malformed, "target ID " + quoted(text) + " names no processor");
   const Processor* processor = find_processor(name);
   if (!processor) {
@@ -77,8 +78,9 @@ Expected<TargetId> TargetId::parse(std::string_view text) {
               .sramecc = processor->sramecc ? FeatureState::Any : FeatureState::Unsupported,
               .xnack = processor->xnack == XnackSupport::OnOff ? FeatureState::Any : FeatureState::Unsupported};
   std::array<bool, kFeatures.size()> seen{};
-  for (std::size_t i = 1; i < parts.size(); ++i) {
-    std::string_view token = parts[i];
+  while (more) {
+    more = rest.find(':') != std::string_view::npos;
+    std::string_view token = take_token(rest, ':');
     auto bad = [&](std::string why) {
       return Error(ErrorKind::Malformed, "target ID " + quoted(text) + ": feature " + quoted(token) + " " + why);
     };
@@ -160,30 +162,36 @@ std::string feature_mismatch(const TargetId& code, const TargetId& device) {
   return mismatch;
 }
 
-bool EntryId::is_amdhsa() const {
-  return arch == "amdgcn" && vendor == "amd" && os == "amdhsa" && (environment.empty() || environment == "unknown");
-}
+bool detail::EntryIdView::is_amdhsa() const { return is_amdhsa_triple(arch, vendor, os, environment); }
 
-Expected<EntryId> EntryId::parse(std::string_view text) {
-  EntryId id;
-  id.text = std::string(text);
+bool EntryId::is_amdhsa() const { return is_amdhsa_triple(arch, vendor, os, environment); }
+
+Expected<detail::EntryIdView> detail::parse_entry_id(std::string_view text) {
+  EntryIdView id;
+  id.text = text;
   auto fail = [&](std::string why) {
     return Error(ErrorKind::Malformed, "bundle entry ID " + quoted(text) + " " + why);
   };
-  auto parts = split_first(text, '-', 5);
-  id.kind_text = std::string(parts[0]);
+  std::string_view rest = text;
+  std::array<std::string_view*, 6> fields = {&id.kind_text, &id.arch, &id.vendor, &id.os, &id.environment,
+                                             &id.target_text};
+  std::size_t parts = 0;  // the target keeps its dashes: split at the first five only
+  for (std::string_view* field : fields) {
+    bool last = field == fields.back() || rest.find('-') == std::string_view::npos;
+    *field = last ? rest : take_token(rest, '-');
+    ++parts;
+    if (last) break;
+  }
   if (id.kind_text == "host") id.kind = OffloadKind::Host;
   else if (id.kind_text == "hip") id.kind = OffloadKind::Hip;
   else if (id.kind_text == "hipv4") id.kind = OffloadKind::HipV4;
   else if (id.kind_text == "hcc") id.kind = OffloadKind::Hcc;
   else if (id.kind_text == "openmp") id.kind = OffloadKind::OpenMP;
-  if (parts.size() < 2 || id.kind_text.empty()) return fail("has no `<kind>-` prefix");
-  std::string* fields[] = {&id.arch, &id.vendor, &id.os, &id.environment, &id.target_text};
-  for (std::size_t i = 1; i < parts.size(); ++i) *fields[i - 1] = std::string(parts[i]);
+  if (parts < 2 || id.kind_text.empty()) return fail("has no `<kind>-` prefix");
   // Host triples come in 3 and 4 parts (clang-14 wrote `host-x86_64-unknown-linux`).
   if (id.kind == OffloadKind::Host) return id;
-  if (parts.size() < 6) {
-    return fail("has " + std::to_string(parts.size() - 1) +
+  if (parts < 6) {
+    return fail("has " + std::to_string(parts - 1) +
                 " dashes; a device entry is `<kind>-<arch>-<vendor>-<os>-<environment>-<target>`");
   }
   if (id.arch == "spirv64" && id.vendor == "amd" && id.os == "amdhsa") {
@@ -199,6 +207,23 @@ Expected<EntryId> EntryId::parse(std::string_view text) {
   auto target = TargetId::parse(id.target_text);
   if (!target) return std::move(target).error().with_context("bundle entry ID " + quoted(text));
   id.target = *target;
+  return id;
+}
+
+Expected<EntryId> EntryId::parse(std::string_view text) {
+  auto view = detail::parse_entry_id(text);
+  if (!view) return std::move(view).error();
+  EntryId id;
+  id.text = std::string(text);
+  id.kind = view->kind;
+  id.kind_text = std::string(view->kind_text);
+  id.arch = std::string(view->arch);
+  id.vendor = std::string(view->vendor);
+  id.os = std::string(view->os);
+  id.environment = std::string(view->environment);
+  id.target_text = std::string(view->target_text);
+  id.target = view->target;
+  id.is_spirv = view->is_spirv;
   return id;
 }
 

@@ -20,25 +20,59 @@ struct BundleResult {
   std::string error;  ///< why nothing was selected (or the bundle unreadable)
 };
 
-void print_text(const Device& device, const std::vector<BundleResult>& results) {
-  std::printf("device %s\n", device.str().c_str());
-  for (const BundleResult& result : results) {
-    const Candidate* chosen = result.choice ? result.choice->selection.chosen() : nullptr;
-    if (chosen) {
-      std::printf("bundle %zu: selected %s (%s)\n", result.index, chosen->id.c_str(),
-                  std::string(to_string(*chosen->tier)).c_str());
-    } else {
-      std::printf("bundle %zu: nothing selected: %s\n", result.index, result.error.c_str());
-    }
-    if (!result.choice) continue;
-    for (const Candidate& candidate : result.choice->selection.candidates) {
-      std::string tier = candidate.tier ? std::string(to_string(*candidate.tier)) : "-";
-      std::printf("  [%zu] %-10s %-10s %s: %s\n", candidate.entry_index,
-                  std::string(to_string(candidate.verdict)).c_str(), tier.c_str(), candidate.id.c_str(),
-                  candidate.reason.c_str());
-    }
+// The text report, written as the bundles are judged, from a string flushed
+// every 16 KiB: an image of 128 bundles is a report of 1 000+ lines (printf's
+// formatting of each was a tenth of the command), and neither the report nor
+// the bundles' results need be held whole (each held page is a page fault).
+class TextReport {
+ public:
+  explicit TextReport(const Device& device) {
+    out_.reserve(2 * kFlushAt);
+    out_ += "device " + device.str() + "\n";
   }
-}
+  TextReport(const TextReport&) = delete;
+  TextReport& operator=(const TextReport&) = delete;
+  ~TextReport() { flush(); }
+
+  void add(const BundleResult& result) {
+    const Candidate* chosen = result.choice ? result.choice->selection.chosen() : nullptr;
+    out_ += "bundle " + std::to_string(result.index);
+    if (chosen) {
+      out_ += ": selected " + chosen->id + " (" + std::string(to_string(*chosen->tier)) + ")\n";
+    } else {
+      out_ += ": nothing selected: " + result.error + "\n";
+    }
+    if (result.choice) {
+      for (const Candidate& candidate : result.choice->selection.candidates) {
+        out_ += "  [" + std::to_string(candidate.entry_index) + "] ";
+        append_padded(to_string(candidate.verdict), 10);
+        out_ += ' ';
+        append_padded(candidate.tier ? to_string(*candidate.tier) : "-", 10);
+        out_ += ' ';
+        out_ += candidate.id;
+        out_ += ": ";
+        out_ += candidate.reason;
+        out_ += '\n';
+      }
+    }
+    if (out_.size() >= kFlushAt) flush();
+  }
+
+  void flush() {
+    std::fwrite(out_.data(), 1, out_.size(), stdout);
+    out_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kFlushAt = 16 * 1024;
+
+  void append_padded(std::string_view text, std::size_t width) {
+    out_ += text;
+    if (text.size() < width) out_.append(width - text.size(), ' ');
+  }
+
+  std::string out_;
+};
 
 void print_json(const Device& device, Unbundler unbundler, const std::vector<BundleResult>& results) {
   JsonWriter json;
@@ -166,26 +200,28 @@ int run_select(std::span<const std::string> args) {
     std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
     return kExitInputError;
   }
+  // Results are kept only for what needs them all: the JSON document and -o.
   std::vector<BundleResult> results;
+  bool keep = json || !output.empty();
+  std::optional<TextReport> text;
+  if (!json) text.emplace(*device);
   bool all_selected = true;
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
-    BundleResult& result = results.emplace_back();
-    result.index = i;
+    BundleResult result{.index = i};
     std::string where = path + ": bundle " + std::to_string(i);
     auto choice = choose_in_bundle(*binary, i, *device, select_options, stream_options, where);
     if (!choice) {
       result.error = choice.error().message();
-      all_selected = false;
-      continue;
+    } else {
+      result.choice = std::move(*choice);
+      if (!result.choice->selection.chosen()) result.error = no_fit_error(*device, result.choice->selection).message();
     }
-    result.choice = std::move(*choice);
-    if (!result.choice->selection.chosen()) {
-      result.error = no_fit_error(*device, result.choice->selection).message();
-      all_selected = false;
-    }
+    all_selected = all_selected && result.error.empty();
+    if (text) text->add(result);
+    if (keep) results.push_back(std::move(result));
   }
   if (json) print_json(*device, select_options.unbundler, results);
-  else print_text(*device, results);
+  else text->flush();
 
   if (!output.empty()) {
     std::vector<const BundleResult*> chosen;
