@@ -153,7 +153,7 @@ TEST(CopiedReads, EveryFixtureReadsAsInPlace) {
   EXPECT_GE(plain, 40u) << "too few plain bundles had their tables copied";
 }
 
-// Tables larger than the first 4 KiB read, and than the largest copy (64 KiB).
+// Tables larger than the first reads (1 KiB, then 4 KiB), and than the largest copy (64 KiB).
 TEST(CopiedReads, LongTablesAreReadAgainLongerOrViewed) {
   for (std::size_t count : {150u, 2000u}) {
     std::vector<testing::Entry> entries;
@@ -198,6 +198,44 @@ TEST(CopiedReads, BrokenTablesFailAsInPlace) {
   }
 }
 
+// read_bundle takes the scan's parsed entries only when they fit the bundle; a
+// hand-built BundleInfo whose entries do not is judged by its copied bytes.
+TEST(CopiedReads, TableCopiesAreTrustedOnlyWhereTheyFit) {
+  Bytes bundle = testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
+                                              {"hipv4-amdgcn-amd-amdhsa--gfx90a", testing::to_bytes("code")}});
+  LargeFile file(bundle, "coload_copied_reads_table_copy.bin");
+  auto binary = FatBinary::open(file.path());
+  ASSERT_TRUE(Succeeds(binary));
+  const BundleInfo& scanned = binary->bundles()[0];
+  ASSERT_TRUE(scanned.table);
+  ASSERT_EQ(scanned.table->entries.size(), 2u);
+  EXPECT_TRUE(scanned.table->entries[1].bytes.empty());
+  EXPECT_EQ(scanned.table->entries[1].size, 4u);
+
+  // Entries that run past the bundle, bytes intact: the bytes' entries.
+  auto forged = std::make_shared<PlainTableCopy>(*scanned.table);
+  forged->entries[1].size = 0x7fffffffffff;
+  BundleInfo info = scanned;
+  info.table = forged;
+  auto read = read_bundle(binary->source().reader(), info);
+  ASSERT_TRUE(Succeeds(read));
+  ASSERT_EQ(read->entries().size(), 2u);
+  EXPECT_EQ(read->entries()[1].size, 4u);
+  EXPECT_EQ(Bytes(read->entries()[1].bytes.begin(), read->entries()[1].bytes.end()), testing::to_bytes("code"));
+
+  // Bytes that say so too: the error parsing them in place gives.
+  std::size_t entry1_size = 24 + 8 + (24 + 30) + 8;
+  testing::store_le(std::span(forged->bytes).subspan(entry1_size, 8), 0x7fffffffffff, 8);
+  Bytes past_end = bundle;
+  testing::store_le(std::span(past_end).subspan(entry1_size, 8), 0x7fffffffffff, 8);
+  BundleInfo uncached = scanned;
+  uncached.table.reset();
+  auto in_place = read_bundle(past_end, uncached);
+  ASSERT_FALSE(in_place.has_value());
+  auto failed = read_bundle(binary->source().reader(), info);
+  ASSERT_TRUE(FailsWith(failed, in_place.error().kind()));
+  EXPECT_EQ(failed.error().message(), in_place.error().message());
+}
 
 // Only a plain bundle's entries lie in the source: any other bundle's head()
 // is a view of its own entry bytes, whatever reader it was given.

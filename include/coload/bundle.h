@@ -61,19 +61,6 @@ struct CompressedHeader {
   std::uint64_t hash = 0;
 };
 
-/// One bundle located in a source, from its header only.
-struct BundleInfo {
-  std::size_t index = 0;    ///< position among the source's bundles, from 0
-  std::uint64_t offset = 0; ///< of the bundle's first byte within the source
-  std::uint64_t size = 0;   ///< bytes the bundle occupies in the source (no padding)
-  BundleFormat format = BundleFormat::Plain;
-  std::optional<CompressedHeader> compressed;  ///< set for Compressed
-  /// Plain bundles scanned through a copying SourceReader: the header and
-  /// entry table as copied out of the file, which read_bundle parses again
-  /// instead of reading them a second time. Null otherwise.
-  std::shared_ptr<const std::vector<std::byte>> table;
-};
-
 /// One entry of a bundle. `offset` is relative to the start of the
 /// (uncompressed) bundle, as stored in its table.
 struct BundleEntry {
@@ -82,6 +69,27 @@ struct BundleEntry {
   std::uint64_t size = 0;
   bool is_host = false;  ///< the (normally empty) `host-…` entry
   std::span<const std::byte> bytes;  ///< the entry's contents
+};
+
+/// A plain bundle's header and entry table as a scan copied them out of a
+/// file, and the entries parsed from them: IDs view `bytes`, entry bytes are
+/// empty (read_bundle points them at the source).
+struct PlainTableCopy {
+  std::vector<std::byte> bytes;
+  std::vector<BundleEntry> entries;
+};
+
+/// One bundle located in a source, from its header only.
+struct BundleInfo {
+  std::size_t index = 0;    ///< position among the source's bundles, from 0
+  std::uint64_t offset = 0; ///< of the bundle's first byte within the source
+  std::uint64_t size = 0;   ///< bytes the bundle occupies in the source (no padding)
+  BundleFormat format = BundleFormat::Plain;
+  std::optional<CompressedHeader> compressed;  ///< set for Compressed
+  /// Plain bundles scanned through a copying SourceReader: the table as
+  /// copied and parsed, which read_bundle uses instead of reading and
+  /// parsing it a second time. Null otherwise.
+  std::shared_ptr<const PlainTableCopy> table;
 };
 
 /// A plain bundle's table parsed over `bytes`: the entries and the bundle's

@@ -33,11 +33,18 @@ Expected<Bytes> read_first(const SourceReader& source, std::uint64_t offset, std
 }
 
 /// A plain bundle's table: the entries (bytes viewing the source) and, when
-/// the table was copied out of the file, its bytes, which the IDs view.
+/// the table was copied out of the file, the copy, which the IDs view.
 struct PlainTable {
   PlainBundle plain;
-  std::shared_ptr<const std::vector<std::byte>> copy;  // null: the IDs view the source
+  std::shared_ptr<const PlainTableCopy> copy;  // null: the IDs view the source
 };
+
+/// What a Bundle keeps alive for IDs that view a table copy.
+std::shared_ptr<const std::vector<std::byte>> storage_of(std::shared_ptr<const PlainTableCopy> copy) {
+  if (!copy) return nullptr;
+  const std::vector<std::byte>* bytes = &copy->bytes;
+  return {std::move(copy), bytes};
+}
 
 /// Points the entries' bytes at the bundle at `offset` in `source`.
 void view_entries(PlainBundle& plain, const SourceReader& source, std::uint64_t offset, std::uint64_t extent) {
@@ -63,12 +70,15 @@ Expected<PlainTable> read_plain_table(const SourceReader& source, std::uint64_t 
     PlainTable result{std::move(*table), nullptr};
     view_entries(result.plain, source, offset, extent);
     if (prefix.data() == scratch.data()) {
-      // Keep the table, not the page it was read with: the IDs move to the copy.
-      result.copy = std::make_shared<const std::vector<std::byte>>(prefix.begin(),
-                                                                   prefix.begin() + result.plain.header_size);
+      // Keep the table, not the prefix it was read with: the IDs move to the copy.
+      auto copy = std::make_shared<PlainTableCopy>();
+      copy->bytes.assign(prefix.begin(), prefix.begin() + result.plain.header_size);
       const char* from = reinterpret_cast<const char*>(prefix.data());
-      const char* to = reinterpret_cast<const char*>(result.copy->data());
+      const char* to = reinterpret_cast<const char*>(copy->bytes.data());
       for (BundleEntry& entry : result.plain.entries) entry.id = {to + (entry.id.data() - from), entry.id.size()};
+      copy->entries = result.plain.entries;
+      for (BundleEntry& entry : copy->entries) entry.bytes = {};
+      result.copy = std::move(copy);
     }
     return result;
   }
@@ -267,18 +277,28 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
   Bytes bytes = source.subspan(info.offset, info.size);
   switch (info.format) {
     case BundleFormat::Plain: {
-      if (info.table) {  // copied by the scan: parse it again, read nothing
-        auto plain = detail::parse_plain_bundle_prefix(*info.table, info.size);
-        if (!plain) return std::move(plain).error().with_context(context());
-        view_entries(*plain, reader, info.offset, info.size);
-        return Bundle(info, std::move(plain->entries), bytes, info.table, reader);
+      if (info.table) {  // copied and parsed by the scan: read nothing
+        PlainBundle plain{.entries = info.table->entries};
+        // A BundleInfo may be built by hand: entries that do not fit the
+        // bundle are judged by parsing the copied bytes, which names the fault.
+        bool fit = std::all_of(plain.entries.begin(), plain.entries.end(), [&](const BundleEntry& entry) {
+          auto end = detail::checked_add(entry.offset, entry.size);
+          return end && *end <= info.size;
+        });
+        if (!fit) {
+          auto parsed = detail::parse_plain_bundle_prefix(info.table->bytes, info.size);
+          if (!parsed) return std::move(parsed).error().with_context(context());
+          plain = std::move(*parsed);
+        }
+        view_entries(plain, reader, info.offset, info.size);
+        return Bundle(info, std::move(plain.entries), bytes, storage_of(info.table), reader);
       }
       std::vector<std::byte> scratch;
       auto first = read_first(reader, info.offset, info.size, scratch);
       if (!first) return std::move(first).error().with_context(context());
       auto table = read_plain_table(reader, info.offset, info.size, *first, scratch);
       if (!table) return std::move(table).error().with_context(context());
-      return Bundle(info, std::move(table->plain.entries), bytes, std::move(table->copy), reader);
+      return Bundle(info, std::move(table->plain.entries), bytes, storage_of(std::move(table->copy)), reader);
     }
     case BundleFormat::Compressed: {
       auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)

@@ -24,10 +24,13 @@ struct RawEntry {
   std::string_view id;
 };
 
+bool printable(char c) { return static_cast<unsigned char>(c) - 0x21u <= 0x7eu - 0x21u; }
+
 // IDs are ASCII target strings; anything else means the table is garbage.
 Expected<std::string_view> check_id(std::string_view raw, std::size_t index, std::uint64_t id_offset) {
   std::string_view id = raw;
   while (!id.empty() && id.back() == '\0') id.remove_suffix(1);  // some producers count a NUL
+  if (!id.empty() && std::all_of(id.begin(), id.end(), printable)) return id;
   auto where = [&] { return "bundle entry " + std::to_string(index) + ": id at offset " + hex(id_offset); };
   if (id.empty()) return Error(ErrorKind::Malformed, where() + " is empty");
   for (std::size_t i = 0; i < id.size(); ++i) {

@@ -37,15 +37,10 @@ Expected<void> check_range(std::string_view what, std::uint64_t offset, std::uin
   return {};
 }
 
-Expected<Bytes> Cursor::take(std::string_view field, std::uint64_t size) {
-  if (size > remaining()) {
-    return Error(ErrorKind::Truncated, std::string(structure_) + ": field " + std::string(field) +
-                                           " at offset " + hex(position_) + " needs " + hex(size) +
-                                           " bytes, only " + hex(remaining()) + " remain");
-  }
-  Bytes bytes = data_.subspan(position_, size);
-  position_ += size;
-  return bytes;
+Error Cursor::short_read(std::string_view field, std::uint64_t size) const {
+  return Error(ErrorKind::Truncated, std::string(structure_) + ": field " + std::string(field) + " at offset " +
+                                         hex(position_) + " needs " + hex(size) + " bytes, only " +
+                                         hex(remaining()) + " remain");
 }
 
 }  // namespace coload::detail

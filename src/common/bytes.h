@@ -76,9 +76,17 @@ class Cursor {
   Expected<std::uint16_t> u16(std::string_view field) { return read<std::uint16_t>(field); }
   Expected<std::uint32_t> u32(std::string_view field) { return read<std::uint32_t>(field); }
   Expected<std::uint64_t> u64(std::string_view field) { return read<std::uint64_t>(field); }
-  Expected<Bytes> take(std::string_view field, std::uint64_t size);
+  // Inline: tables are read a field at a time, thousands per image.
+  Expected<Bytes> take(std::string_view field, std::uint64_t size) {
+    if (size > remaining()) return short_read(field, size);
+    Bytes bytes = data_.subspan(position_, size);
+    position_ += size;
+    return bytes;
+  }
 
  private:
+  Error short_read(std::string_view field, std::uint64_t size) const;
+
   template <class T>
   Expected<T> read(std::string_view field) {
     auto bytes = take(field, sizeof(T));
