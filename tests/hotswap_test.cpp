@@ -84,6 +84,19 @@ TEST(HotswapBuiltin, IsOneRegistryBuiltOnceAcrossThreads) {
   EXPECT_EQ(HotswapRegistry::builtin().passes()[0].get(), first);
 }
 
+// The selector asks by processor, the hotswap passes by name: one table, one answer.
+TEST(HotswapBuiltin, SameIsaGroupsAnswerAlikeByNameAndByProcessor) {
+  std::size_t equivalent = 0;
+  for (const Processor& code : processors()) {
+    for (const Processor& device : processors()) {
+      bool by_name = detail::runs_equivalently(code.name, device.name);
+      EXPECT_EQ(detail::runs_equivalently(code, device), by_name) << code.name << " -> " << device.name;
+      equivalent += by_name;
+    }
+  }
+  EXPECT_EQ(equivalent, 4u * 5 + 1 * 4 + 7 * 7);  // every name of the groups is a known processor
+}
+
 TEST(HotswapBuiltin, SameIsaRetargetCoversExactlyTheSameIsaGroups) {
   const HotswapPass* pass = HotswapRegistry::builtin().find("same-isa-retarget");
   ASSERT_NE(pass, nullptr);

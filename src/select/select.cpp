@@ -69,7 +69,7 @@ Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t i
   const Processor* mine = device.target.processor;
   const Processor* named = id->target->processor;
   if (mine && named && !detail::related_processor(*named, *mine, options)) {
-    candidate.reason = detail::rule_out_processor(*named, device, options)->reason;
+    candidate.reason = std::move(detail::rule_out_processor(*named, device, options)->reason);
     return judged;
   }
   std::vector<std::byte> scratch;

@@ -51,6 +51,28 @@ bool runs_equivalently(std::string_view code, std::string_view device) {
   return false;
 }
 
+bool runs_equivalently(const Processor& code, const Processor& device) {
+  // The groups by processor: the selector asks for every entry of every
+  // bundle, and comparing names was a tenth of selecting in a host image.
+  struct Group {
+    std::vector<const Processor*> code, devices;
+  };
+  static const std::vector<Group> groups = [] {
+    std::vector<Group> built;
+    for (const Equivalence& group : kEquivalences) {
+      Group& by_processor = built.emplace_back();
+      for (std::string_view name : group.code) by_processor.code.push_back(find_processor(name));
+      for (std::string_view name : group.devices) by_processor.devices.push_back(find_processor(name));
+    }
+    return built;
+  }();
+  auto has = [](const std::vector<const Processor*>& list, const Processor& processor) {
+    return std::find(list.begin(), list.end(), &processor) != list.end();
+  };
+  return std::any_of(groups.begin(), groups.end(),
+                     [&](const Group& group) { return has(group.code, code) && has(group.devices, device); });
+}
+
 std::vector<HotswapAllowlist::Pair> equivalent_pairs() {
   std::vector<HotswapAllowlist::Pair> pairs;
   for (const Equivalence& group : kEquivalences) {
@@ -66,7 +88,7 @@ std::vector<HotswapAllowlist::Pair> equivalent_pairs() {
 bool related_processor(const Processor& code, const Processor& device, const SelectOptions& options) {
   if (&code == &device) return true;
   if (code.is_generic) return code.name == device.generic_family;
-  return runs_equivalently(code.name, device.name) || options.hotswap_allowlist.contains(code.name, device.name);
+  return runs_equivalently(code, device) || options.hotswap_allowlist.contains(code.name, device.name);
 }
 
 std::optional<TargetJudgement> rule_out_processor(const Processor& code, const Device& device,
@@ -84,7 +106,7 @@ std::optional<TargetJudgement> rule_out_processor(const Processor& code, const D
                   (mine->generic_family.empty() ? " (it has no generic family)"
                                                 : " (its family is " + std::string(mine->generic_family) + ")"));
   }
-  if (runs_equivalently(code.name, mine->name)) {
+  if (runs_equivalently(code, *mine)) {
     if (device.extended_isa_compat) return std::nullopt;
     return reject("runs on " + std::string(mine->name) +
                   " only with extended ISA compatibility, which is off for this device");
@@ -93,7 +115,11 @@ std::optional<TargetJudgement> rule_out_processor(const Processor& code, const D
     if (options.hotswap) return std::nullopt;
     return reject("allowlisted hotswap source, but hotswap is off");
   }
-  return reject("built for " + std::string(code.name) + "; device is " + std::string(mine->name));
+  // The common rejection (every other GPU's entry), built in one allocation.
+  std::string reason;
+  reason.reserve(32 + code.name.size() + mine->name.size());
+  reason.append("built for ").append(code.name).append("; device is ").append(mine->name);
+  return reject(std::move(reason));
 }
 
 TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device, const SelectOptions& options) {
@@ -148,7 +174,7 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
     return fit(Tier::Generic, "generic " + std::string(theirs->name) + " v" + std::to_string(code.generic_version) +
                                   ": " + feature_summary(code.target));
   }
-  if (runs_equivalently(theirs->name, mine->name)) {  // and the device opted in
+  if (runs_equivalently(*theirs, *mine)) {  // and the device opted in
     if (!mismatch.empty()) return target_mismatch(mismatch);
     return fit(Tier::Equivalent, "same ISA as " + std::string(mine->name) + " (extended ISA compatibility): " +
                                      feature_summary(code.target));

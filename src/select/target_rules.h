@@ -44,6 +44,7 @@ int exact_features(const TargetId& code);
 
 /// The Debian/Solus same-ISA groups: code built for `code` runs on `device`.
 bool runs_equivalently(std::string_view code, std::string_view device);
+bool runs_equivalently(const Processor& code, const Processor& device);
 
 /// Every (code, device) pair of those groups, identity pairs left out, in
 /// table order: what the built-in same-ISA retarget pass is validated for.

@@ -27,13 +27,17 @@ constexpr std::array kFeatures = {Feature::Sramecc, Feature::Xnack};  // canonic
 
 std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
-// Cuts the text before the next `separator` off `rest` and returns it (all
-// of `rest` when there is none). Views only: IDs are parsed for every entry
-// of every bundle an image holds.
-std::string_view take_token(std::string_view& rest, char separator) {
+// Cuts the text before the first `separator` off `rest` (all of it when there
+// is none) and says whether there was one. Views only, one search: IDs are
+// parsed for every entry of every bundle an image holds.
+struct Token {
+  std::string_view text;
+  bool cut = false;
+};
+Token take_token(std::string_view& rest, char separator) {
   std::size_t at = rest.find(separator);
-  std::string_view token = rest.substr(0, at);
-  rest.remove_prefix(at == std::string_view::npos ? rest.size() : at + 1);
+  Token token{rest.substr(0, at), at != std::string_view::npos};
+  rest.remove_prefix(token.cut ? at + 1 : rest.size());
   return token;
 }
 
@@ -67,8 +71,7 @@ std::string_view to_string(OffloadKind kind) {
 
 Expected<TargetId> TargetId::parse(std::string_view text) {
   std::string_view rest = text;
-  std::string_view name = take_token(rest, ':');
-  bool more = name.size() < text.size();  // a ':' followed the name
+  auto [name, more] = take_token(rest, ':');
   if (name.empty()) return Error(ErrorKind::Malformed, "target ID " + quoted(text) + " names no processor");
   const Processor* processor = find_processor(name);
   if (!processor) {
@@ -79,8 +82,9 @@ Expected<TargetId> TargetId::parse(std::string_view text) {
               .xnack = processor->xnack == XnackSupport::OnOff ? FeatureState::Any : FeatureState::Unsupported};
   std::array<bool, kFeatures.size()> seen{};
   while (more) {
-    more = rest.find(':') != std::string_view::npos;
-    std::string_view token = take_token(rest, ':');
+    Token piece = take_token(rest, ':');
+    more = piece.cut;
+    std::string_view token = piece.text;
     auto bad = [&](std::string why) {
       return Error(ErrorKind::Malformed, "target ID " + quoted(text) + ": feature " + quoted(token) + " " + why);
     };
@@ -177,10 +181,14 @@ Expected<detail::EntryIdView> detail::parse_entry_id(std::string_view text) {
                                              &id.target_text};
   std::size_t parts = 0;  // the target keeps its dashes: split at the first five only
   for (std::string_view* field : fields) {
-    bool last = field == fields.back() || rest.find('-') == std::string_view::npos;
-    *field = last ? rest : take_token(rest, '-');
     ++parts;
-    if (last) break;
+    if (field == fields.back()) {
+      *field = rest;
+      break;
+    }
+    Token token = take_token(rest, '-');
+    *field = token.text;
+    if (!token.cut) break;
   }
   if (id.kind_text == "host") id.kind = OffloadKind::Host;
   else if (id.kind_text == "hip") id.kind = OffloadKind::Hip;
