@@ -3,7 +3,8 @@
 // the section and relocation table bounds checks.
 #include <algorithm>
 #include <string>
-#include <unordered_map>
+#include <optional>
+#include <vector>
 
 #include "common/bytes.h"
 #include "coload/source.h"
@@ -89,16 +90,18 @@ class HostImageReader {
 
     for (std::uint64_t i = 0; i < count; ++i) {
       const auto* record = reinterpret_cast<const std::byte*>(contents->data()) + i * kWrapperSize;
-      std::string where = "__hip_fatbin_wrapper " + std::to_string(i) + " at .hipFatBinSegment+" +
-                          hex(i * kWrapperSize);
+      // Built only for a warning: an image has a wrapper per translation unit.
+      auto where = [i] {
+        return "__hip_fatbin_wrapper " + std::to_string(i) + " at .hipFatBinSegment+" + hex(i * kWrapperSize);
+      };
       auto magic = detail::load_le<std::uint32_t>(record);
       auto version = detail::load_le<std::uint32_t>(record + 4);
       if (magic != kHipWrapperMagic) {
-        layout_.warnings.push_back(where + ": magic " + hex(magic) + " is not HIPF (0x48495046); skipped");
+        layout_.warnings.push_back(where() + ": magic " + hex(magic) + " is not HIPF (0x48495046); skipped");
         continue;
       }
       if (version != 1) {
-        layout_.warnings.push_back(where + ": version " + std::to_string(version) + " is not 1; skipped");
+        layout_.warnings.push_back(where() + ": version " + std::to_string(version) + " is not 1; skipped");
         continue;
       }
       auto offset = resolve(*relocated, i, detail::load_le<std::uint64_t>(record + 8), where);
@@ -117,10 +120,10 @@ class HostImageReader {
     std::uint64_t value = 0;
   };
 
-  /// Relocations that write the pointer fields, keyed by wrapper index.
-  Expected<std::unordered_map<std::uint64_t, Target>> relocated_pointers(const ElfShdr& wrappers,
-                                                                        std::uint64_t count) {
-    std::unordered_map<std::uint64_t, Target> targets;
+  /// Relocations that write the pointer fields, by wrapper index (count is
+  /// bounded by the section's size in the file).
+  Expected<std::vector<std::optional<Target>>> relocated_pointers(const ElfShdr& wrappers, std::uint64_t count) {
+    std::vector<std::optional<Target>> targets(count);
     bool relocatable = elf_.getHeader().e_type == llvm::ELF::ET_REL;
     // Field i sits at base + 24 i + 8: an address in linked images, an offset
     // into the section in relocatable objects.
@@ -142,7 +145,7 @@ class HostImageReader {
         if (at < base || at - base >= count * kWrapperSize || (at - base) % kWrapperSize != 8) continue;
         std::uint64_t index = (at - base) / kWrapperSize;
         if (!relocatable) {
-          if (rela.getType(false) == relative_type) targets[index] = {false, static_cast<std::uint64_t>(rela.r_addend)};
+          if (rela.getType(false) == relative_type) targets[index] = Target{false, static_cast<std::uint64_t>(rela.r_addend)};
           continue;
         }
         auto symbol = elf_.getRelocationSymbol(rela, symbols);
@@ -151,7 +154,7 @@ class HostImageReader {
           continue;
         }
         if (*symbol != nullptr && (*symbol)->st_shndx == found_.fatbin_index) {
-          targets[index] = {true, (*symbol)->st_value + static_cast<std::uint64_t>(rela.r_addend)};
+          targets[index] = Target{true, (*symbol)->st_value + static_cast<std::uint64_t>(rela.r_addend)};
         }
       }
     }
@@ -159,29 +162,30 @@ class HostImageReader {
   }
 
   /// File offset of the bundle a wrapper points to, or nullopt with a warning.
-  std::optional<std::uint64_t> resolve(const std::unordered_map<std::uint64_t, Target>& relocated,
-                                       std::uint64_t index, std::uint64_t stored, const std::string& where) {
+  template <class Where>
+  std::optional<std::uint64_t> resolve(const std::vector<std::optional<Target>>& relocated, std::uint64_t index,
+                                       std::uint64_t stored, const Where& where) {
     const ElfShdr& fatbin = *found_.fatbin;
-    auto found = relocated.find(index);
+    const std::optional<Target>& found = relocated[index];
     std::uint64_t within = 0;
-    if (found != relocated.end() && found->second.section_relative) {
-      within = found->second.value;
+    if (found && found->section_relative) {
+      within = found->value;
     } else if (elf_.getHeader().e_type == llvm::ELF::ET_REL) {
-      layout_.warnings.push_back(where + ": no relocation into .hip_fatbin; skipped");
+      layout_.warnings.push_back(where() + ": no relocation into .hip_fatbin; skipped");
       return std::nullopt;
     } else {
       // lld PIE writes 0 and keeps the address in a RELATIVE addend; GNU ld,
       // non-PIE and RELR images hold the address in the field itself.
-      std::uint64_t address = found != relocated.end() ? found->second.value : stored;
+      std::uint64_t address = found ? found->value : stored;
       if (address < fatbin.sh_addr) {
-        layout_.warnings.push_back(where + ": pointer " + hex(address) + " is outside .hip_fatbin [" +
+        layout_.warnings.push_back(where() + ": pointer " + hex(address) + " is outside .hip_fatbin [" +
                                    hex(fatbin.sh_addr) + ", +" + hex(fatbin.sh_size) + "); skipped");
         return std::nullopt;
       }
       within = address - fatbin.sh_addr;
     }
     if (within >= fatbin.sh_size) {
-      layout_.warnings.push_back(where + ": pointer lands at .hip_fatbin+" + hex(within) +
+      layout_.warnings.push_back(where() + ": pointer lands at .hip_fatbin+" + hex(within) +
                                  ", past its size " + hex(fatbin.sh_size) + "; skipped");
       return std::nullopt;
     }

@@ -292,8 +292,7 @@ int run_check(std::span<const std::string> args) {
       check_bytes(checked, bundle->entries()[0].bytes, target_device);
       continue;
     }
-    auto choice = choose_in_bundle(*binary, i, *device, config->select_options(), stream_options,
-                                   path + ": bundle " + std::to_string(i));
+    auto choice = choose_in_bundle(*binary, i, *device, config->select_options(), stream_options, path);
     if (!choice) {
       checked.error = choice.error().message();
       continue;

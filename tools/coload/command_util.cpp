@@ -17,12 +17,14 @@ std::span<const std::byte> BundleChoice::chosen_bytes() const {
 
 Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Device& device,
                                         const SelectOptions& select, const StreamOptions& stream,
-                                        const std::string& where) {
+                                        std::string_view path) {
+  // Built only for an error: an image has a bundle per translation unit.
+  auto where = [&] { return std::string(path) + ": bundle " + std::to_string(index); };
   const BundleInfo& info = binary.bundles()[index];
   BundleChoice choice;
   if (info.format == BundleFormat::Compressed && select.unbundler == Unbundler::Builtin) {
     auto streamed = select_in_compressed_bundle(device, binary.source().bytes(), info, select, stream);
-    if (!streamed) return std::move(streamed).error().with_context(where);
+    if (!streamed) return std::move(streamed).error().with_context(where());
     choice.selection = std::move(streamed->selection);
     choice.streamed = std::move(streamed->chosen);
     return choice;
@@ -30,7 +32,7 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   auto bundle = binary.read(index);
   if (!bundle) return std::move(bundle).error();
   auto selection = select_in_bundle(device, *bundle, select);
-  if (!selection) return std::move(selection).error().with_context(where);
+  if (!selection) return std::move(selection).error().with_context(where());
   choice.selection = std::move(*selection);
   choice.bundle = std::move(*bundle);
   return choice;

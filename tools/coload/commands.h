@@ -63,10 +63,10 @@ struct BundleChoice {
 /// Selects for `device` in bundle `index` of `binary`. A CCOB is streamed
 /// (select_in_compressed_bundle, `stream`'s hash check) and never kept whole,
 /// unless the comgr unbundler is asked for (which refuses it). Selection and
-/// stream errors get `where` in front; read errors name the file already.
+/// stream errors get "PATH: bundle INDEX" in front; read errors name the file already.
 Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Device& device,
                                         const SelectOptions& select, const StreamOptions& stream,
-                                        const std::string& where);
+                                        std::string_view path);
 
 /// Writes `bytes` to `path`; on failure prints why and returns false.
 bool write_file(const std::string& path, std::span<const std::byte> bytes);

@@ -114,7 +114,7 @@ int extract_for_device(const std::string& path, const std::string& output, std::
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     if (only_bundle && i != *only_bundle) continue;
     std::string where = path + ": bundle " + std::to_string(i);
-    auto choice = choose_in_bundle(*binary, i, *device, config->select_options(), stream_options, where);
+    auto choice = choose_in_bundle(*binary, i, *device, config->select_options(), stream_options, path);
     if (!choice) {
       std::fprintf(stderr, "coload: %s\n", choice.error().message().c_str());
       return kExitInputError;

@@ -1,4 +1,5 @@
 // coload select: for a device, the entry each bundle would load and why.
+#include <charconv>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -44,7 +45,9 @@ class TextReport {
     }
     if (result.choice) {
       for (const Candidate& candidate : result.choice->selection.candidates) {
-        out_ += "  [" + std::to_string(candidate.entry_index) + "] ";
+        out_ += "  [";
+        append_number(candidate.entry_index);
+        out_ += "] ";
         append_padded(to_string(candidate.verdict), 10);
         out_ += ' ';
         append_padded(candidate.tier ? to_string(*candidate.tier) : "-", 10);
@@ -65,6 +68,12 @@ class TextReport {
 
  private:
   static constexpr std::size_t kFlushAt = 16 * 1024;
+
+  void append_number(std::size_t value) {
+    char digits[24];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+    out_.append(digits, end);
+  }
 
   void append_padded(std::string_view text, std::size_t width) {
     out_ += text;
@@ -208,8 +217,7 @@ int run_select(std::span<const std::string> args) {
   bool all_selected = true;
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     BundleResult result{.index = i};
-    std::string where = path + ": bundle " + std::to_string(i);
-    auto choice = choose_in_bundle(*binary, i, *device, select_options, stream_options, where);
+    auto choice = choose_in_bundle(*binary, i, *device, select_options, stream_options, path);
     if (!choice) {
       result.error = choice.error().message();
     } else {
