@@ -2,8 +2,9 @@
 # Runs every test coload has:
 #   1. the normal build's ctest (unit, fixture, CLI, export and corpus-replay tests);
 #   2. the same suite built with AddressSanitizer + UBSan (build-asan/);
-#   3. the registry's 16-thread stress test under ThreadSanitizer (build-tsan/, only
-#      that test and the library it links are built);
+#   3. under ThreadSanitizer (build-tsan/, only these and the library are built):
+#      the registry's 16-thread stress test, and the CLI reading a host image's
+#      CCOBs on several threads (to the end, and stopping at a bundle that fails);
 #   4. each libFuzzer target for a short run, seeded with its corpus and the fixtures.
 # FUZZ_SECONDS (default 30) sets the length of each fuzz run; 0 skips step 4.
 set -euo pipefail
@@ -26,10 +27,20 @@ cmake --build "$root/build-asan"
   LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" \
   ctest --output-on-failure -j "$jobs")
 
-echo "== ThreadSanitizer: registry stress test"
+echo "== ThreadSanitizer: registry stress test, CLI decode threads"
 cmake -S "$root" -B "$root/build-tsan" -G Ninja "${compilers[@]}" -DCOLOAD_SANITIZE=thread
-cmake --build "$root/build-tsan" --target coload_registry_stress_test
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$root/build-tsan/tests/coload_registry_stress_test"
+cmake --build "$root/build-tsan" --target coload_registry_stress_test coload_cli
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+"$root/build-tsan/tests/coload_registry_stress_test"
+ccob_host="$root/build/fixtures/host/libkernels_compressed.so"
+tsan_out=$(mktemp -d)
+"$root/build-tsan/tools/coload/coload" select --device gfx90a "$ccob_host" > /dev/null || [ $? -eq 1 ]
+"$root/build-tsan/tools/coload/coload" extract --target gfx90a -o "$tsan_out/out" "$ccob_host" > /dev/null
+# Bundle 0 has no gfx942: the first take stops while the helper may still decode.
+"$root/build-tsan/tools/coload/coload" extract --device gfx942 -o "$tsan_out/out" "$ccob_host" 2> /dev/null ||
+  [ $? -eq 1 ]
+rm -rf "$tsan_out"
+unset TSAN_OPTIONS
 
 if [ "$fuzz_seconds" -gt 0 ]; then
   echo "== fuzzing, ${fuzz_seconds}s per target"

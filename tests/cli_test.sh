@@ -302,5 +302,38 @@ expect_exit 2 "extract --retarget without --device" "$coload" extract --retarget
 expect_exit 2 "extract with --target and --device" \
   "$coload" extract --target gfx1030 --device gfx1031 -o "$rt" "$fixtures/co/gfx1030.co"
 
+# A host image of CCOBs is decoded on several threads (one per CCOB, up to
+# the cores): what select, check and extract report, and write, is in bundle
+# order and the same as for the image's plain twin, read on one thread.
+plain_host="$fixtures/host/libkernels.so"
+ccob_host="$fixtures/host/libkernels_compressed.so"
+for device in gfx90a gfx1030 gfx942; do
+  for command in select check; do
+    "$coload" "$command" --device "$device" "$plain_host" > "$work/plain.txt" 2>&1
+    plain_exit=$?
+    "$coload" "$command" --device "$device" "$ccob_host" > "$work/ccob.txt" 2>&1
+    ccob_exit=$?
+    sed -i "s#$ccob_host#HOST#g" "$work/ccob.txt"; sed -i "s#$plain_host#HOST#g" "$work/plain.txt"
+    check "$command $device: CCOB host image reports as its plain twin" cmp -s "$work/plain.txt" "$work/ccob.txt"
+    check "$command $device: CCOB host image exits as its plain twin" test "$plain_exit" -eq "$ccob_exit"
+  done
+done
+"$coload" select --device gfx90a "$ccob_host" | grep -o '^bundle [0-9]*' | tr '\n' ' ' > "$work/order.txt"
+check "select over CCOBs lists bundles 0 1 2 in order" test "$(cat "$work/order.txt")" = "bundle 0 bundle 1 bundle 2 "
+# Bundle 1 alone has gfx942; --device gfx90a stops at bundle 1, which has no fit.
+for how in "--target gfx90a" "--target gfx942" "--device gfx90a"; do
+  rm -rf "$work/xp" "$work/xc"; mkdir -p "$work/xp" "$work/xc"
+  # shellcheck disable=SC2086
+  "$coload" extract $how -o "$work/xp/out" "$plain_host" > "$work/plain.txt" 2>&1
+  echo "exit $?" >> "$work/plain.txt"
+  # shellcheck disable=SC2086
+  "$coload" extract $how -o "$work/xc/out" "$ccob_host" > "$work/ccob.txt" 2>&1
+  echo "exit $?" >> "$work/ccob.txt"
+  sed -i "s#$ccob_host#HOST#g; s#$work/xc#OUT#g" "$work/ccob.txt"
+  sed -i "s#$plain_host#HOST#g; s#$work/xp#OUT#g" "$work/plain.txt"
+  check "extract $how: CCOB host image writes its plain twin's files" diff -r "$work/xp" "$work/xc"
+  check "extract $how: CCOB host image reports and exits as its plain twin" cmp -s "$work/plain.txt" "$work/ccob.txt"
+done
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

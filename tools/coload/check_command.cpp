@@ -2,6 +2,7 @@
 // from each bundle of a fat binary) and report its kernels, its problems and,
 // for a device, its violations.
 #include <cstdio>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -274,11 +275,10 @@ int run_check(std::span<const std::string> args) {
   const Device* target_device = device ? &*device : nullptr;
 
   std::vector<Checked> results;
-  for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
-    Checked& checked = results.emplace_back();
-    if (!bare) checked.bundle = i;
-    if (bare) {
+  if (bare) {
+    for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
       // A bare code object reads as a bundle of one entry: check it as it is.
+      Checked& checked = results.emplace_back();
       auto bundle = binary->read(i);
       if (!bundle) {
         checked.error = bundle.error().message();
@@ -290,22 +290,29 @@ int run_check(std::span<const std::string> args) {
       }
       checked.id = std::string(bundle->entries()[0].id);
       check_bytes(checked, bundle->entries()[0].bytes, target_device);
-      continue;
     }
-    auto choice = choose_in_bundle(*binary, i, *device, config->select_options(), stream_options, path);
-    if (!choice) {
-      checked.error = choice.error().message();
-      continue;
-    }
-    const Candidate* chosen = choice->selection.chosen();
-    if (!chosen) {
-      checked.error = no_fit_error(*device, choice->selection).message();
-      continue;
-    }
-    checked.entry_index = chosen->entry_index;
-    checked.id = chosen->id;
-    checked.tier = chosen->tier;
-    check_bytes(checked, choice->chosen_bytes(), target_device);
+  } else {
+    auto take = [&](std::size_t i, Expected<BundleChoice>& choice) {
+      Checked& checked = results.emplace_back();
+      checked.bundle = i;
+      if (!choice) {
+        checked.error = choice.error().message();
+        return true;
+      }
+      const Candidate* chosen = choice->selection.chosen();
+      if (!chosen) {
+        checked.error = no_fit_error(*device, choice->selection).message();
+        return true;
+      }
+      checked.entry_index = chosen->entry_index;
+      checked.id = chosen->id;
+      checked.tier = chosen->tier;
+      check_bytes(checked, choice->chosen_bytes(), target_device);
+      return true;
+    };
+    std::vector<std::size_t> every(binary->bundles().size());
+    std::iota(every.begin(), every.end(), std::size_t{0});
+    choose_in_bundles(*binary, every, *device, config->select_options(), stream_options, path, take);
   }
 
   bool ok = !results.empty();

@@ -1,9 +1,12 @@
 // Helpers the subcommands share: numbers, usage errors, output files.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
+#include "bundle_order.h"
 #include "commands.h"
 
 namespace coload::cli {
@@ -36,6 +39,34 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   choice.selection = std::move(*selection);
   choice.bundle = std::move(*bundle);
   return choice;
+}
+
+std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler) {
+  // Only decoding CCOBs is worth a thread: for plain bundles a second thread's
+  // start and malloc arena cost more than the work it would share (measured:
+  // `coload select` on 128 plain bundles, 1.44 -> 1.79 ms).
+  if (unbundler != Unbundler::Builtin) return 1;
+  std::size_t compressed = std::count_if(indices.begin(), indices.end(), [&](std::size_t index) {
+    return binary.bundles()[index].format == BundleFormat::Compressed;
+  });
+  return std::min<std::size_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u), compressed);
+}
+
+void choose_in_bundles(const FatBinary& binary, std::span<const std::size_t> indices, const Device& device,
+                       const SelectOptions& select, const StreamOptions& stream, std::string_view path,
+                       const std::function<bool(std::size_t index, Expected<BundleChoice>& choice)>& take) {
+  auto choose = [&](std::size_t index) -> Expected<BundleChoice> {
+    try {
+      return choose_in_bundle(binary, index, device, select, stream, path);
+    } catch (const std::bad_alloc&) {  // an exception must not end a helper thread (std::terminate)
+      return Error(ErrorKind::LimitExceeded,
+                   std::string(path) + ": bundle " + std::to_string(index) + ": out of memory while reading it");
+    } catch (const std::exception& exception) {
+      return Error(ErrorKind::InvalidArgument, std::string(path) + ": bundle " + std::to_string(index) +
+                                                   ": reading it failed: " + exception.what());
+    }
+  };
+  in_bundle_order(indices, decode_threads(binary, indices, select.unbundler), choose, take);
 }
 
 bool write_file(const std::string& path, std::span<const std::byte> bytes) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -67,6 +68,18 @@ struct BundleChoice {
 Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Device& device,
                                         const SelectOptions& select, const StreamOptions& stream,
                                         std::string_view path);
+
+/// Threads worth reading bundles `indices` of `binary` on: one per CCOB, up
+/// to the hardware's concurrency (at most 8), as the registry's decode
+/// threads; 1 when none is compressed or the comgr unbundler reads them.
+std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler);
+
+/// choose_in_bundle for each bundle of `indices` on decode_threads threads,
+/// handed to `take` on this thread in that order (in_bundle_order, bundle_order.h);
+/// `take` may move the choice out, and returns false to stop.
+void choose_in_bundles(const FatBinary& binary, std::span<const std::size_t> indices, const Device& device,
+                       const SelectOptions& select, const StreamOptions& stream, std::string_view path,
+                       const std::function<bool(std::size_t index, Expected<BundleChoice>& choice)>& take);
 
 /// Writes `bytes` to `path`; on failure prints why and returns false.
 bool write_file(const std::string& path, std::span<const std::byte> bytes);

@@ -14,6 +14,7 @@
 #include "coload/hotswap.h"
 #include "coload/select.h"
 #include "coload/stream_select.h"
+#include "bundle_order.h"
 #include "commands.h"
 
 namespace coload::cli {
@@ -111,19 +112,26 @@ int extract_for_device(const std::string& path, const std::string& output, std::
   std::optional<FatBinary> binary = open_checked(path, stream_options.read, only_bundle);
   if (!binary) return kExitInputError;
   std::vector<Chosen> chosen;
+  std::vector<std::size_t> indices;
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
-    if (only_bundle && i != *only_bundle) continue;
+    if (!only_bundle || i == *only_bundle) indices.push_back(i);
+  }
+  const SelectOptions select_options = config->select_options();
+  bool failed = false;
+  // Stops at the first bundle without a usable entry, as the loop did.
+  auto take = [&](std::size_t i, Expected<BundleChoice>& choice) {
     std::string where = path + ": bundle " + std::to_string(i);
-    auto choice = choose_in_bundle(*binary, i, *device, config->select_options(), stream_options, path);
     if (!choice) {
       std::fprintf(stderr, "coload: %s\n", choice.error().message().c_str());
-      return kExitInputError;
+      failed = true;
+      return false;
     }
     const Candidate* candidate = choice->selection.chosen();
     if (!candidate) {
       std::fprintf(stderr, "coload: %s\n",
                    no_fit_error(*device, choice->selection).with_context(where).message().c_str());
-      return kExitInputError;
+      failed = true;
+      return false;
     }
     std::span<const std::byte> bytes = choice->chosen_bytes();
     std::string tier(to_string(*candidate->tier));
@@ -132,7 +140,8 @@ int extract_for_device(const std::string& path, const std::string& output, std::
       if (!retargeted) {
         std::fprintf(stderr, "coload: %s: %s: %s\n", where.c_str(), candidate->id.c_str(),
                      retargeted.error().message().c_str());
-        return kExitInputError;
+        failed = true;
+        return false;
       }
       std::fprintf(stderr, "coload: %s: %s retargeted for %s\n", where.c_str(), candidate->id.c_str(),
                    device->str().c_str());
@@ -144,7 +153,10 @@ int extract_for_device(const std::string& path, const std::string& output, std::
       }
       chosen.push_back({i, std::vector<std::byte>(bytes.begin(), bytes.end())});
     }
-  }
+    return true;
+  };
+  choose_in_bundles(*binary, indices, *device, select_options, stream_options, path, take);
+  if (failed) return kExitInputError;
   if (chosen.size() == 1) return write_file(output, chosen.front().bytes) ? kExitOk : kExitInputError;
   for (const Chosen& hit : chosen) {
     std::string name = output + "." + std::to_string(hit.bundle_index);
@@ -209,44 +221,71 @@ int run_extract(std::span<const std::string> args) {
 
   std::list<Found> found;  // a list: `bytes` may view the element's own `streamed`
   std::vector<std::string> present;
+  std::vector<std::size_t> indices;
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
-    if (only_bundle && i != *only_bundle) continue;
-    const BundleInfo& info = binary->bundles()[i];
+    if (!only_bundle || i == *only_bundle) indices.push_back(i);
+  }
+  // One bundle's entry for the target, or why it could not be read.
+  struct Read {
+    Found hit;
     TargetPick pick;
-    Found& hit = found.emplace_back(Found{i, std::nullopt, {}, {}});
-    if (info.format == BundleFormat::Compressed) {
-      // Streamed: the table picks the entry, and only that entry is kept.
-      EntryPicker picker = [&](std::span<const BundleEntry> table) {
-        pick = pick_target(table, target);
-        return pick.index;
-      };
-      auto streamed = extract_from_compressed_bundle(binary->source().bytes(), info, picker, stream_options);
-      if (!streamed) {
-        std::fprintf(stderr, "coload: %s: bundle %zu: %s\n", path.c_str(), i, streamed.error().message().c_str());
-        return kExitInputError;
+    std::string error;
+  };
+  auto read_one = [&](std::size_t i) {
+    Read result{.hit = Found{i, std::nullopt, {}, {}}};
+    const BundleInfo& info = binary->bundles()[i];
+    try {
+      if (info.format == BundleFormat::Compressed) {
+        // Streamed: the table picks the entry, and only that entry is kept.
+        EntryPicker picker = [&](std::span<const BundleEntry> table) {
+          result.pick = pick_target(table, target);
+          return result.pick.index;
+        };
+        auto streamed = extract_from_compressed_bundle(binary->source().bytes(), info, picker, stream_options);
+        if (!streamed) {
+          result.error = path + ": bundle " + std::to_string(i) + ": " + streamed.error().message();
+          return result;
+        }
+        result.hit.streamed = std::move(streamed->chosen);
+      } else {
+        auto bundle = binary->read(i);
+        if (!bundle) {
+          result.error = bundle.error().message();
+          return result;
+        }
+        result.pick = pick_target(bundle->entries(), target);
+        if (result.pick.index) result.hit.bytes = bundle->entries()[*result.pick.index].bytes;
+        result.hit.bundle = std::move(*bundle);
       }
-      hit.streamed = std::move(streamed->chosen);
-      hit.bytes = hit.streamed;
-    } else {
-      auto bundle = binary->read(i);
-      if (!bundle) {
-        std::fprintf(stderr, "coload: %s\n", bundle.error().message().c_str());
-        return kExitInputError;
-      }
-      pick = pick_target(bundle->entries(), target);
-      if (pick.index) hit.bytes = bundle->entries()[*pick.index].bytes;
-      hit.bundle = std::move(*bundle);
+    } catch (const std::exception& exception) {  // must not end a helper thread
+      result.error = path + ": bundle " + std::to_string(i) + ": reading it failed: " + exception.what();
     }
+    return result;
+  };
+  bool failed = false;
+  auto take = [&](std::size_t i, Read& result) {
+    if (!result.error.empty()) {
+      std::fprintf(stderr, "coload: %s\n", result.error.c_str());
+      failed = true;
+      return false;
+    }
+    const TargetPick& pick = result.pick;
     if (pick.distinct.size() > 1) {
       std::string ids;
       for (const std::string& id : pick.distinct) ids += " " + id;
       std::fprintf(stderr, "coload: %s: bundle %zu: target '%s' is ambiguous:%s; give the full entry ID\n",
                    path.c_str(), i, target.c_str(), ids.c_str());
-      return kExitInputError;
+      failed = true;
+      return false;
     }
     present.insert(present.end(), pick.present.begin(), pick.present.end());
-    if (!pick.index) found.pop_back();
-  }
+    if (!pick.index) return true;
+    Found& hit = found.emplace_back(std::move(result.hit));
+    if (!hit.bundle) hit.bytes = hit.streamed;  // views the list's own element
+    return true;
+  };
+  in_bundle_order(indices, decode_threads(*binary, indices, Unbundler::Builtin), read_one, take);
+  if (failed) return kExitInputError;
   if (found.empty()) {
     std::string listed;
     for (const std::string& id : present) listed += (listed.empty() ? "" : ", ") + id;

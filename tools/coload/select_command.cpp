@@ -1,6 +1,7 @@
 // coload select: for a device, the entry each bundle would load and why.
 #include <charconv>
 #include <cstdio>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -215,9 +216,10 @@ int run_select(std::span<const std::string> args) {
   std::optional<TextReport> text;
   if (!json) text.emplace(*device);
   bool all_selected = true;
-  for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
+  std::vector<std::size_t> every(binary->bundles().size());
+  std::iota(every.begin(), every.end(), std::size_t{0});
+  auto take = [&](std::size_t i, Expected<BundleChoice>& choice) {
     BundleResult result{.index = i};
-    auto choice = choose_in_bundle(*binary, i, *device, select_options, stream_options, path);
     if (!choice) {
       result.error = choice.error().message();
     } else {
@@ -227,7 +229,9 @@ int run_select(std::span<const std::string> args) {
     all_selected = all_selected && result.error.empty();
     if (text) text->add(result);
     if (keep) results.push_back(std::move(result));
-  }
+    return true;
+  };
+  choose_in_bundles(*binary, every, *device, select_options, stream_options, path, take);
   if (json) print_json(*device, select_options.unbundler, results);
   else text->flush();
 
