@@ -145,7 +145,9 @@ class HostImageReader {
         if (at < base || at - base >= count * kWrapperSize || (at - base) % kWrapperSize != 8) continue;
         std::uint64_t index = (at - base) / kWrapperSize;
         if (!relocatable) {
-          if (rela.getType(false) == relative_type) targets[index] = Target{false, static_cast<std::uint64_t>(rela.r_addend)};
+          if (rela.getType(false) == relative_type) {
+            targets[index] = Target{false, static_cast<std::uint64_t>(rela.r_addend)};
+          }
           continue;
         }
         auto symbol = elf_.getRelocationSymbol(rela, symbols);
