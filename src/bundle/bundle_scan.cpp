@@ -203,7 +203,6 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
   }
 
   if (!layout.wrapper_offsets.empty()) {
-    bundles.reserve(layout.wrapper_offsets.size());
     std::uint64_t previous_end = layout.region_offset;
     for (std::uint64_t offset : layout.wrapper_offsets) {
       std::size_t index = bundles.size();

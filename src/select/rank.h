@@ -10,6 +10,10 @@
 
 namespace coload::detail {
 
+/// What selection reads of an entry: its ELF header, all that
+/// read_code_object_target looks at.
+inline constexpr std::size_t kElfHeaderBytes = 64;
+
 /// Judges one entry alone: its candidate with tier, verdict (Compatible or
 /// Rejected) and reason. Only the entry's ID, whether its bytes are empty and
 /// their first 64 bytes (the ELF header) are read; through bundle->head(index)

@@ -19,9 +19,6 @@ struct Judged {
   std::string id_note;  ///< entry ID and ELF header disagree
 };
 
-// Selection reads no more of an entry than its ELF header.
-constexpr std::uint64_t kElfHeaderBytes = 64;
-
 // The header comes from `bundle` when given (Bundle::head copies it out of a
 // large mapped file instead of touching the mapping), else from entry.bytes.
 Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t index, const SelectOptions& options,
@@ -73,7 +70,7 @@ Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t i
     return judged;
   }
   std::vector<std::byte> scratch;
-  auto head = bundle ? bundle->head(index, kElfHeaderBytes, scratch) : Expected<detail::Bytes>(entry.bytes);
+  auto head = bundle ? bundle->head(index, detail::kElfHeaderBytes, scratch) : Expected<detail::Bytes>(entry.bytes);
   if (!head) {
     candidate.reason = "cannot read its ELF header: " + head.error().message();
     return judged;

@@ -26,8 +26,6 @@ namespace {
 using detail::Bytes;
 using detail::hex;
 
-constexpr std::size_t kElfHeader = 64;  // what read_code_object_target reads
-
 std::string where(const BundleInfo& info) {
   return "bundle " + std::to_string(info.index) + " at offset " + hex(info.offset);
 }
@@ -162,9 +160,9 @@ class SelectingSink final : public detail::DecodeSink {
       data = data.subspan(take);
       at += take;
       std::uint64_t seen = at - slot.offset;
-      if (!judged_current_ && (seen >= kElfHeader || at == end)) {
+      if (!judged_current_ && (seen >= detail::kElfHeaderBytes || at == end)) {
         judged_current_ = true;
-        Bytes head = Bytes(buffer_).first(std::min<std::size_t>(buffer_.size(), kElfHeader));
+        Bytes head = Bytes(buffer_).first(std::min<std::size_t>(buffer_.size(), detail::kElfHeaderBytes));
         slots_[current_].head.assign(head.begin(), head.end());
         if (!chooser_.pick) judge(current_, head);
         if (takes(current_)) {
@@ -257,7 +255,7 @@ Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, con
   if (!bundle) return std::move(bundle).error();
   StreamSelection result;
   for (const BundleEntry& entry : bundle->entries()) {
-    Bytes head = entry.bytes.first(std::min<std::size_t>(entry.bytes.size(), kElfHeader));
+    Bytes head = entry.bytes.first(std::min<std::size_t>(entry.bytes.size(), detail::kElfHeaderBytes));
     result.heads.push_back({std::string(entry.id), entry.offset, entry.size, entry.is_host, {head.begin(), head.end()}});
   }
   if (chooser.pick) {
