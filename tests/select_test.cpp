@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <thread>
 
 #include "coload/select.h"
+#include "select/rank.h"
+#include "support/bundle_writer.h"
 #include "support/elf_writer.h"
 #include "test_util.h"
 
@@ -310,6 +313,164 @@ TEST(Select, GenericVersionBreaksTiesInsideTheGenericTier) {
   entries.code("gfx10-3-generic", kGfx10_3Generic | generic_version(1))
       .code("gfx10-3-generic", kGfx10_3Generic | generic_version(2));
   EXPECT_EQ(select_entry(device("gfx1035"), entries.get()).selected, 1u);
+}
+
+// ---------------------------------------------------------------------------
+// Selector: select_in_bundle across bundles, keeping what entry IDs decide.
+
+// Every field of a selection, to compare two of them whole.
+std::string describe(const Selection& selection) {
+  std::string text = selection.device + " selected " +
+                     (selection.selected ? std::to_string(*selection.selected) : std::string("none")) + "\n";
+  for (const Candidate& c : selection.candidates) {
+    text += std::to_string(c.entry_index) + " " + c.id + " " + std::string(to_string(c.verdict)) + " " +
+            (c.tier ? std::string(to_string(*c.tier)) : "-") + " jit=" + (c.needs_jit ? "1" : "0") + " elf=" +
+            (c.code_object ? c.code_object->target.str() : "-") + ": " + c.reason + "\n";
+  }
+  return text;
+}
+
+// Plain bundles repeating IDs: each ID decided by itself (unrelated
+// processors, OpenMP, SPIR-V, a bad ID) appears both with bytes and empty,
+// in both orders, so a kept verdict meets the empty-entry rule both ways.
+std::vector<std::vector<std::byte>> repeating_bundles() {
+  using testing::Entry;
+  const std::vector<std::byte> spirv{std::byte{0x03}, std::byte{0x02}, std::byte{0x23}, std::byte{0x07}};
+  const std::string id = "hipv4-amdgcn-amd-amdhsa--";
+  std::vector<Entry> first{
+      {"host-x86_64-unknown-linux-gnu-", {}},
+      {id + "gfx1030", amdgpu_elf_header(kGfx1030)},
+      {id + "gfx942", {}},
+      {"openmp-amdgcn-amd-amdhsa--gfx90a", amdgpu_elf_header(kGfx90a)},
+      {"hip-spirv64-amd-amdhsa--amdgcnspirv", spirv},
+      {id + "gfx9000", amdgpu_elf_header(kGfx90a)},  // names no processor
+      {id + "gfx90a", amdgpu_elf_header(kGfx90a | kXnackAny | kSrameccAny)},
+      {id + "gfx1031", amdgpu_elf_header(kGfx1031)},
+      {id + "gfx10-3-generic", amdgpu_elf_header(kGfx10_3Generic | generic_version(1))},
+  };
+  std::vector<Entry> second{
+      {id + "gfx90a", amdgpu_elf_header(0x30)},  // the ELF says gfx908
+      {id + "gfx1030", {}},
+      {id + "gfx942", amdgpu_elf_header(kGfx942)},
+      {"openmp-amdgcn-amd-amdhsa--gfx90a", {}},
+      {"hip-spirv64-amd-amdhsa--amdgcnspirv", {}},
+      {id + "gfx9000", {}},
+      {id + "gfx1031", {}},
+  };
+  std::vector<Entry> third(first.rbegin(), first.rend());
+  return {testing::write_plain_bundle(first, 64), testing::write_plain_bundle(second, 64),
+          testing::write_plain_bundle(third, 64)};
+}
+
+Bundle read_plain(std::span<const std::byte> bytes) {
+  auto bundle = read_bundle(bytes, BundleInfo{.offset = 0, .size = bytes.size(), .format = BundleFormat::Plain});
+  EXPECT_TRUE(Succeeds(bundle));
+  return std::move(*bundle);
+}
+
+TEST(Selector, EveryResultIsSelectInBundlesWhateverTheIdsRepeat) {
+  const auto files = repeating_bundles();
+  std::vector<Bundle> bundles;
+  for (const auto& file : files) bundles.push_back(read_plain(file));
+  SelectOptions hotswap{.hotswap = true};
+  ASSERT_TRUE(Succeeds(hotswap.hotswap_allowlist.add("gfx942", "gfx90a")));
+  const std::vector<std::pair<Device, SelectOptions>> cases{
+      {device("gfx90a"), {}},
+      {device("gfx90a"), hotswap},
+      {device("gfx1030"), {}},
+      {device("gfx1031", {.extended_isa_compat = true}), {}},
+  };
+  for (const auto& [target, options] : cases) {
+    Selector selector(target, options);
+    EXPECT_EQ(selector.device().str(), target.str());
+    for (int round = 0; round < 2; ++round) {  // the second round decides every ID from kept verdicts
+      for (std::size_t i = 0; i < bundles.size(); ++i) {
+        auto expected = select_in_bundle(target, bundles[i], options);
+        auto got = selector.select(bundles[i]);
+        ASSERT_TRUE(Succeeds(expected));
+        ASSERT_TRUE(Succeeds(got));
+        EXPECT_EQ(describe(*got), describe(*expected)) << target.str() << " bundle " << i << " round " << round;
+      }
+    }
+  }
+  // The rules the cases rest on, for gfx90a: an empty entry is empty first
+  // when its processor decides, and after the ID's own verdict otherwise.
+  Selector selector(device("gfx90a"));
+  Selection second = *selector.select(bundles[1]);
+  EXPECT_EQ(second.candidates[1].reason, "empty entry");  // gfx1030, kept verdict "built for gfx1030"
+  EXPECT_EQ(second.candidates[3].reason, "OpenMP offload entry; HIP runtimes load hip, hipv4 and hcc entries");
+  EXPECT_TRUE(second.candidates[4].needs_jit);
+  EXPECT_EQ(second.candidates[0].reason, "entry ID names gfx90a but its ELF header says gfx908; neither is trusted");
+  Selection first = *selector.select(bundles[0]);
+  EXPECT_EQ(first.candidates[1].reason, "built for gfx1030; device is gfx90a");
+  EXPECT_EQ(chosen_id(first), "hipv4-amdgcn-amd-amdhsa--gfx90a");
+}
+
+TEST(Selector, KeepsWhatTheIdAloneDecidesAndNothingElse) {
+  const auto files = repeating_bundles();
+  Bundle bundle = read_plain(files[0]);
+  detail::IdVerdicts verdicts;
+  detail::select_entries(device("gfx90a"), bundle.entries(), {}, &bundle, &verdicts);
+  std::vector<const detail::IdVerdict*> found(bundle.entries().size());
+  verdicts.find(bundle.entries(), found);
+  // host, gfx1030, gfx942, openmp, spirv, gfx9000, gfx90a, gfx1031, gfx10-3-generic
+  const std::vector<bool> kept{false, true, true, true, true, true, false, true, true};
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    EXPECT_EQ(found[i] != nullptr, kept[i]) << bundle.entries()[i].id;
+  }
+  EXPECT_EQ(found[1]->reason, "built for gfx1030; device is gfx90a");
+  EXPECT_TRUE(found[1]->by_processor);
+  EXPECT_FALSE(found[3]->by_processor);
+  EXPECT_TRUE(found[4]->needs_jit);
+  EXPECT_NE(found[5]->reason.find("gfx9000"), std::string::npos) << found[5]->reason;
+  EXPECT_EQ(found[8]->reason, "generic target gfx10-3-generic does not cover gfx90a (it has no generic family)");
+}
+
+TEST(Selector, KeepsABoundedNumberOfVerdictsOfBoundedLength) {
+  detail::IdVerdicts verdicts;
+  std::deque<std::string> ids;
+  std::vector<std::pair<std::string_view, detail::IdVerdict>> learned;
+  for (std::size_t i = 0; i <= detail::IdVerdicts::kMaxIds; ++i) {
+    learned.emplace_back(ids.emplace_back("id" + std::to_string(i)), detail::IdVerdict{.reason = "r"});
+  }
+  verdicts.add(learned);
+  std::vector<std::pair<std::string_view, detail::IdVerdict>> long_id{
+      {ids.emplace_back(detail::IdVerdicts::kMaxIdBytes + 1, 'x'), {.reason = "long"}}};
+  detail::IdVerdicts fresh;
+  fresh.add(long_id);
+  auto kept = [](const detail::IdVerdicts& in, std::string_view id) {
+    BundleEntry entry{.id = id};
+    const detail::IdVerdict* found = nullptr;
+    in.find(std::span(&entry, 1), std::span(&found, 1));
+    return found != nullptr;
+  };
+  EXPECT_TRUE(kept(verdicts, "id0"));
+  EXPECT_TRUE(kept(verdicts, "id" + std::to_string(detail::IdVerdicts::kMaxIds - 1)));
+  EXPECT_FALSE(kept(verdicts, "id" + std::to_string(detail::IdVerdicts::kMaxIds)));
+  EXPECT_FALSE(kept(fresh, ids.back()));
+}
+
+TEST(Selector, ThreadsShareOne) {
+  const auto files = repeating_bundles();
+  std::vector<Bundle> bundles;
+  for (const auto& file : files) bundles.push_back(read_plain(file));
+  const Device gfx90a = device("gfx90a");
+  std::vector<std::string> expected;
+  for (const Bundle& bundle : bundles) expected.push_back(describe(*select_in_bundle(gfx90a, bundle)));
+  const Selector selector(gfx90a);
+  std::vector<int> mismatches(4, 0);
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t t = 0; t < mismatches.size(); ++t) {
+      threads.emplace_back([&, t] {
+        for (int round = 0; round < 50; ++round) {
+          std::size_t i = (t + static_cast<std::size_t>(round)) % bundles.size();
+          if (describe(*selector.select(bundles[i])) != expected[i]) ++mismatches[t];
+        }
+      });
+    }
+  }
+  for (int count : mismatches) EXPECT_EQ(count, 0);
 }
 
 }  // namespace

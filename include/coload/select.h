@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -103,6 +104,34 @@ Selection select_entry(const Device& device, std::span<const BundleEntry> entrie
 /// code object v5+ entries), and comgr's own failures with the function name.
 Expected<Selection> select_in_bundle(const Device& device, const Bundle& bundle,
                                      const SelectOptions& options = {});
+
+namespace detail {
+class IdVerdicts;
+}
+
+/// select_in_bundle for one device across many bundles: typically those of
+/// one fat binary, which repeat the same entry IDs (one per offload target).
+/// What an ID alone decides (an unreadable ID, an OpenMP or SPIR-V entry,
+/// code for a processor unrelated to the device) is decided once per
+/// distinct ID and reused; every bundle's ELF headers are still read. Each
+/// result is select_in_bundle's. Threads may share one Selector.
+class Selector {
+ public:
+  explicit Selector(Device device, SelectOptions options = {});
+  ~Selector();
+  Selector(Selector&&) noexcept;
+  Selector& operator=(Selector&&) noexcept;
+
+  /// select_in_bundle(device(), bundle, options()); same errors.
+  Expected<Selection> select(const Bundle& bundle) const;
+  const Device& device() const { return device_; }
+  const SelectOptions& options() const { return options_; }
+
+ private:
+  Device device_;
+  SelectOptions options_;
+  std::unique_ptr<detail::IdVerdicts> verdicts_;
+};
 
 /// The NotFound error for a selection without a choice: the device's target
 /// ID, the entries present and the nearest miss, e.g. "gfx90a:xnack+ present;

@@ -291,8 +291,9 @@ struct Registry::Impl {
   /// for the first device that asks, keeping its heads (shared with other
   /// registrations of the same CCOB) and that device's entry; a later device
   /// selects on the heads and decompresses again only for an entry no device
-  /// has chosen yet (or whose code object is no longer in use).
-  Expected<Choice> choose(Binary& binary, std::size_t index, const Device& device) {
+  /// has chosen yet (or whose code object is no longer in use). `selector`
+  /// is for `device` and select_options.
+  Expected<Choice> choose(Binary& binary, std::size_t index, const Device& device, const Selector& selector) {
     const BundleInfo& info = binary.fat->bundles()[index];
     const bool compressed = info.format == BundleFormat::Compressed && info.compressed;
     Choice choice;
@@ -316,7 +317,7 @@ struct Registry::Impl {
     if (streamed) {
       choice.selection = streamed->selection;  // the stream's own, kept for the check below
     } else {
-      auto selection = select_in_bundle(device, data.bundle, select_options);
+      auto selection = selector.select(data.bundle);
       if (!selection) return std::move(selection).error();
       choice.selection = std::move(*selection);
     }
@@ -467,11 +468,12 @@ struct Registry::Impl {
   std::vector<std::optional<Expected<Choice>>> choose_all(Binary& binary, const Device& device) {
     std::span<const BundleInfo> infos = binary.fat->bundles();
     std::vector<std::optional<Expected<Choice>>> choices(infos.size());
+    const Selector selector(device, select_options);
     std::atomic<std::size_t> next{0};
     auto work = [&] {
       for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < infos.size();) {
         try {
-          choices[i].emplace(choose(binary, i, device));
+          choices[i].emplace(choose(binary, i, device, selector));
         } catch (const std::bad_alloc&) {  // an exception must not end a helper thread (std::terminate)
           choices[i].emplace(Error(ErrorKind::LimitExceeded, "out of memory while reading the bundle"));
         } catch (const std::exception& exception) {

@@ -4,7 +4,14 @@
 #pragma once
 
 #include <cstddef>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
+#include <utility>
 
 #include "coload/select.h"
 
@@ -14,17 +21,51 @@ namespace coload::detail {
 /// read_code_object_target looks at.
 inline constexpr std::size_t kElfHeaderBytes = 64;
 
+/// A rejection an entry ID alone decides, for one device and options.
+struct IdVerdict {
+  std::string reason;
+  bool needs_jit = false;
+  /// Decided by the processor the ID names, which comes after the empty
+  /// entry check: an empty entry with this ID is rejected as empty.
+  bool by_processor = false;
+};
+
+/// A Selector's verdicts by entry ID, shared by the threads selecting with
+/// it. Bounded: IDs past kMaxIds, or longer than kMaxIdBytes, are judged
+/// every time instead.
+class IdVerdicts {
+ public:
+  static constexpr std::size_t kMaxIds = 1024;
+  static constexpr std::size_t kMaxIdBytes = 256;
+
+  /// found[i]: the verdict for entries[i]'s ID, null when none is kept.
+  /// Verdicts are never changed or dropped, so the pointers stay valid.
+  void find(std::span<const BundleEntry> entries, std::span<const IdVerdict*> found) const;
+  void add(std::span<std::pair<std::string_view, IdVerdict>> learned);
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+  };
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, IdVerdict, Hash, std::equal_to<>> verdicts_;
+};
+
 /// Judges one entry alone: its candidate with tier, verdict (Compatible or
 /// Rejected) and reason. Only the entry's ID, whether its bytes are empty and
 /// their first 64 bytes (the ELF header) are read; through bundle->head(index)
-/// when `bundle` (the entry's own) is given.
+/// when `bundle` (the entry's own) is given. `known` is a verdict kept for
+/// the entry's ID; `learned`, when given, receives what the ID alone decided.
 Candidate judge_candidate(const Device& device, const BundleEntry& entry, std::size_t index,
-                          const SelectOptions& options, const Bundle* bundle = nullptr);
+                          const SelectOptions& options, const Bundle* bundle = nullptr,
+                          const IdVerdict* known = nullptr, std::optional<IdVerdict>* learned = nullptr);
 
 /// select_entry, reading the entries' ELF headers through `bundle` (their
-/// own, see Bundle::head) when it is given.
+/// own, see Bundle::head) when it is given, and reusing and adding to
+/// `verdicts` when given.
 Selection select_entries(const Device& device, std::span<const BundleEntry> entries, const SelectOptions& options,
-                         const Bundle* bundle);
+                         const Bundle* bundle, IdVerdicts* verdicts = nullptr);
 
 /// Orders fitting candidates (tier set): lower is better. Tier, then more
 /// features matched exactly, then a higher generic version, then entry order.

@@ -19,44 +19,39 @@ struct Judged {
   std::string id_note;  ///< entry ID and ELF header disagree
 };
 
-// The header comes from `bundle` when given (Bundle::head copies it out of a
-// large mapped file instead of touching the mapping), else from entry.bytes.
-Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t index, const SelectOptions& options,
-                   const Bundle* bundle) {
-  Judged judged;
-  Candidate& candidate = judged.candidate;
-  candidate.entry_index = index;
-  candidate.id = std::string(entry.id);
-  if (entry.is_host) {
-    candidate.reason = "host entry";
-    return judged;
-  }
-  auto id = detail::parse_entry_id(entry.id);
+// What the entry ID alone says: a rejection, or (`id` set) the parsed ID of
+// an entry whose ELF header decides. Depends on the ID's text, the device
+// and the options only, which is what lets a Selector keep it per ID.
+struct IdJudgement {
+  std::optional<detail::EntryIdView> id;
+  detail::IdVerdict verdict;  ///< when !id
+};
+
+IdJudgement judge_id(const Device& device, std::string_view text, const SelectOptions& options) {
+  IdJudgement judgement;
+  detail::IdVerdict& verdict = judgement.verdict;
+  auto id = detail::parse_entry_id(text);
   if (!id) {
-    candidate.reason = id.error().message();
-    return judged;
+    verdict.reason = id.error().message();
+    return judgement;
   }
   if (id->is_spirv) {
-    candidate.needs_jit = true;
-    candidate.reason = "SPIR-V (amdgcnspirv): needs a JIT compiler to run on " + device.str();
-    return judged;
+    verdict.needs_jit = true;
+    verdict.reason = "SPIR-V (amdgcnspirv): needs a JIT compiler to run on " + device.str();
+    return judgement;
   }
   if (id->kind == OffloadKind::OpenMP) {
-    candidate.reason = "OpenMP offload entry; HIP runtimes load hip, hipv4 and hcc entries";
-    return judged;
+    verdict.reason = "OpenMP offload entry; HIP runtimes load hip, hipv4 and hcc entries";
+    return judgement;
   }
   if (id->kind == OffloadKind::Other) {
-    candidate.reason = "offload kind '" + std::string(id->kind_text) + "' is not hip, hipv4 or hcc";
-    return judged;
+    verdict.reason = "offload kind '" + std::string(id->kind_text) + "' is not hip, hipv4 or hcc";
+    return judgement;
   }
   if (!id->is_amdhsa()) {
-    candidate.reason = "triple " + std::string(id->arch) + "-" + std::string(id->vendor) + "-" + std::string(id->os) +
-                       "-" + std::string(id->environment) + " is not amdgcn-amd-amdhsa";
-    return judged;
-  }
-  if (entry.bytes.empty()) {
-    candidate.reason = "empty entry";
-    return judged;
+    verdict.reason = "triple " + std::string(id->arch) + "-" + std::string(id->vendor) + "-" + std::string(id->os) +
+                     "-" + std::string(id->environment) + " is not amdgcn-amd-amdhsa";
+    return judgement;
   }
   // Code for an unrelated processor is rejected on its entry ID alone:
   // selection then reads the ELF headers of the few related entries, not of
@@ -66,9 +61,46 @@ Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t i
   const Processor* mine = device.target.processor;
   const Processor* named = id->target->processor;
   if (mine && named && !detail::related_processor(*named, *mine, options)) {
-    candidate.reason = std::move(detail::rule_out_processor(*named, device, options)->reason);
+    verdict.reason = std::move(detail::rule_out_processor(*named, device, options)->reason);
+    verdict.by_processor = true;
+    return judgement;
+  }
+  judgement.id = std::move(*id);
+  return judgement;
+}
+
+// The header comes from `bundle` when given (Bundle::head copies it out of a
+// large mapped file instead of touching the mapping), else from entry.bytes.
+// `known` is what a Selector already decided for this ID; `learned`, when
+// given, receives what the ID alone decided here.
+Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t index, const SelectOptions& options,
+                   const Bundle* bundle, const detail::IdVerdict* known, std::optional<detail::IdVerdict>* learned) {
+  Judged judged;
+  Candidate& candidate = judged.candidate;
+  candidate.entry_index = index;
+  candidate.id = std::string(entry.id);
+  if (entry.is_host) {
+    candidate.reason = "host entry";
     return judged;
   }
+  IdJudgement fresh;
+  if (!known) {
+    fresh = judge_id(device, entry.id, options);
+    if (!fresh.id) {
+      known = &fresh.verdict;
+      if (learned) *learned = fresh.verdict;
+    }
+  }
+  if (entry.bytes.empty() && (!known || known->by_processor)) {
+    candidate.reason = "empty entry";
+    return judged;
+  }
+  if (known) {
+    candidate.reason = known->reason;
+    candidate.needs_jit = known->needs_jit;
+    return judged;
+  }
+  const detail::EntryIdView& id = *fresh.id;
   std::vector<std::byte> scratch;
   auto head = bundle ? bundle->head(index, detail::kElfHeaderBytes, scratch) : Expected<detail::Bytes>(entry.bytes);
   if (!head) {
@@ -82,16 +114,16 @@ Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t i
   }
   candidate.code_object = *code_object;
   const TargetId& elf = code_object->target;
-  if (elf.processor != id->target->processor) {
-    candidate.reason = "entry ID names " + std::string(id->target->processor_name()) + " but its ELF header says " +
+  if (elf.processor != id.target->processor) {
+    candidate.reason = "entry ID names " + std::string(id.target->processor_name()) + " but its ELF header says " +
                        elf.str() + "; neither is trusted";
     candidate.code_object.reset();
     return judged;
   }
   // A hand-built bundle may state features its ELF does not have; the loader
   // judges the ELF, so the ELF is what is matched.
-  if (elf.xnack != id->target->xnack || elf.sramecc != id->target->sramecc) {
-    judged.id_note = "; entry ID says " + id->target->str() + ", ELF header says " + elf.str() +
+  if (elf.xnack != id.target->xnack || elf.sramecc != id.target->sramecc) {
+    judged.id_note = "; entry ID says " + id.target->str() + ", ELF header says " + elf.str() +
                      ", judged by the ELF header";
   }
   return judged;
@@ -118,8 +150,9 @@ detail::Rank detail::rank(const Candidate& candidate) {
 }
 
 Candidate detail::judge_candidate(const Device& device, const BundleEntry& entry, std::size_t index,
-                                  const SelectOptions& options, const Bundle* bundle) {
-  Judged judged = judge_entry(device, entry, index, options, bundle);
+                                  const SelectOptions& options, const Bundle* bundle, const IdVerdict* known,
+                                  std::optional<IdVerdict>* learned) {
+  Judged judged = judge_entry(device, entry, index, options, bundle, known, learned);
   if (device.target.processor) place(device, options, judged);
   return std::move(judged.candidate);
 }
@@ -194,15 +227,50 @@ bool HotswapAllowlist::contains(std::string_view source, std::string_view device
 }
 
 Selection detail::select_entries(const Device& device, std::span<const BundleEntry> entries,
-                                 const SelectOptions& options, const Bundle* bundle) {
+                                 const SelectOptions& options, const Bundle* bundle, IdVerdicts* verdicts) {
   Selection selection;
   selection.device = device.str();
   selection.candidates.reserve(entries.size());
+  std::vector<const IdVerdict*> known(entries.size());
+  if (verdicts) verdicts->find(entries, known);
+  std::vector<std::pair<std::string_view, IdVerdict>> learned;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    selection.candidates.push_back(detail::judge_candidate(device, entries[i], i, options, bundle));
+    std::optional<IdVerdict> decided;
+    selection.candidates.push_back(detail::judge_candidate(device, entries[i], i, options, bundle, known[i],
+                                                           verdicts && !known[i] ? &decided : nullptr));
+    if (decided) learned.emplace_back(entries[i].id, std::move(*decided));
   }
+  if (!learned.empty()) verdicts->add(learned);
   detail::finish_selection(selection);
   return selection;
+}
+
+void detail::IdVerdicts::find(std::span<const BundleEntry> entries, std::span<const IdVerdict*> found) const {
+  std::lock_guard lock(mutex_);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    auto it = verdicts_.find(entries[i].id);
+    found[i] = it == verdicts_.end() ? nullptr : &it->second;
+  }
+}
+
+void detail::IdVerdicts::add(std::span<std::pair<std::string_view, IdVerdict>> learned) {
+  std::lock_guard lock(mutex_);
+  for (auto& [id, verdict] : learned) {
+    if (verdicts_.size() >= kMaxIds) return;
+    if (id.size() <= kMaxIdBytes) verdicts_.try_emplace(std::string(id), std::move(verdict));
+  }
+}
+
+Selector::Selector(Device device, SelectOptions options)
+    : device_(std::move(device)), options_(std::move(options)),
+      verdicts_(std::make_unique<detail::IdVerdicts>()) {}
+Selector::~Selector() = default;
+Selector::Selector(Selector&&) noexcept = default;
+Selector& Selector::operator=(Selector&&) noexcept = default;
+
+Expected<Selection> Selector::select(const Bundle& bundle) const {
+  if (options_.unbundler != Unbundler::Builtin) return select_in_bundle(device_, bundle, options_);
+  return detail::select_entries(device_, bundle.entries(), options_, &bundle, verdicts_.get());
 }
 
 Selection select_entry(const Device& device, std::span<const BundleEntry> entries, const SelectOptions& options) {

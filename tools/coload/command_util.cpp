@@ -18,9 +18,10 @@ std::span<const std::byte> BundleChoice::chosen_bytes() const {
   return streamed;
 }
 
-Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Device& device,
-                                        const SelectOptions& select, const StreamOptions& stream,
-                                        std::string_view path) {
+Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
+                                        const StreamOptions& stream, std::string_view path) {
+  const Device& device = selector.device();
+  const SelectOptions& select = selector.options();
   // Built only for an error: an image has a bundle per translation unit.
   auto where = [&] { return std::string(path) + ": bundle " + std::to_string(index); };
   const BundleInfo& info = binary.bundles()[index];
@@ -34,7 +35,7 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   }
   auto bundle = binary.read(index);
   if (!bundle) return std::move(bundle).error();
-  auto selection = select_in_bundle(device, *bundle, select);
+  auto selection = selector.select(*bundle);
   if (!selection) return std::move(selection).error().with_context(where());
   choice.selection = std::move(*selection);
   choice.bundle = std::move(*bundle);
@@ -49,15 +50,17 @@ std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t>
   std::size_t compressed = std::count_if(indices.begin(), indices.end(), [&](std::size_t index) {
     return binary.bundles()[index].format == BundleFormat::Compressed;
   });
+  if (compressed < 2) return 1;  // hardware_concurrency reads sysfs
   return std::min<std::size_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u), compressed);
 }
 
 void choose_in_bundles(const FatBinary& binary, std::span<const std::size_t> indices, const Device& device,
                        const SelectOptions& select, const StreamOptions& stream, std::string_view path,
                        const std::function<bool(std::size_t index, Expected<BundleChoice>& choice)>& take) {
+  const Selector selector(device, select);
   auto choose = [&](std::size_t index) -> Expected<BundleChoice> {
     try {
-      return choose_in_bundle(binary, index, device, select, stream, path);
+      return choose_in_bundle(binary, index, selector, stream, path);
     } catch (const std::bad_alloc&) {  // an exception must not end a helper thread (std::terminate)
       return Error(ErrorKind::LimitExceeded,
                    std::string(path) + ": bundle " + std::to_string(index) + ": out of memory while reading it");

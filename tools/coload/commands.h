@@ -61,20 +61,20 @@ struct BundleChoice {
   std::span<const std::byte> chosen_bytes() const;
 };
 
-/// Selects for `device` in bundle `index` of `binary`. A CCOB is streamed
+/// Selects with `selector` in bundle `index` of `binary`. A CCOB is streamed
 /// (select_in_compressed_bundle, `stream`'s hash check) and never kept whole,
 /// unless the comgr unbundler is asked for (which refuses it). Selection and
 /// stream errors get "PATH: bundle INDEX" in front; read errors name the file already.
-Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Device& device,
-                                        const SelectOptions& select, const StreamOptions& stream,
-                                        std::string_view path);
+Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
+                                        const StreamOptions& stream, std::string_view path);
 
 /// Threads worth reading bundles `indices` of `binary` on: one per CCOB, up
 /// to the hardware's concurrency (at most 8), as the registry's decode
 /// threads; 1 when none is compressed or the comgr unbundler reads them.
 std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler);
 
-/// choose_in_bundle for each bundle of `indices` on decode_threads threads,
+/// choose_in_bundle for each bundle of `indices` with one Selector for
+/// `device` and `select`, on decode_threads threads,
 /// handed to `take` on this thread in that order (in_bundle_order, bundle_order.h);
 /// `take` may move the choice out, and returns false to stop.
 void choose_in_bundles(const FatBinary& binary, std::span<const std::size_t> indices, const Device& device,
