@@ -55,6 +55,8 @@ void view_entries(PlainBundle& plain, const SourceReader& source, std::uint64_t 
 /// The table of the plain bundle at `offset`, `extent` bytes long, parsed
 /// from `prefix` (read_first's bytes into `scratch`), read again longer while
 /// the table runs past it: parse_plain_bundle's result over the whole bundle.
+/// When the table was copied out of the file, the entries are in the copy
+/// (their bytes empty, `plain.entries` empty): a scan keeps only the copy.
 Expected<PlainTable> read_plain_table(const SourceReader& source, std::uint64_t offset, std::uint64_t extent,
                                       Bytes prefix, std::vector<std::byte>& scratch) {
   for (;;) {
@@ -68,18 +70,22 @@ Expected<PlainTable> read_plain_table(const SourceReader& source, std::uint64_t 
     }
     if (!table) return std::move(table).error();
     PlainTable result{std::move(*table), nullptr};
-    view_entries(result.plain, source, offset, extent);
-    if (prefix.data() == scratch.data()) {
-      // Keep the table, not the prefix it was read with: the IDs move to the copy.
-      auto copy = std::make_shared<PlainTableCopy>();
-      copy->bytes.assign(prefix.begin(), prefix.begin() + result.plain.header_size);
-      const char* from = reinterpret_cast<const char*>(prefix.data());
-      const char* to = reinterpret_cast<const char*>(copy->bytes.data());
-      for (BundleEntry& entry : result.plain.entries) entry.id = {to + (entry.id.data() - from), entry.id.size()};
-      copy->entries = result.plain.entries;
-      for (BundleEntry& entry : copy->entries) entry.bytes = {};
-      result.copy = std::move(copy);
+    if (prefix.data() != scratch.data()) {
+      view_entries(result.plain, source, offset, extent);
+      return result;
     }
+    // Keep the table, not the prefix it was read with: the IDs move to the copy.
+    auto copy = std::make_shared<PlainTableCopy>();
+    copy->bytes.assign(prefix.begin(), prefix.begin() + result.plain.header_size);
+    const char* from = reinterpret_cast<const char*>(prefix.data());
+    const char* to = reinterpret_cast<const char*>(copy->bytes.data());
+    for (BundleEntry& entry : result.plain.entries) {
+      entry.id = {to + (entry.id.data() - from), entry.id.size()};
+      entry.bytes = {};
+    }
+    copy->entries = std::move(result.plain.entries);
+    result.plain.entries.clear();
+    result.copy = std::move(copy);
     return result;
   }
 }
@@ -101,12 +107,13 @@ Expected<void> charge_v1(const CompressedHeader& header, std::uint64_t& used, co
 }
 
 /// Identifies and sizes the bundle at `offset` by its leading magic. `v1_used`
-/// is the walk's v1 decoding so far (charge_v1).
+/// is the walk's v1 decoding so far (charge_v1); `scratch`, the walk's buffer
+/// for copied reads.
 Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t offset, std::uint64_t end,
-                                    const ReadOptions& options, std::uint64_t& v1_used) {
+                                    const ReadOptions& options, std::uint64_t& v1_used,
+                                    std::vector<std::byte>& scratch) {
   BundleInfo info;
   info.offset = offset;
-  std::vector<std::byte> scratch;
   auto first = read_first(source, offset, end - offset, scratch);
   if (!first) return std::move(first).error();
   if (detail::starts_with(*first, kPlainMagic)) {
@@ -148,8 +155,8 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
 /// Measures the bundle starting at `offset`, which may extend up to `end`.
 /// A bundle always occupies bytes: the walk relies on it to advance.
 Expected<BundleInfo> measure(const SourceReader& source, std::uint64_t offset, std::uint64_t end,
-                             const ReadOptions& options, std::uint64_t& v1_used) {
-  auto info = measure_format(source, offset, end, options, v1_used);
+                             const ReadOptions& options, std::uint64_t& v1_used, std::vector<std::byte>& scratch) {
+  auto info = measure_format(source, offset, end, options, v1_used, scratch);
   if (info && info->size == 0) {
     return Error(ErrorKind::Malformed, std::string(to_string(info->format)) + " image measures 0 bytes");
   }
@@ -196,6 +203,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
   std::uint64_t end = layout.region_offset + layout.region_size;
   std::vector<BundleInfo> bundles;
   std::uint64_t v1_used = 0;  // see charge_v1
+  std::vector<std::byte> scratch;  // one buffer for the walk's table reads
   if (layout.kind == SourceKind::CodeObject) {
     bundles.push_back({.index = 0, .offset = layout.region_offset, .size = layout.region_size,
                        .format = BundleFormat::CodeObject, .compressed = std::nullopt});
@@ -213,7 +221,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
         return Error(ErrorKind::Malformed, where(index, offset) + ": wrapper pointer lands inside the previous bundle, which ends at " +
                                                hex(previous_end));
       }
-      auto info = measure(reader, offset, end, options, v1_used);
+      auto info = measure(reader, offset, end, options, v1_used, scratch);
       if (!info) return std::move(info).error().with_context(where(index, offset) + " (from __hip_fatbin_wrapper)");
       info->index = index;
       previous_end = offset + info->size;
@@ -232,7 +240,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
       continue;
     }
     std::size_t index = bundles.size();
-    auto info = measure(reader, position, end, options, v1_used);
+    auto info = measure(reader, position, end, options, v1_used, scratch);
     if (!info) {
       std::string context = where(index, position);
       if (index > 0) context += " (after bundle " + std::to_string(index - 1) + ")";
@@ -298,6 +306,10 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
       if (!first) return std::move(first).error().with_context(context());
       auto table = read_plain_table(reader, info.offset, info.size, *first, scratch);
       if (!table) return std::move(table).error().with_context(context());
+      if (table->copy) {
+        table->plain.entries = table->copy->entries;
+        view_entries(table->plain, reader, info.offset, info.size);
+      }
       return Bundle(info, std::move(table->plain.entries), bytes, storage_of(std::move(table->copy)), reader);
     }
     case BundleFormat::Compressed: {

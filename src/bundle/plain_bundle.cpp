@@ -18,7 +18,6 @@ constexpr std::string_view kMagic = "__CLANG_OFFLOAD_BUNDLE__";
 constexpr std::uint64_t kEntryRecordMinSize = 24;  // offset, size, id_len
 
 struct RawEntry {
-  std::uint64_t record_offset;
   std::uint64_t offset;
   std::uint64_t size;
   std::string_view id;
@@ -53,7 +52,6 @@ Expected<RawEntry> read_record(detail::Cursor& cursor, std::uint64_t index) {
   auto u64 = [&](std::string_view field) {
     return cursor.remaining() >= sizeof(std::uint64_t) ? cursor.u64(field) : cursor.u64(name(field));
   };
-  std::uint64_t record_offset = cursor.position();
   auto offset = u64("offset");
   if (!offset) return std::move(offset).error();
   auto size = u64("size");
@@ -62,7 +60,7 @@ Expected<RawEntry> read_record(detail::Cursor& cursor, std::uint64_t index) {
   if (!id_len) return std::move(id_len).error();
   auto id = cursor.remaining() >= *id_len ? cursor.take("id", *id_len) : cursor.take(name("id"), *id_len);
   if (!id) return std::move(id).error();
-  return RawEntry{record_offset, *offset, *size, detail::as_chars(*id)};
+  return RawEntry{*offset, *size, detail::as_chars(*id)};
 }
 
 }  // namespace
@@ -87,22 +85,23 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
                                            hex(follow) + " bytes follow");
   }
 
-  std::vector<RawEntry> raw;
-  raw.reserve(*count);  // bounded: count <= remaining bytes / 24
+  // Records first (their IDs raw), then the checks that need the header's
+  // size: one vector, filled in place.
+  PlainBundle bundle;
+  bundle.entries.reserve(*count);  // bounded: count <= remaining bytes / 24
   for (std::uint64_t i = 0; i < *count; ++i) {
     auto record = read_record(cursor, i);
     if (!record) return std::move(record).error();
-    raw.push_back(*record);
+    bundle.entries.push_back(BundleEntry{.id = record->id, .offset = record->offset, .size = record->size});
   }
-
-  PlainBundle bundle;
   bundle.header_size = cursor.position();
   bundle.size = bundle.header_size;
-  bundle.entries.reserve(raw.size());
-  for (std::size_t i = 0; i < raw.size(); ++i) {
-    const RawEntry& entry = raw[i];
-    auto id = check_id(entry.id, i, entry.record_offset + kEntryRecordMinSize);
+  const char* base = reinterpret_cast<const char*>(bytes.data());
+  for (std::size_t i = 0; i < bundle.entries.size(); ++i) {
+    BundleEntry& entry = bundle.entries[i];
+    auto id = check_id(entry.id, i, static_cast<std::uint64_t>(entry.id.data() - base));
     if (!id) return std::move(id).error();
+    entry.id = *id;
     // The label is built only for an error, as above.
     auto label = [&] { return "bundle entry " + std::to_string(i) + " (" + std::string(*id) + ")"; };
     if (auto end = detail::checked_add(entry.offset, entry.size); !end || *end > extent) {
@@ -115,13 +114,8 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
                                              " bytes)");
     }
     bundle.size = std::max(bundle.size, entry.offset + entry.size);
-    bundle.entries.push_back(BundleEntry{
-        .id = *id,
-        .offset = entry.offset,
-        .size = entry.size,
-        .is_host = id->starts_with("host-"),
-        .bytes = entry.offset + entry.size <= bytes.size() ? bytes.subspan(entry.offset, entry.size) : Bytes(),
-    });
+    entry.is_host = id->starts_with("host-");
+    if (entry.offset + entry.size <= bytes.size()) entry.bytes = bytes.subspan(entry.offset, entry.size);
   }
   return bundle;
 }

@@ -1,6 +1,7 @@
 // The selector: tiers and ranking of shared/reference/isa-matching.md section
 // 4.4, with the hotswap lesson of seeds/000 (never before native or generic).
 #include <algorithm>
+#include <array>
 #include <tuple>
 
 #include "coload/select.h"
@@ -231,13 +232,18 @@ Selection detail::select_entries(const Device& device, std::span<const BundleEnt
   Selection selection;
   selection.device = device.str();
   selection.candidates.reserve(entries.size());
-  std::vector<const IdVerdict*> known(entries.size());
+  // A bundle lists a dozen entries or so: their verdicts fit on the stack.
+  std::array<const IdVerdict*, 32> few{};
+  std::vector<const IdVerdict*> many;
+  std::span<const IdVerdict*> known(few.data(), verdicts ? entries.size() : 0);
+  if (known.size() > few.size()) known = many = std::vector<const IdVerdict*>(entries.size());
   if (verdicts) verdicts->find(entries, known);
   std::vector<std::pair<std::string_view, IdVerdict>> learned;
   for (std::size_t i = 0; i < entries.size(); ++i) {
+    const IdVerdict* kept = verdicts ? known[i] : nullptr;
     std::optional<IdVerdict> decided;
-    selection.candidates.push_back(detail::judge_candidate(device, entries[i], i, options, bundle, known[i],
-                                                           verdicts && !known[i] ? &decided : nullptr));
+    selection.candidates.push_back(
+        detail::judge_candidate(device, entries[i], i, options, bundle, kept, verdicts && !kept ? &decided : nullptr));
     if (decided) learned.emplace_back(entries[i].id, std::move(*decided));
   }
   if (!learned.empty()) verdicts->add(learned);
