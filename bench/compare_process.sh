@@ -29,8 +29,9 @@
 # Timed as one `sh -c` pipeline (the shell's own start-up included) and the
 # bundler alone on the dump.
 #
-# The headline ratio (the pipeline vs `coload select`) is also timed in 7
-# paired rounds, the two sides back to back, and reported as their median.
+# The headline ratio (the pipeline vs `coload select`) is also timed in
+# ROUNDS (11) paired rounds, the two sides back to back, and reported as
+# their median.
 #
 # The process floor: /bin/true, and the cheapest coload run (`coload help`,
 # start-up and exit only). No process can take less than the floor, so no
@@ -46,6 +47,7 @@ COLOAD=$(realpath "$2")
 RUNS=${3:-20}
 BUNDLER=${BUNDLER:-clang-offload-bundler-22}
 OBJCOPY=${OBJCOPY:-llvm-objcopy-22}
+ROUNDS=${ROUNDS:-11}  # paired rounds for the headline ratio (odd: the median is a round)
 TRUE=${TRUE:-/bin/true}  # the process floor (a binary: hyperfine -N runs no shell built-in)
 TARGET=gfx90a
 ID=hipv4-amdgcn-amd-amdhsa--$TARGET
@@ -168,7 +170,7 @@ if command -v hyperfine >/dev/null; then
   # this kind of VM; these rounds time the two sides back to back instead,
   # so that drift between blocks does not decide the headline ratio.
   rounds=()
-  for (( r = 0; r < 7; ++r )); do
+  for (( r = 0; r < ROUNDS; ++r )); do
     hyperfine -N --warmup 2 --runs 10 --export-json "$TMP/pair.json" \
       -n select "$COLOAD select --device $TARGET $IN/libbench_plain.so" -n pipeline "sh -c '$pipeline'" \
       >/dev/null 2>&1 || { echo "paired rounds failed" >&2; exit 1; }
@@ -178,7 +180,7 @@ print("%.2f" % (r["pipeline"] / r["select"]))' "$TMP/pair.json")")
   done
   sorted=$(printf '%s\n' "${rounds[@]}" | sort -n | tr '\n' ' ')
   median=$(printf '%s\n' "${rounds[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
-  echo "dump + bundler vs coload select, 7 paired rounds of 10 runs: median ${median}x (rounds: ${sorted% })"
+  echo "dump + bundler vs coload select, $ROUNDS paired rounds of 10 runs: median ${median}x (rounds: ${sorted% })"
 fi
 echo "# the floor bounds every ratio: peer / floor is the most any process could reach"
 echo "coload help over the floor:            $(awk -v a="${MS[coload_help]}" -v b="${MS[floor_true]}" 'BEGIN { printf "%.3f", a - b }') ms"
