@@ -409,8 +409,9 @@ TEST(Selector, EveryResultIsSelectInBundlesWhateverTheIdsRepeat) {
 TEST(Selector, KeepsWhatTheIdAloneDecidesAndNothingElse) {
   const auto files = repeating_bundles();
   Bundle bundle = read_plain(files[0]);
-  detail::IdVerdicts verdicts;
-  detail::select_entries(device("gfx90a"), bundle.entries(), {}, &bundle, &verdicts);
+  detail::IdVerdicts verdicts("gfx90a:sramecc+:xnack-");
+  Selection selection = detail::select_entries(device("gfx90a"), bundle.entries(), {}, &bundle, &verdicts);
+  EXPECT_EQ(selection.device, "gfx90a:sramecc+:xnack-");
   std::vector<const detail::IdVerdict*> found(bundle.entries().size());
   verdicts.find(bundle.entries(), found);
   // host, gfx1030, gfx942, openmp, spirv, gfx9000, gfx90a, gfx1031, gfx10-3-generic
@@ -427,7 +428,7 @@ TEST(Selector, KeepsWhatTheIdAloneDecidesAndNothingElse) {
 }
 
 TEST(Selector, KeepsABoundedNumberOfVerdictsOfBoundedLength) {
-  detail::IdVerdicts verdicts;
+  detail::IdVerdicts verdicts("gfx90a");
   std::deque<std::string> ids;
   std::vector<std::pair<std::string_view, detail::IdVerdict>> learned;
   for (std::size_t i = 0; i <= detail::IdVerdicts::kMaxIds; ++i) {
@@ -436,7 +437,7 @@ TEST(Selector, KeepsABoundedNumberOfVerdictsOfBoundedLength) {
   verdicts.add(learned);
   std::vector<std::pair<std::string_view, detail::IdVerdict>> long_id{
       {ids.emplace_back(detail::IdVerdicts::kMaxIdBytes + 1, 'x'), {.reason = "long"}}};
-  detail::IdVerdicts fresh;
+  detail::IdVerdicts fresh("gfx90a");
   fresh.add(long_id);
   auto kept = [](const detail::IdVerdicts& in, std::string_view id) {
     BundleEntry entry{.id = id};

@@ -38,6 +38,10 @@ class IdVerdicts {
   static constexpr std::size_t kMaxIds = 1024;
   static constexpr std::size_t kMaxIdBytes = 256;
 
+  explicit IdVerdicts(std::string device) : device_(std::move(device)) {}
+  /// The device's target ID (Selection::device), built once.
+  const std::string& device() const { return device_; }
+
   /// found[i]: the verdict for entries[i]'s ID, null when none is kept.
   /// Verdicts are never changed or dropped, so the pointers stay valid.
   void find(std::span<const BundleEntry> entries, std::span<const IdVerdict*> found) const;
@@ -48,6 +52,7 @@ class IdVerdicts {
     using is_transparent = void;
     std::size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
   };
+  std::string device_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, IdVerdict, Hash, std::equal_to<>> verdicts_;
 };

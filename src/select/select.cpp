@@ -230,7 +230,7 @@ bool HotswapAllowlist::contains(std::string_view source, std::string_view device
 Selection detail::select_entries(const Device& device, std::span<const BundleEntry> entries,
                                  const SelectOptions& options, const Bundle* bundle, IdVerdicts* verdicts) {
   Selection selection;
-  selection.device = device.str();
+  selection.device = verdicts ? verdicts->device() : device.str();
   selection.candidates.reserve(entries.size());
   // A bundle lists a dozen entries or so: their verdicts fit on the stack.
   std::array<const IdVerdict*, 32> few{};
@@ -269,7 +269,7 @@ void detail::IdVerdicts::add(std::span<std::pair<std::string_view, IdVerdict>> l
 
 Selector::Selector(Device device, SelectOptions options)
     : device_(std::move(device)), options_(std::move(options)),
-      verdicts_(std::make_unique<detail::IdVerdicts>()) {}
+      verdicts_(std::make_unique<detail::IdVerdicts>(device_.str())) {}
 Selector::~Selector() = default;
 Selector::Selector(Selector&&) noexcept = default;
 Selector& Selector::operator=(Selector&&) noexcept = default;

@@ -38,11 +38,12 @@ class TextReport {
 
   void add(const BundleResult& result) {
     const Candidate* chosen = result.choice ? result.choice->selection.chosen() : nullptr;
-    out_ += "bundle " + std::to_string(result.index);
+    out_ += "bundle ";
+    append_number(result.index);
     if (chosen) {
-      out_ += ": selected " + chosen->id + " (" + std::string(to_string(*chosen->tier)) + ")\n";
+      out_.append(": selected ").append(chosen->id).append(" (").append(to_string(*chosen->tier)).append(")\n");
     } else {
-      out_ += ": nothing selected: " + result.error + "\n";
+      out_.append(": nothing selected: ").append(result.error).append("\n");
     }
     if (result.choice) {
       for (const Candidate& candidate : result.choice->selection.candidates) {
