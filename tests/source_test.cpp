@@ -1,5 +1,10 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 
@@ -33,6 +38,40 @@ TEST(Source, MissingFileIsIoNamingThePath) {
   ASSERT_TRUE(FailsWith(source, ErrorKind::Io));
   EXPECT_NE(source.error().message().find("/nonexistent/coload.so"), std::string::npos);
   EXPECT_TRUE(FailsWith(Source::map_file("/"), ErrorKind::Io));
+}
+
+// map_file asks for O_NOATIME, which the kernel grants only to the file's
+// owner: a file of another user is opened again without it.
+TEST(Source, MapsAFileOfAnotherUser) {
+  if (geteuid() != 0) {  // any root-owned file will do
+    struct stat info {};
+    ASSERT_EQ(stat("/etc/passwd", &info), 0);
+    ASSERT_NE(info.st_uid, geteuid());
+    auto source = Source::map_file("/etc/passwd");
+    ASSERT_TRUE(Succeeds(source));
+    EXPECT_EQ(source->bytes().size(), static_cast<std::size_t>(info.st_size));
+    return;
+  }
+  // As root (CAP_FOWNER passes the check): a child that gives up root reads a root-owned file.
+  auto path = std::filesystem::temp_directory_path() / "coload_source_other_user.bin";
+  Bytes content = testing::to_bytes("__CLANG_OFFLOAD_BUNDLE__ owned by root");
+  testing::write_file(path.string(), content);
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    constexpr uid_t kNobody = 65534;
+    if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(2);
+    int refused = open(path.c_str(), O_RDONLY | O_NOATIME);
+    if (refused >= 0 || errno != EPERM) _exit(3);  // what the test rests on
+    auto source = Source::map_file(path.string());
+    _exit(source && source->bytes().size() == content.size() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: could not drop root, 3: O_NOATIME was not refused, 1: map_file failed";
 }
 
 TEST(Source, BorrowViewsTheCallersBuffer) {

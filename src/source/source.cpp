@@ -112,10 +112,11 @@ Source Source::borrow(std::span<const std::byte> bytes, std::string name) {
 Expected<Source> Source::map_file(const std::string& path) {
   // Reading a fat binary is no access worth recording: without O_NOATIME
   // every pread of a table or header pays touch_atime (~15% of a 1 KiB
-  // pread). The kernel allows it only to the file's owner; others open
-  // without it.
+  // pread). The kernel grants it only to the file's owner (EPERM otherwise),
+  // and a FUSE server may refuse it: any failure opens again without it, and
+  // that open's error is the one reported.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME);
-  if (fd < 0 && errno == EPERM) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error(path, "cannot open", errno);
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
