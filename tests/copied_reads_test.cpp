@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "bundle/plain_table.h"
 #include "coload/device.h"
 #include "coload/fat_binary.h"
 #include "coload/select.h"
@@ -199,7 +200,7 @@ TEST(CopiedReads, BrokenTablesFailAsInPlace) {
 }
 
 // read_bundle takes the scan's parsed entries only when they fit the bundle; a
-// hand-built BundleInfo whose entries do not is judged by its copied bytes.
+// hand-built BundleInfo whose entries do not is read from the file instead.
 TEST(CopiedReads, TableCopiesAreTrustedOnlyWhereTheyFit) {
   Bytes bundle = testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
                                               {"hipv4-amdgcn-amd-amdhsa--gfx90a", testing::to_bytes("code")}});
@@ -209,10 +210,10 @@ TEST(CopiedReads, TableCopiesAreTrustedOnlyWhereTheyFit) {
   const BundleInfo& scanned = binary->bundles()[0];
   ASSERT_TRUE(scanned.table);
   ASSERT_EQ(scanned.table->entries.size(), 2u);
-  EXPECT_TRUE(scanned.table->entries[1].bytes.empty());
+  EXPECT_EQ(scanned.table->entries[1].id, "hipv4-amdgcn-amd-amdhsa--gfx90a");
   EXPECT_EQ(scanned.table->entries[1].size, 4u);
 
-  // Entries that run past the bundle, bytes intact: the bytes' entries.
+  // Entries that run past the bundle: the file's entries.
   auto forged = std::make_shared<PlainTableCopy>(*scanned.table);
   forged->entries[1].size = 0x7fffffffffff;
   BundleInfo info = scanned;
@@ -223,18 +224,55 @@ TEST(CopiedReads, TableCopiesAreTrustedOnlyWhereTheyFit) {
   EXPECT_EQ(read->entries()[1].size, 4u);
   EXPECT_EQ(Bytes(read->entries()[1].bytes.begin(), read->entries()[1].bytes.end()), testing::to_bytes("code"));
 
-  // Bytes that say so too: the error parsing them in place gives.
-  std::size_t entry1_size = 24 + 8 + (24 + 30) + 8;
-  testing::store_le(std::span(forged->bytes).subspan(entry1_size, 8), 0x7fffffffffff, 8);
-  Bytes past_end = bundle;
-  testing::store_le(std::span(past_end).subspan(entry1_size, 8), 0x7fffffffffff, 8);
-  BundleInfo uncached = scanned;
-  uncached.table.reset();
-  auto in_place = read_bundle(past_end, uncached);
-  ASSERT_FALSE(in_place.has_value());
-  auto failed = read_bundle(binary->source().reader(), info);
-  ASSERT_TRUE(FailsWith(failed, in_place.error().kind()));
-  EXPECT_EQ(failed.error().message(), in_place.error().message());
+  // Entries that fit are taken as they are, without reading the table: a
+  // copy that moved an entry is believed (and is the scan's to get right).
+  auto moved = std::make_shared<PlainTableCopy>(*scanned.table);
+  moved->entries[1].size = 2;
+  info.table = moved;
+  auto trusted = read_bundle(binary->source().reader(), info);
+  ASSERT_TRUE(Succeeds(trusted));
+  EXPECT_EQ(Bytes(trusted->entries()[1].bytes.begin(), trusted->entries()[1].bytes.end()), testing::to_bytes("co"));
+  EXPECT_TRUE(trusted->entries()[0].is_host);
+  EXPECT_FALSE(trusted->entries()[1].is_host);
+}
+
+// A scan keeps each distinct entry ID once, however many tables list it.
+TEST(CopiedReads, TheScanKeepsEachIdOnce) {
+  Bytes one = testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
+                                           {"hipv4-amdgcn-amd-amdhsa--gfx90a", testing::to_bytes("a")},
+                                           {"hipv4-amdgcn-amd-amdhsa--gfx942", testing::to_bytes("b")}});
+  Bytes reordered = testing::write_plain_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", testing::to_bytes("c")},
+                                                 {"hipv4-amdgcn-amd-amdhsa--gfx90a", testing::to_bytes("d")},
+                                                 {"hipv4-amdgcn-amd-amdhsa--gfx1030", testing::to_bytes("e")}});
+  Bytes image = one;
+  image.insert(image.end(), reordered.begin(), reordered.end());
+  image.insert(image.end(), one.begin(), one.end());
+  LargeFile file(image, "coload_copied_reads_ids_once.bin");
+  auto binary = FatBinary::open(file.path());
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_EQ(binary->bundles().size(), 3u);
+  auto id = [&](std::size_t bundle, std::size_t entry) { return binary->bundles()[bundle].table->entries[entry].id; };
+  EXPECT_EQ(id(1, 0), "hipv4-amdgcn-amd-amdhsa--gfx942");
+  EXPECT_EQ(id(1, 0).data(), id(0, 2).data());  // found by hashing: another position
+  EXPECT_EQ(id(1, 1).data(), id(0, 1).data());  // found at the same position
+  EXPECT_EQ(id(2, 1).data(), id(0, 1).data());
+  EXPECT_EQ(id(2, 0).data(), id(0, 0).data());
+  EXPECT_EQ(id(1, 2), "hipv4-amdgcn-amd-amdhsa--gfx1030");
+  EXPECT_EQ(binary->bundles()[2].table->ids, binary->bundles()[0].table->ids);
+  // What the bundles read from those tables is what the file says.
+  for (std::size_t b = 0; b < 3; ++b) {
+    auto read = binary->read(b);
+    ASSERT_TRUE(Succeeds(read));
+    auto parsed = parse_plain_bundle(std::span(image).subspan(binary->bundles()[b].offset, binary->bundles()[b].size));
+    ASSERT_TRUE(Succeeds(parsed));
+    ASSERT_EQ(read->entries().size(), parsed->entries.size());
+    for (std::size_t e = 0; e < parsed->entries.size(); ++e) {
+      EXPECT_EQ(read->entries()[e].id, parsed->entries[e].id);
+      EXPECT_EQ(read->entries()[e].offset, parsed->entries[e].offset);
+      EXPECT_EQ(read->entries()[e].size, parsed->entries[e].size);
+      EXPECT_EQ(read->entries()[e].is_host, parsed->entries[e].is_host);
+    }
+  }
 }
 
 // Only a plain bundle's entries lie in the source: any other bundle's head()

@@ -71,13 +71,9 @@ struct BundleEntry {
   std::span<const std::byte> bytes;  ///< the entry's contents
 };
 
-/// A plain bundle's header and entry table as a scan copied them out of a
-/// file, and the entries parsed from them: IDs view `bytes`, entry bytes are
-/// empty (read_bundle points them at the source).
-struct PlainTableCopy {
-  std::vector<std::byte> bytes;
-  std::vector<BundleEntry> entries;
-};
+/// A plain bundle's entry table as a scan copied it out of a file (opaque:
+/// read_bundle's to use).
+struct PlainTableCopy;
 
 /// One bundle located in a source, from its header only.
 struct BundleInfo {
@@ -88,7 +84,8 @@ struct BundleInfo {
   std::optional<CompressedHeader> compressed;  ///< set for Compressed
   /// Plain bundles scanned through a copying SourceReader: the table as
   /// copied and parsed, which read_bundle uses instead of reading and
-  /// parsing it a second time. Null otherwise.
+  /// parsing it a second time (unless its entries do not fit `size`: a
+  /// hand-built BundleInfo is then read from the source). Null otherwise.
   std::shared_ptr<const PlainTableCopy> table;
 };
 
@@ -145,12 +142,12 @@ class Bundle {
   Expected<std::span<const std::byte>> head(std::size_t index, std::uint64_t bytes,
                                             std::vector<std::byte>& scratch) const;
 
-  /// Builds a Bundle; `storage` owns what `uncompressed` and the entries view,
-  /// or is null when they view the caller's bytes. `reader`, when it copies,
-  /// is the source a plain bundle's entries lie in, for head(); other formats
-  /// ignore it.
+  /// Builds a Bundle; `storage` owns what `uncompressed` and the entries view
+  /// (their bytes, their IDs), or is null when they view the caller's bytes.
+  /// `reader`, when it copies, is the source a plain bundle's entries lie in,
+  /// for head(); other formats ignore it.
   Bundle(BundleInfo info, std::vector<BundleEntry> entries, std::span<const std::byte> uncompressed,
-         std::shared_ptr<const std::vector<std::byte>> storage, SourceReader reader = SourceReader())
+         std::shared_ptr<const void> storage, SourceReader reader = SourceReader())
       : info_(std::move(info)),
         entries_(std::move(entries)),
         uncompressed_(uncompressed),
@@ -161,7 +158,7 @@ class Bundle {
   BundleInfo info_;
   std::vector<BundleEntry> entries_;
   std::span<const std::byte> uncompressed_;
-  std::shared_ptr<const std::vector<std::byte>> storage_;
+  std::shared_ptr<const void> storage_;
   SourceReader reader_;
 };
 

@@ -32,33 +32,39 @@ Expected<Bytes> read_first(const SourceReader& source, std::uint64_t offset, std
   return source.read(offset, source.copies() ? std::min(extent, kFirstRead) : extent, scratch);
 }
 
-/// A plain bundle's table: the entries (bytes viewing the source) and, when
-/// the table was copied out of the file, the copy, which the IDs view.
+/// A plain bundle's table: the entries (bytes viewing the source) or, when
+/// the table was copied out of the file, the copy alone.
 struct PlainTable {
   PlainBundle plain;
-  std::shared_ptr<const PlainTableCopy> copy;  // null: the IDs view the source
+  std::shared_ptr<const PlainTableCopy> copy;  // set: plain.entries is empty
 };
 
-/// What a Bundle keeps alive for IDs that view a table copy.
-std::shared_ptr<const std::vector<std::byte>> storage_of(std::shared_ptr<const PlainTableCopy> copy) {
-  if (!copy) return nullptr;
-  const std::vector<std::byte>* bytes = &copy->bytes;
-  return {std::move(copy), bytes};
+/// Points the entries' bytes at the bundle at `offset` in `source`.
+void view_entries(std::vector<BundleEntry>& entries, const SourceReader& source, std::uint64_t offset,
+                  std::uint64_t extent) {
+  Bytes bundle = source.bytes().subspan(offset, extent);
+  for (BundleEntry& entry : entries) entry.bytes = bundle.subspan(entry.offset, entry.size);
 }
 
-/// Points the entries' bytes at the bundle at `offset` in `source`.
-void view_entries(PlainBundle& plain, const SourceReader& source, std::uint64_t offset, std::uint64_t extent) {
-  Bytes bundle = source.bytes().subspan(offset, extent);
-  for (BundleEntry& entry : plain.entries) entry.bytes = bundle.subspan(entry.offset, entry.size);
+/// The entries a copied table holds, their bytes empty.
+std::vector<BundleEntry> entries_of(const PlainTableCopy& copy) {
+  std::vector<BundleEntry> entries;
+  entries.reserve(copy.entries.size());
+  for (const PlainTableCopy::Entry& entry : copy.entries) {
+    entries.push_back(
+        {.id = entry.id, .offset = entry.offset, .size = entry.size, .is_host = entry.id.starts_with("host-")});
+  }
+  return entries;
 }
 
 /// The table of the plain bundle at `offset`, `extent` bytes long, parsed
 /// from `prefix` (read_first's bytes into `scratch`), read again longer while
 /// the table runs past it: parse_plain_bundle's result over the whole bundle.
-/// When the table was copied out of the file, the entries are in the copy
-/// (their bytes empty, `plain.entries` empty): a scan keeps only the copy.
+/// When the table was copied out of the file, the result is the copy alone,
+/// its IDs kept in `ids`: a scan keeps only the copy.
 Expected<PlainTable> read_plain_table(const SourceReader& source, std::uint64_t offset, std::uint64_t extent,
-                                      Bytes prefix, std::vector<std::byte>& scratch) {
+                                      Bytes prefix, std::vector<std::byte>& scratch,
+                                      const std::shared_ptr<detail::ScannedIds>& ids) {
   for (;;) {
     auto table = detail::parse_plain_bundle_prefix(prefix, extent);
     if (!table && table.error().kind() == ErrorKind::Truncated && prefix.size() < extent) {
@@ -71,19 +77,17 @@ Expected<PlainTable> read_plain_table(const SourceReader& source, std::uint64_t 
     if (!table) return std::move(table).error();
     PlainTable result{std::move(*table), nullptr};
     if (prefix.data() != scratch.data()) {
-      view_entries(result.plain, source, offset, extent);
+      view_entries(result.plain.entries, source, offset, extent);
       return result;
     }
-    // Keep the table, not the prefix it was read with: the IDs move to the copy.
+    // The IDs view `scratch`, which the next read overwrites: they move to `ids`.
     auto copy = std::make_shared<PlainTableCopy>();
-    copy->bytes.assign(prefix.begin(), prefix.begin() + result.plain.header_size);
-    const char* from = reinterpret_cast<const char*>(prefix.data());
-    const char* to = reinterpret_cast<const char*>(copy->bytes.data());
-    for (BundleEntry& entry : result.plain.entries) {
-      entry.id = {to + (entry.id.data() - from), entry.id.size()};
-      entry.bytes = {};
+    copy->entries.reserve(result.plain.entries.size());
+    for (std::size_t i = 0; i < result.plain.entries.size(); ++i) {
+      const BundleEntry& entry = result.plain.entries[i];
+      copy->entries.push_back({.id = ids->intern(entry.id, i), .offset = entry.offset, .size = entry.size});
     }
-    copy->entries = std::move(result.plain.entries);
+    copy->ids = ids;
     result.plain.entries.clear();
     result.copy = std::move(copy);
     return result;
@@ -108,16 +112,16 @@ Expected<void> charge_v1(const CompressedHeader& header, std::uint64_t& used, co
 
 /// Identifies and sizes the bundle at `offset` by its leading magic. `v1_used`
 /// is the walk's v1 decoding so far (charge_v1); `scratch`, the walk's buffer
-/// for copied reads.
+/// for copied reads; `ids`, the IDs of the tables it copied.
 Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t offset, std::uint64_t end,
                                     const ReadOptions& options, std::uint64_t& v1_used,
-                                    std::vector<std::byte>& scratch) {
+                                    std::vector<std::byte>& scratch, const std::shared_ptr<detail::ScannedIds>& ids) {
   BundleInfo info;
   info.offset = offset;
   auto first = read_first(source, offset, end - offset, scratch);
   if (!first) return std::move(first).error();
   if (detail::starts_with(*first, kPlainMagic)) {
-    auto table = read_plain_table(source, offset, end - offset, *first, scratch);
+    auto table = read_plain_table(source, offset, end - offset, *first, scratch, ids);
     if (!table) return std::move(table).error();
     info.format = BundleFormat::Plain;
     info.size = table->plain.size;
@@ -155,8 +159,9 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
 /// Measures the bundle starting at `offset`, which may extend up to `end`.
 /// A bundle always occupies bytes: the walk relies on it to advance.
 Expected<BundleInfo> measure(const SourceReader& source, std::uint64_t offset, std::uint64_t end,
-                             const ReadOptions& options, std::uint64_t& v1_used, std::vector<std::byte>& scratch) {
-  auto info = measure_format(source, offset, end, options, v1_used, scratch);
+                             const ReadOptions& options, std::uint64_t& v1_used, std::vector<std::byte>& scratch,
+                             const std::shared_ptr<detail::ScannedIds>& ids) {
+  auto info = measure_format(source, offset, end, options, v1_used, scratch, ids);
   if (info && info->size == 0) {
     return Error(ErrorKind::Malformed, std::string(to_string(info->format)) + " image measures 0 bytes");
   }
@@ -204,6 +209,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
   std::vector<BundleInfo> bundles;
   std::uint64_t v1_used = 0;  // see charge_v1
   std::vector<std::byte> scratch;  // one buffer for the walk's table reads
+  auto ids = std::make_shared<detail::ScannedIds>();  // the IDs of the tables it copies, each once
   if (layout.kind == SourceKind::CodeObject) {
     bundles.push_back({.index = 0, .offset = layout.region_offset, .size = layout.region_size,
                        .format = BundleFormat::CodeObject, .compressed = std::nullopt});
@@ -221,7 +227,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
         return Error(ErrorKind::Malformed, where(index, offset) + ": wrapper pointer lands inside the previous bundle, which ends at " +
                                                hex(previous_end));
       }
-      auto info = measure(reader, offset, end, options, v1_used, scratch);
+      auto info = measure(reader, offset, end, options, v1_used, scratch, ids);
       if (!info) return std::move(info).error().with_context(where(index, offset) + " (from __hip_fatbin_wrapper)");
       info->index = index;
       previous_end = offset + info->size;
@@ -240,7 +246,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
       continue;
     }
     std::size_t index = bundles.size();
-    auto info = measure(reader, position, end, options, v1_used, scratch);
+    auto info = measure(reader, position, end, options, v1_used, scratch, ids);
     if (!info) {
       std::string context = where(index, position);
       if (index > 0) context += " (after bundle " + std::to_string(index - 1) + ")";
@@ -255,6 +261,15 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
                                           hex(layout.region_size) + " bytes) holds no bundle");
   }
   return bundles;
+}
+
+std::string_view detail::ScannedIds::intern(std::string_view id, std::size_t position) {
+  if (position < previous_.size() && previous_[position] == id) return previous_[position];
+  auto found = index_.find(id);
+  std::string_view kept = found != index_.end() ? *found : *index_.insert(kept_.emplace_back(id)).first;
+  if (position >= previous_.size()) previous_.resize(position + 1);
+  previous_[position] = kept;
+  return kept;
 }
 
 Expected<std::span<const std::byte>> Bundle::head(std::size_t index, std::uint64_t bytes,
@@ -286,31 +301,28 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
   switch (info.format) {
     case BundleFormat::Plain: {
       if (info.table) {  // copied and parsed by the scan: read nothing
-        PlainBundle plain{.entries = info.table->entries};
+        std::vector<BundleEntry> entries = entries_of(*info.table);
         // A BundleInfo may be built by hand: entries that do not fit the
-        // bundle are judged by parsing the copied bytes, which names the fault.
-        bool fit = std::all_of(plain.entries.begin(), plain.entries.end(), [&](const BundleEntry& entry) {
+        // bundle mean the table is read from the source, which names the fault.
+        bool fit = std::all_of(entries.begin(), entries.end(), [&](const BundleEntry& entry) {
           auto end = detail::checked_add(entry.offset, entry.size);
           return end && *end <= info.size;
         });
-        if (!fit) {
-          auto parsed = detail::parse_plain_bundle_prefix(info.table->bytes, info.size);
-          if (!parsed) return std::move(parsed).error().with_context(context());
-          plain = std::move(*parsed);
+        if (fit) {
+          view_entries(entries, reader, info.offset, info.size);
+          return Bundle(info, std::move(entries), bytes, info.table, reader);
         }
-        view_entries(plain, reader, info.offset, info.size);
-        return Bundle(info, std::move(plain.entries), bytes, storage_of(info.table), reader);
       }
       std::vector<std::byte> scratch;
       auto first = read_first(reader, info.offset, info.size, scratch);
       if (!first) return std::move(first).error().with_context(context());
-      auto table = read_plain_table(reader, info.offset, info.size, *first, scratch);
+      auto table =
+          read_plain_table(reader, info.offset, info.size, *first, scratch, std::make_shared<detail::ScannedIds>());
       if (!table) return std::move(table).error().with_context(context());
-      if (table->copy) {
-        table->plain.entries = table->copy->entries;
-        view_entries(table->plain, reader, info.offset, info.size);
-      }
-      return Bundle(info, std::move(table->plain.entries), bytes, storage_of(std::move(table->copy)), reader);
+      if (!table->copy) return Bundle(info, std::move(table->plain.entries), bytes, nullptr, reader);
+      std::vector<BundleEntry> entries = entries_of(*table->copy);
+      view_entries(entries, reader, info.offset, info.size);
+      return Bundle(info, std::move(entries), bytes, std::move(table->copy), reader);
     }
     case BundleFormat::Compressed: {
       auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
