@@ -2,7 +2,8 @@
 // and ELF headers read with pread) against reading the same bytes in place:
 // the input, padded with zeros past Source::kKeepOpenAbove in a memfd, must
 // open, read, give the same heads and select exactly as FatBinary::from_memory
-// over the same bytes, and fail with the same error, word for word.
+// over the same bytes, and fail with the same error, word for word. One
+// Selector over all of a file's bundles must select as select_in_bundle does.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -30,8 +31,19 @@ void require_same_outcome(const coload::Expected<T>& a, const coload::Expected<T
   if (!a) require(a.error().kind() == b.error().kind() && a.error().message() == b.error().message());
 }
 
+void require_same_selection(const coload::Selection& a, const coload::Selection& b) {
+  require(a.device == b.device && a.selected == b.selected && a.candidates.size() == b.candidates.size());
+  for (std::size_t i = 0; i < a.candidates.size(); ++i) {
+    const coload::Candidate& x = a.candidates[i];
+    const coload::Candidate& y = b.candidates[i];
+    require(x.entry_index == y.entry_index && x.id == y.id && x.tier == y.tier && x.verdict == y.verdict &&
+            x.reason == y.reason && x.needs_jit == y.needs_jit && x.code_object.has_value() == y.code_object.has_value());
+  }
+}
+
 void require_same_bundle(const coload::Bundle& copied, const coload::Bundle& in_place, const std::byte* copied_base,
-                         const std::byte* in_place_base, const coload::Device& device) {
+                         const std::byte* in_place_base, const coload::Device& device,
+                         const coload::Selector& selector) {
   require(copied.entries().size() == in_place.entries().size());
   for (std::size_t e = 0; e < copied.entries().size(); ++e) {
     const coload::BundleEntry& a = copied.entries()[e];
@@ -49,11 +61,10 @@ void require_same_bundle(const coload::Bundle& copied, const coload::Bundle& in_
   }
   auto x = coload::select_in_bundle(device, copied);
   auto y = coload::select_in_bundle(device, in_place);
-  require(x.has_value() && y.has_value());
-  require(x->selected == y->selected && x->candidates.size() == y->candidates.size());
-  for (std::size_t i = 0; i < x->candidates.size(); ++i) {
-    require(x->candidates[i].reason == y->candidates[i].reason && x->candidates[i].tier == y->candidates[i].tier);
-  }
+  auto z = selector.select(copied);
+  require(x.has_value() && y.has_value() && z.has_value());
+  require_same_selection(*x, *y);
+  require_same_selection(*z, *x);
 }
 
 }  // namespace
@@ -79,6 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(copied->source().reader().copies());
   require(copied->bundles().size() == in_place->bundles().size());
   static const coload::Device device = *coload::device_from_spec("gfx90a:sramecc+:xnack-");
+  const coload::Selector selector(device);  // one per file, as the CLI and the registry use it
   for (std::size_t b = 0; b < copied->bundles().size(); ++b) {
     const coload::BundleInfo& info = copied->bundles()[b];
     const coload::BundleInfo& other = in_place->bundles()[b];
@@ -86,7 +98,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto x = copied->read(b);
     auto y = in_place->read(b);
     require_same_outcome(x, y);
-    if (x) require_same_bundle(*x, *y, copied->source().bytes().data(), in_place->source().bytes().data(), device);
+    if (x) {
+      require_same_bundle(*x, *y, copied->source().bytes().data(), in_place->source().bytes().data(), device,
+                          selector);
+    }
   }
   return 0;
 }
