@@ -303,7 +303,8 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
       if (info.table) {  // copied and parsed by the scan: read nothing
         std::vector<BundleEntry> entries = entries_of(*info.table);
         // A BundleInfo may be built by hand: entries that do not fit the
-        // bundle mean the table is read from the source, which names the fault.
+        // bundle mean the table is read from the source instead, and judged
+        // (or refused, naming the fault) as the file has it.
         bool fit = std::all_of(entries.begin(), entries.end(), [&](const BundleEntry& entry) {
           auto end = detail::checked_add(entry.offset, entry.size);
           return end && *end <= info.size;

@@ -88,7 +88,9 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
   // Records first (their IDs raw), then the checks that need the header's
   // size: one vector, filled in place.
   PlainBundle bundle;
-  bundle.entries.reserve(*count);  // bounded: count <= remaining bytes / 24
+  // Bounded by the bytes at hand, not the extent: a prefix's count may
+  // promise records that are not in it, which fail Truncated below.
+  bundle.entries.reserve(std::min<std::uint64_t>(*count, cursor.remaining() / kEntryRecordMinSize));
   for (std::uint64_t i = 0; i < *count; ++i) {
     auto record = read_record(cursor, i);
     if (!record) return std::move(record).error();
