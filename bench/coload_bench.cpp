@@ -114,9 +114,9 @@ constexpr const char* kEntryId = "hipv4-amdgcn-amd-amdhsa--gfx90a";
 // HostExtract: every bundle of a host image, the gfx90a entry of each.
 
 // coload: open (map + locate), then select in every bundle: a plain bundle
-// read in place (one Selector for the image), a CCOB streamed (select_in_compressed_bundle, `hash` mode),
-// keeping only the chosen entry. Returns the bytes chosen, summed, so nothing
-// is optimised away.
+// read in place (one Selector for the image), a CCOB streamed
+// (select_in_compressed_bundle, `hash` mode), keeping only the chosen entry.
+// Returns the bytes chosen, summed, so nothing is optimised away.
 std::uint64_t coload_extract_all(const std::string& path, coload::StreamOptions::HashCheck hash) {
   auto fat = coload::FatBinary::open(path);
   if (!fat) {

@@ -70,7 +70,8 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
 
 /// Threads worth reading bundles `indices` of `binary` on: one per CCOB, up
 /// to the hardware's concurrency (at most 8), as the registry's decode
-/// threads; 1 when none is compressed or the comgr unbundler reads them.
+/// threads; 1 when fewer than two are compressed (the core count is then
+/// not read) or the comgr unbundler reads them.
 std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler);
 
 /// choose_in_bundle for each bundle of `indices` with one Selector for
