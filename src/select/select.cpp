@@ -159,22 +159,21 @@ Candidate detail::judge_candidate(const Device& device, const BundleEntry& entry
 }
 
 void detail::finish_selection(Selection& selection) {
-  std::vector<Candidate*> fitting;
+  // The best by rank (ranks differ: they end with the entry index); no list
+  // of the fitting ones, which is an allocation per bundle of an image.
+  Candidate* best = nullptr;
   for (Candidate& candidate : selection.candidates) {
-    if (candidate.tier) fitting.push_back(&candidate);
+    if (candidate.tier && (!best || detail::rank(candidate) < detail::rank(*best))) best = &candidate;
   }
-  std::sort(fitting.begin(), fitting.end(),
-            [](const Candidate* a, const Candidate* b) { return detail::rank(*a) < detail::rank(*b); });
-  if (fitting.empty()) return;
-
-  Candidate& best = *fitting.front();
-  best.verdict = Verdict::Selected;
-  selection.selected = best.entry_index;
-  for (Candidate* other : std::span(fitting).subspan(1)) {
-    if (*other->tier == Tier::Hotswap && *best.tier != Tier::Hotswap) {
-      other->reason += "; not used: a " + std::string(to_string(*best.tier)) + " entry fits";
+  if (!best) return;
+  best->verdict = Verdict::Selected;
+  selection.selected = best->entry_index;
+  for (Candidate& other : selection.candidates) {
+    if (!other.tier || &other == best) continue;
+    if (*other.tier == Tier::Hotswap && *best->tier != Tier::Hotswap) {
+      other.reason += "; not used: a " + std::string(to_string(*best->tier)) + " entry fits";
     } else {
-      other->reason += "; ranked below entry " + std::to_string(best.entry_index);
+      other.reason += "; ranked below entry " + std::to_string(best->entry_index);
     }
   }
 }

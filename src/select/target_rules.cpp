@@ -132,7 +132,7 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
     judgement.value = value;
     judgement.limit = limit;
     judgement.reason = std::move(reason);
-    return judgement;
+    return std::move(judgement);  // each caller returns it at once
   };
   auto target_mismatch = [&](std::string reason) {
     return reject(ErrorKind::InvalidArgument, "target", theirs ? theirs->mach : 0, mine ? mine->mach : 0,
@@ -141,7 +141,7 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
   auto fit = [&](Tier tier, std::string reason) {
     judgement.tier = tier;
     judgement.reason = std::move(reason);
-    return judgement;
+    return std::move(judgement);
   };
   if (!mine || !theirs) return target_mismatch("no known processor");
   // The processors first: a version says nothing about code that cannot run here.
