@@ -1,6 +1,8 @@
 // coload select: for a device, the entry each bundle would load and why.
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -46,19 +48,7 @@ class TextReport {
       out_.append(": nothing selected: ").append(result.error).append("\n");
     }
     if (result.choice) {
-      for (const Candidate& candidate : result.choice->selection.candidates) {
-        out_ += "  [";
-        append_number(candidate.entry_index);
-        out_ += "] ";
-        append_padded(to_string(candidate.verdict), 10);
-        out_ += ' ';
-        append_padded(candidate.tier ? to_string(*candidate.tier) : "-", 10);
-        out_ += ' ';
-        out_ += candidate.id;
-        out_ += ": ";
-        out_ += candidate.reason;
-        out_ += '\n';
-      }
+      for (const Candidate& candidate : result.choice->selection.candidates) add_candidate(candidate);
     }
     if (out_.size() >= kFlushAt) flush();
   }
@@ -77,9 +67,24 @@ class TextReport {
     out_.append(digits, end);
   }
 
-  void append_padded(std::string_view text, std::size_t width) {
-    out_ += text;
-    if (text.size() < width) out_.append(width - text.size(), ' ');
+  // "  [N] verdict    tier       ID: reason", the fixed-width head built on
+  // the stack: a report line per entry of every bundle.
+  void add_candidate(const Candidate& candidate) {
+    char head[64];
+    char* at = head;
+    auto put = [&](std::string_view text, std::size_t width) {
+      std::memcpy(at, text.data(), text.size());
+      at += text.size();
+      if (text.size() < width) at = std::fill_n(at, width - text.size(), ' ');
+    };
+    put("  [", 0);
+    at = std::to_chars(at, head + 24, candidate.entry_index).ptr;
+    put("] ", 0);
+    put(to_string(candidate.verdict), 10);
+    *at++ = ' ';
+    put(candidate.tier ? to_string(*candidate.tier) : "-", 10);
+    *at++ = ' ';
+    out_.append(head, at).append(candidate.id).append(": ").append(candidate.reason) += '\n';
   }
 
   std::string out_;
