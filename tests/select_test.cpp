@@ -383,6 +383,18 @@ TEST(Selector, EveryResultIsSelectInBundlesWhateverTheIdsRepeat) {
   for (const auto& [target, options] : cases) {
     Selector selector(target, options);
     EXPECT_EQ(selector.device().str(), target.str());
+    // Reused across bundles of 9, 7 and 9 entries, and filled with another
+    // judgement before each use: every field must be rewritten.
+    Selection reused;
+    auto spoil = [&reused] {
+      reused.device = "gfx1100";
+      reused.selected = 0;
+      reused.candidates.resize(8);
+      for (Candidate& c : reused.candidates) {
+        c = {.entry_index = 99, .id = std::string(300, 'i'), .tier = Tier::Hotswap, .verdict = Verdict::Selected,
+             .reason = std::string(300, 'r'), .code_object = CodeObjectTarget{}, .needs_jit = true};
+      }
+    };
     for (int round = 0; round < 2; ++round) {  // the second round decides every ID from kept verdicts
       for (std::size_t i = 0; i < bundles.size(); ++i) {
         auto expected = select_in_bundle(target, bundles[i], options);
@@ -390,6 +402,9 @@ TEST(Selector, EveryResultIsSelectInBundlesWhateverTheIdsRepeat) {
         ASSERT_TRUE(Succeeds(expected));
         ASSERT_TRUE(Succeeds(got));
         EXPECT_EQ(describe(*got), describe(*expected)) << target.str() << " bundle " << i << " round " << round;
+        spoil();
+        ASSERT_TRUE(Succeeds(selector.select(bundles[i], reused)));
+        EXPECT_EQ(describe(reused), describe(*expected)) << target.str() << " reused, bundle " << i << " round " << round;
       }
     }
   }
@@ -410,7 +425,8 @@ TEST(Selector, KeepsWhatTheIdAloneDecidesAndNothingElse) {
   const auto files = repeating_bundles();
   Bundle bundle = read_plain(files[0]);
   detail::IdVerdicts verdicts("gfx90a:sramecc+:xnack-");
-  Selection selection = detail::select_entries(device("gfx90a"), bundle.entries(), {}, &bundle, &verdicts);
+  Selection selection;
+  detail::select_entries(device("gfx90a"), bundle.entries(), {}, &bundle, &verdicts, selection);
   EXPECT_EQ(selection.device, "gfx90a:sramecc+:xnack-");
   std::vector<const detail::IdVerdict*> found(bundle.entries().size());
   verdicts.find(bundle.entries(), found);

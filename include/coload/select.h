@@ -124,6 +124,10 @@ class Selector {
 
   /// select_in_bundle(device(), bundle, options()); same errors.
   Expected<Selection> select(const Bundle& bundle) const;
+  /// The same, written over `into`, whose storage (candidates and their
+  /// strings) is reused: a caller judging bundle after bundle allocates
+  /// almost nothing for the report. On an error `into` is left unspecified.
+  Expected<void> select(const Bundle& bundle, Selection& into) const;
   const Device& device() const { return device_; }
   const SelectOptions& options() const { return options_; }
 

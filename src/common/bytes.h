@@ -3,6 +3,7 @@
 // these, so every derived range is checked in one place.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -76,6 +77,11 @@ class Cursor {
   Expected<std::uint16_t> u16(std::string_view field) { return read<std::uint16_t>(field); }
   Expected<std::uint32_t> u32(std::string_view field) { return read<std::uint32_t>(field); }
   Expected<std::uint64_t> u64(std::string_view field) { return read<std::uint64_t>(field); }
+  /// The bytes not yet read, for a caller that reads a record whole when it
+  /// is all there (then advance()) and field by field otherwise.
+  Bytes rest() const { return data_.subspan(std::min<std::uint64_t>(position_, data_.size())); }
+  /// Moves past `size` bytes of rest(); size <= remaining().
+  void advance(std::uint64_t size) { position_ += size; }
   // Inline: tables are read a field at a time, thousands per image.
   Expected<Bytes> take(std::string_view field, std::uint64_t size) {
     if (size > remaining()) return short_read(field, size);

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "coload/select.h"
 
@@ -37,6 +38,8 @@ class IdVerdicts {
  public:
   static constexpr std::size_t kMaxIds = 1024;
   static constexpr std::size_t kMaxIdBytes = 256;
+  /// Table positions whose last ID is remembered for the next lookup.
+  static constexpr std::size_t kMaxPositions = 64;
 
   explicit IdVerdicts(std::string device) : device_(std::move(device)) {}
   /// The device's target ID (Selection::device), built once.
@@ -55,22 +58,27 @@ class IdVerdicts {
   std::string device_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, IdVerdict, Hash, std::equal_to<>> verdicts_;
+  // The last table's IDs by position, with what find() gave for each: a fat
+  // binary's tables list the same IDs in the same order, so a lookup is
+  // mostly one comparison instead of a hash. Emptied by add().
+  mutable std::vector<std::pair<std::string, const IdVerdict*>> previous_;
 };
 
-/// Judges one entry alone: its candidate with tier, verdict (Compatible or
-/// Rejected) and reason. Only the entry's ID, whether its bytes are empty and
-/// their first 64 bytes (the ELF header) are read; through bundle->head(index)
-/// when `bundle` (the entry's own) is given. `known` is a verdict kept for
-/// the entry's ID; `learned`, when given, receives what the ID alone decided.
-Candidate judge_candidate(const Device& device, const BundleEntry& entry, std::size_t index,
-                          const SelectOptions& options, const Bundle* bundle = nullptr,
-                          const IdVerdict* known = nullptr, std::optional<IdVerdict>* learned = nullptr);
+/// Judges one entry alone into `candidate` (whatever it held is replaced; its
+/// strings' storage is reused): tier, verdict (Compatible or Rejected) and
+/// reason. Only the entry's ID, whether its bytes are empty and their first
+/// 64 bytes (the ELF header) are read; through bundle->head(index) when
+/// `bundle` (the entry's own) is given. `known` is a verdict kept for the
+/// entry's ID; `learned`, when given, receives what the ID alone decided.
+void judge_candidate(Candidate& candidate, const Device& device, const BundleEntry& entry, std::size_t index,
+                     const SelectOptions& options, const Bundle* bundle = nullptr, const IdVerdict* known = nullptr,
+                     std::optional<IdVerdict>* learned = nullptr);
 
-/// select_entry, reading the entries' ELF headers through `bundle` (their
-/// own, see Bundle::head) when it is given, and reusing and adding to
-/// `verdicts` when given.
-Selection select_entries(const Device& device, std::span<const BundleEntry> entries, const SelectOptions& options,
-                         const Bundle* bundle, IdVerdicts* verdicts = nullptr);
+/// select_entry into `selection` (replaced, its storage reused), reading the
+/// entries' ELF headers through `bundle` (their own, see Bundle::head) when
+/// it is given, and reusing and adding to `verdicts` when given.
+void select_entries(const Device& device, std::span<const BundleEntry> entries, const SelectOptions& options,
+                    const Bundle* bundle, IdVerdicts* verdicts, Selection& selection);
 
 /// Orders fitting candidates (tier set): lower is better. Tier, then more
 /// features matched exactly, then a higher generic version, then entry order.

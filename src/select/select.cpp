@@ -13,13 +13,6 @@
 namespace coload {
 namespace {
 
-// What an entry is, before it is compared with the device: its code object's
-// target, or the reason it can never be loaded.
-struct Judged {
-  Candidate candidate;
-  std::string id_note;  ///< entry ID and ELF header disagree
-};
-
 // What the entry ID alone says: a rejection, or (`id` set) the parsed ID of
 // an entry whose ELF header decides. Depends on the ID's text, the device
 // and the options only, which is what lets a Selector keep it per ID.
@@ -70,19 +63,32 @@ IdJudgement judge_id(const Device& device, std::string_view text, const SelectOp
   return judgement;
 }
 
+// Makes `candidate` a fresh, rejected judgement of entry `index`, keeping
+// its strings' storage (a reused Selection allocates nothing for them).
+void reset(Candidate& candidate, std::size_t index, std::string_view id) {
+  candidate.entry_index = index;
+  candidate.id.assign(id);
+  candidate.tier.reset();
+  candidate.verdict = Verdict::Rejected;
+  candidate.reason.clear();
+  candidate.code_object.reset();
+  candidate.needs_jit = false;
+}
+
+// What an entry is, before it is compared with the device: its code object's
+// target in `candidate`, or the reason it can never be loaded. `id_note`
+// receives where its entry ID and ELF header disagree.
 // The header comes from `bundle` when given (Bundle::head copies it out of a
 // large mapped file instead of touching the mapping), else from entry.bytes.
 // `known` is what a Selector already decided for this ID; `learned`, when
 // given, receives what the ID alone decided here.
-Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t index, const SelectOptions& options,
-                   const Bundle* bundle, const detail::IdVerdict* known, std::optional<detail::IdVerdict>* learned) {
-  Judged judged;
-  Candidate& candidate = judged.candidate;
-  candidate.entry_index = index;
-  candidate.id = std::string(entry.id);
+void judge_entry(Candidate& candidate, std::string& id_note, const Device& device, const BundleEntry& entry,
+                 std::size_t index, const SelectOptions& options, const Bundle* bundle,
+                 const detail::IdVerdict* known, std::optional<detail::IdVerdict>* learned) {
+  reset(candidate, index, entry.id);
   if (entry.is_host) {
     candidate.reason = "host entry";
-    return judged;
+    return;
   }
   IdJudgement fresh;
   if (!known) {
@@ -94,48 +100,44 @@ Judged judge_entry(const Device& device, const BundleEntry& entry, std::size_t i
   }
   if (entry.bytes.empty() && (!known || known->by_processor)) {
     candidate.reason = "empty entry";
-    return judged;
+    return;
   }
   if (known) {
     candidate.reason = known->reason;
     candidate.needs_jit = known->needs_jit;
-    return judged;
+    return;
   }
   const detail::EntryIdView& id = *fresh.id;
   std::vector<std::byte> scratch;
   auto head = bundle ? bundle->head(index, detail::kElfHeaderBytes, scratch) : Expected<detail::Bytes>(entry.bytes);
   if (!head) {
     candidate.reason = "cannot read its ELF header: " + head.error().message();
-    return judged;
+    return;
   }
   auto code_object = read_code_object_target(*head);
   if (!code_object) {
     candidate.reason = "not a loadable AMDGPU code object: " + code_object.error().message();
-    return judged;
+    return;
   }
-  candidate.code_object = *code_object;
   const TargetId& elf = code_object->target;
   if (elf.processor != id.target->processor) {
     candidate.reason = "entry ID names " + std::string(id.target->processor_name()) + " but its ELF header says " +
                        elf.str() + "; neither is trusted";
-    candidate.code_object.reset();
-    return judged;
+    return;
   }
   // A hand-built bundle may state features its ELF does not have; the loader
   // judges the ELF, so the ELF is what is matched.
   if (elf.xnack != id.target->xnack || elf.sramecc != id.target->sramecc) {
-    judged.id_note = "; entry ID says " + id.target->str() + ", ELF header says " + elf.str() +
-                     ", judged by the ELF header";
+    id_note = "; entry ID says " + id.target->str() + ", ELF header says " + elf.str() + ", judged by the ELF header";
   }
-  return judged;
+  candidate.code_object = *code_object;
 }
 
 // Places a loadable code object in a tier, or says why it does not fit.
-void place(const Device& device, const SelectOptions& options, Judged& judged) {
-  Candidate& candidate = judged.candidate;
+void place(const Device& device, const SelectOptions& options, Candidate& candidate, const std::string& id_note) {
   if (!candidate.code_object) return;
   detail::TargetJudgement judgement = detail::judge_target(*candidate.code_object, device, options);
-  candidate.reason = std::move(judgement.reason) + judged.id_note;
+  candidate.reason = std::move(judgement.reason) + id_note;
   if (!judgement.tier) return;
   candidate.tier = judgement.tier;
   candidate.verdict = Verdict::Compatible;
@@ -150,12 +152,12 @@ detail::Rank detail::rank(const Candidate& candidate) {
           -static_cast<int>(code.generic_version), candidate.entry_index};
 }
 
-Candidate detail::judge_candidate(const Device& device, const BundleEntry& entry, std::size_t index,
-                                  const SelectOptions& options, const Bundle* bundle, const IdVerdict* known,
-                                  std::optional<IdVerdict>* learned) {
-  Judged judged = judge_entry(device, entry, index, options, bundle, known, learned);
-  if (device.target.processor) place(device, options, judged);
-  return std::move(judged.candidate);
+void detail::judge_candidate(Candidate& candidate, const Device& device, const BundleEntry& entry, std::size_t index,
+                             const SelectOptions& options, const Bundle* bundle, const IdVerdict* known,
+                             std::optional<IdVerdict>* learned) {
+  std::string id_note;
+  judge_entry(candidate, id_note, device, entry, index, options, bundle, known, learned);
+  if (device.target.processor) place(device, options, candidate, id_note);
 }
 
 void detail::finish_selection(Selection& selection) {
@@ -226,11 +228,15 @@ bool HotswapAllowlist::contains(std::string_view source, std::string_view device
                      [&](const Pair& pair) { return pair.source == source && pair.device == device; });
 }
 
-Selection detail::select_entries(const Device& device, std::span<const BundleEntry> entries,
-                                 const SelectOptions& options, const Bundle* bundle, IdVerdicts* verdicts) {
-  Selection selection;
-  selection.device = verdicts ? verdicts->device() : device.str();
-  selection.candidates.reserve(entries.size());
+void detail::select_entries(const Device& device, std::span<const BundleEntry> entries, const SelectOptions& options,
+                            const Bundle* bundle, IdVerdicts* verdicts, Selection& selection) {
+  if (verdicts) {
+    selection.device.assign(verdicts->device());
+  } else {
+    selection.device = device.str();
+  }
+  selection.selected.reset();
+  selection.candidates.resize(entries.size());  // the ones kept keep their strings' storage
   // A bundle lists a dozen entries or so: their verdicts fit on the stack.
   std::array<const IdVerdict*, 32> few{};
   std::vector<const IdVerdict*> many;
@@ -241,25 +247,34 @@ Selection detail::select_entries(const Device& device, std::span<const BundleEnt
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const IdVerdict* kept = verdicts ? known[i] : nullptr;
     std::optional<IdVerdict> decided;
-    selection.candidates.push_back(
-        detail::judge_candidate(device, entries[i], i, options, bundle, kept, verdicts && !kept ? &decided : nullptr));
+    detail::judge_candidate(selection.candidates[i], device, entries[i], i, options, bundle, kept,
+                            verdicts && !kept ? &decided : nullptr);
     if (decided) learned.emplace_back(entries[i].id, std::move(*decided));
   }
   if (!learned.empty()) verdicts->add(learned);
   detail::finish_selection(selection);
-  return selection;
 }
 
 void detail::IdVerdicts::find(std::span<const BundleEntry> entries, std::span<const IdVerdict*> found) const {
   std::lock_guard lock(mutex_);
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    auto it = verdicts_.find(entries[i].id);
+    std::string_view id = entries[i].id;
+    if (i < previous_.size() && previous_[i].first == id) {
+      found[i] = previous_[i].second;
+      continue;
+    }
+    auto it = verdicts_.find(id);
     found[i] = it == verdicts_.end() ? nullptr : &it->second;
+    if (i >= kMaxPositions || id.size() > kMaxIdBytes) continue;
+    if (i >= previous_.size()) previous_.resize(i + 1);
+    previous_[i].first.assign(id);
+    previous_[i].second = found[i];
   }
 }
 
 void detail::IdVerdicts::add(std::span<std::pair<std::string_view, IdVerdict>> learned) {
   std::lock_guard lock(mutex_);
+  previous_.clear();  // it may say "none kept" for an ID added now
   for (auto& [id, verdict] : learned) {
     if (verdicts_.size() >= kMaxIds) return;
     if (id.size() <= kMaxIdBytes) verdicts_.try_emplace(std::string(id), std::move(verdict));
@@ -274,12 +289,26 @@ Selector::Selector(Selector&&) noexcept = default;
 Selector& Selector::operator=(Selector&&) noexcept = default;
 
 Expected<Selection> Selector::select(const Bundle& bundle) const {
-  if (options_.unbundler != Unbundler::Builtin) return select_in_bundle(device_, bundle, options_);
-  return detail::select_entries(device_, bundle.entries(), options_, &bundle, verdicts_.get());
+  Selection selection;
+  if (auto selected = select(bundle, selection); !selected) return std::move(selected).error();
+  return selection;
+}
+
+Expected<void> Selector::select(const Bundle& bundle, Selection& into) const {
+  if (options_.unbundler != Unbundler::Builtin) {
+    auto selection = select_in_bundle(device_, bundle, options_);
+    if (!selection) return std::move(selection).error();
+    into = std::move(*selection);
+    return {};
+  }
+  detail::select_entries(device_, bundle.entries(), options_, &bundle, verdicts_.get(), into);
+  return {};
 }
 
 Selection select_entry(const Device& device, std::span<const BundleEntry> entries, const SelectOptions& options) {
-  return detail::select_entries(device, entries, options, nullptr);
+  Selection selection;
+  detail::select_entries(device, entries, options, nullptr, nullptr, selection);
+  return selection;
 }
 
 Error no_fit_error(const Device& device, const Selection& selection) {

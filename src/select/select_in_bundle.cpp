@@ -223,7 +223,9 @@ Expected<Selection> select_in_bundle(const Device& device, const Bundle& bundle,
   if (options.unbundler == Unbundler::Comgr) {
     return detail::select_with_comgr(device, bundle, options, detail::kComgrLibrary);
   }
-  return detail::select_entries(device, bundle.entries(), options, &bundle);
+  Selection selection;
+  detail::select_entries(device, bundle.entries(), options, &bundle, nullptr, selection);
+  return selection;
 }
 
 }  // namespace coload

@@ -192,7 +192,7 @@ class SelectingSink final : public detail::DecodeSink {
   void judge(std::size_t index, Bytes head) {
     const EntryHead& slot = slots_[index];
     BundleEntry entry{.id = slot.id, .offset = slot.offset, .size = slot.size, .is_host = slot.is_host, .bytes = head};
-    selection_.candidates[index] = detail::judge_candidate(*chooser_.device, entry, index, *chooser_.options);
+    detail::judge_candidate(selection_.candidates[index], *chooser_.device, entry, index, *chooser_.options);
     ++judged_;
   }
 

@@ -65,8 +65,11 @@ struct BundleChoice {
 /// (select_in_compressed_bundle, `stream`'s hash check) and never kept whole,
 /// unless the comgr unbundler is asked for (which refuses it). Selection and
 /// stream errors get "PATH: bundle INDEX" in front; read errors name the file already.
+/// `spent`, when given, is a selection no longer needed, whose storage a
+/// plain bundle's selection reuses (Selector::select into it).
 Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
-                                        const StreamOptions& stream, std::string_view path);
+                                        const StreamOptions& stream, std::string_view path,
+                                        Selection* spent = nullptr);
 
 /// Threads worth reading bundles `indices` of `binary` on: one per CCOB, up
 /// to the hardware's concurrency (at most 8), as the registry's decode
@@ -77,7 +80,8 @@ std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t>
 /// choose_in_bundle for each bundle of `indices` with one Selector for
 /// `device` and `select`, on decode_threads threads,
 /// handed to `take` on this thread in that order (in_bundle_order, bundle_order.h);
-/// `take` may move the choice out, and returns false to stop.
+/// `take` may move the choice out, and returns false to stop. On one thread,
+/// a selection `take` leaves in place is reused for the next bundle.
 void choose_in_bundles(const FatBinary& binary, std::span<const std::size_t> indices, const Device& device,
                        const SelectOptions& select, const StreamOptions& stream, std::string_view path,
                        const std::function<bool(std::size_t index, Expected<BundleChoice>& choice)>& take);

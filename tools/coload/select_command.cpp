@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -24,70 +25,93 @@ struct BundleResult {
   std::string error;  ///< why nothing was selected (or the bundle unreadable)
 };
 
-// The text report, written as the bundles are judged, from a string flushed
-// every 16 KiB: an image of 128 bundles is a report of 1 000+ lines (printf's
-// formatting of each was a tenth of the command), and neither the report nor
-// the bundles' results need be held whole (each held page is a page fault).
+// The text report, written as the bundles are judged through a 16 KiB
+// buffer: an image of 128 bundles is a report of 1 000+ lines (printf's
+// formatting of each was a tenth of the command, string appends a tenth of
+// what was left), and neither the report nor the bundles' results need be
+// held whole (each held page is a page fault).
 class TextReport {
  public:
   explicit TextReport(const Device& device) {
-    out_.reserve(2 * kFlushAt);
-    out_ += "device " + device.str() + "\n";
+    put("device ");
+    put(device.str());
+    put("\n");
   }
   TextReport(const TextReport&) = delete;
   TextReport& operator=(const TextReport&) = delete;
   ~TextReport() { flush(); }
 
-  void add(const BundleResult& result) {
-    const Candidate* chosen = result.choice ? result.choice->selection.chosen() : nullptr;
-    out_ += "bundle ";
-    append_number(result.index);
+  /// Bundle `index`: its choice (null when it could not be read) and why
+  /// nothing was selected, if so.
+  void add(std::size_t index, const BundleChoice* choice, std::string_view error) {
+    const Candidate* chosen = choice ? choice->selection.chosen() : nullptr;
+    char number[24];
+    put("bundle ");
+    put({number, std::to_chars(number, number + sizeof number, index).ptr});
     if (chosen) {
-      out_.append(": selected ").append(chosen->id).append(" (").append(to_string(*chosen->tier)).append(")\n");
+      put(": selected ");
+      put(chosen->id);
+      put(" (");
+      put(to_string(*chosen->tier));
+      put(")\n");
     } else {
-      out_.append(": nothing selected: ").append(result.error).append("\n");
+      put(": nothing selected: ");
+      put(error);
+      put("\n");
     }
-    if (result.choice) {
-      for (const Candidate& candidate : result.choice->selection.candidates) add_candidate(candidate);
+    if (choice) {
+      for (const Candidate& candidate : choice->selection.candidates) add_candidate(candidate);
     }
-    if (out_.size() >= kFlushAt) flush();
   }
 
   void flush() {
-    std::fwrite(out_.data(), 1, out_.size(), stdout);
-    out_.clear();
+    std::fwrite(buffer_.get(), 1, used_, stdout);
+    used_ = 0;
   }
 
  private:
-  static constexpr std::size_t kFlushAt = 16 * 1024;
+  static constexpr std::size_t kSize = 16 * 1024;
+  static constexpr std::size_t kHeadBytes = 64;  // "  [N] verdict    tier       "
 
-  void append_number(std::size_t value) {
-    char digits[24];
-    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
-    out_.append(digits, end);
+  void put(std::string_view text) {
+    if (text.size() > kSize - used_) {
+      flush();
+      if (text.size() > kSize) {  // a reason longer than the buffer
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        return;
+      }
+    }
+    std::memcpy(buffer_.get() + used_, text.data(), text.size());
+    used_ += text.size();
   }
 
-  // "  [N] verdict    tier       ID: reason", the fixed-width head built on
-  // the stack: a report line per entry of every bundle.
+  // "  [N] verdict    tier       ID: reason", the fixed-width head written
+  // in place: a report line per entry of every bundle.
   void add_candidate(const Candidate& candidate) {
-    char head[64];
+    if (kHeadBytes > kSize - used_) flush();
+    char* const head = buffer_.get() + used_;
     char* at = head;
-    auto put = [&](std::string_view text, std::size_t width) {
+    auto field = [&](std::string_view text, std::size_t width) {
       std::memcpy(at, text.data(), text.size());
       at += text.size();
       if (text.size() < width) at = std::fill_n(at, width - text.size(), ' ');
     };
-    put("  [", 0);
+    field("  [", 0);
     at = std::to_chars(at, head + 24, candidate.entry_index).ptr;
-    put("] ", 0);
-    put(to_string(candidate.verdict), 10);
+    field("] ", 0);
+    field(to_string(candidate.verdict), 10);
     *at++ = ' ';
-    put(candidate.tier ? to_string(*candidate.tier) : "-", 10);
+    field(candidate.tier ? to_string(*candidate.tier) : "-", 10);
     *at++ = ' ';
-    out_.append(head, at).append(candidate.id).append(": ").append(candidate.reason) += '\n';
+    used_ += static_cast<std::size_t>(at - head);
+    put(candidate.id);
+    put(": ");
+    put(candidate.reason);
+    put("\n");
   }
 
-  std::string out_;
+  std::unique_ptr<char[]> buffer_ = std::make_unique_for_overwrite<char[]>(kSize);
+  std::size_t used_ = 0;
 };
 
 void print_json(const Device& device, Unbundler unbundler, const std::vector<BundleResult>& results) {
@@ -225,16 +249,19 @@ int run_select(std::span<const std::string> args) {
   std::vector<std::size_t> every(binary->bundles().size());
   std::iota(every.begin(), every.end(), std::size_t{0});
   auto take = [&](std::size_t i, Expected<BundleChoice>& choice) {
-    BundleResult result{.index = i};
+    std::string error;
     if (!choice) {
-      result.error = choice.error().message();
-    } else {
-      result.choice = std::move(*choice);
-      if (!result.choice->selection.chosen()) result.error = no_fit_error(*device, result.choice->selection).message();
+      error = choice.error().message();
+    } else if (!choice->selection.chosen()) {
+      error = no_fit_error(*device, choice->selection).message();
     }
-    all_selected = all_selected && result.error.empty();
-    if (text) text->add(result);
-    if (keep) results.push_back(std::move(result));
+    all_selected = all_selected && error.empty();
+    if (text) text->add(i, choice ? &*choice : nullptr, error);
+    // Left in place otherwise: choose_in_bundles reuses its storage.
+    if (keep) {
+      results.push_back({.index = i, .choice = choice ? std::optional(std::move(*choice)) : std::nullopt,
+                         .error = std::move(error)});
+    }
     return true;
   };
   choose_in_bundles(*binary, every, *device, select_options, stream_options, path, take);
