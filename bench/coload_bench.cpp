@@ -114,7 +114,7 @@ constexpr const char* kEntryId = "hipv4-amdgcn-amd-amdhsa--gfx90a";
 // HostExtract: every bundle of a host image, the gfx90a entry of each.
 
 // coload: open (map + locate), then select in every bundle: a plain bundle
-// read in place (one Selector for the image), a CCOB streamed
+// read in place (one Selector and one reused Selection for the image), a CCOB streamed
 // (select_in_compressed_bundle, `hash` mode), keeping only the chosen entry.
 // Returns the bytes chosen, summed, so nothing is optimised away.
 std::uint64_t coload_extract_all(const std::string& path, coload::StreamOptions::HashCheck hash) {
@@ -125,6 +125,7 @@ std::uint64_t coload_extract_all(const std::string& path, coload::StreamOptions:
   }
   std::uint64_t total = 0;
   const coload::Selector selector(gfx90a());
+  coload::Selection selection;  // reused bundle after bundle, as the CLI does
   for (std::size_t i = 0; i < fat->bundles().size(); ++i) {
     const coload::BundleInfo& info = fat->bundles()[i];
     if (info.format == coload::BundleFormat::Compressed) {
@@ -136,7 +137,7 @@ std::uint64_t coload_extract_all(const std::string& path, coload::StreamOptions:
     }
     auto bundle = fat->read(i);
     if (!bundle) std::abort();
-    coload::Selection selection = *selector.select(*bundle);
+    if (!selector.select(*bundle, selection)) std::abort();
     const coload::Candidate* chosen = selection.chosen();
     if (!chosen) std::abort();
     std::span<const std::byte> bytes = bundle->entries()[chosen->entry_index].bytes;

@@ -421,7 +421,7 @@ TEST(Selector, EveryResultIsSelectInBundlesWhateverTheIdsRepeat) {
   EXPECT_EQ(chosen_id(first), "hipv4-amdgcn-amd-amdhsa--gfx90a");
 }
 
-TEST(Selector, KeepsWhatTheIdAloneDecidesAndNothingElse) {
+TEST(Selector, KeepsWhatTheIdSaysAndNothingElse) {
   const auto files = repeating_bundles();
   Bundle bundle = read_plain(files[0]);
   detail::IdVerdicts verdicts("gfx90a:sramecc+:xnack-");
@@ -430,11 +430,15 @@ TEST(Selector, KeepsWhatTheIdAloneDecidesAndNothingElse) {
   EXPECT_EQ(selection.device, "gfx90a:sramecc+:xnack-");
   std::vector<const detail::IdVerdict*> found(bundle.entries().size());
   verdicts.find(bundle.entries(), found);
-  // host, gfx1030, gfx942, openmp, spirv, gfx9000, gfx90a, gfx1031, gfx10-3-generic
-  const std::vector<bool> kept{false, true, true, true, true, true, false, true, true};
+  // host, gfx1030, gfx942, openmp, spirv, gfx9000, gfx90a, gfx1031, gfx10-3-generic:
+  // every ID but the host's; only gfx90a's leaves the choice to the ELF header.
+  const std::vector<bool> kept{false, true, true, true, true, true, true, true, true};
   for (std::size_t i = 0; i < found.size(); ++i) {
     EXPECT_EQ(found[i] != nullptr, kept[i]) << bundle.entries()[i].id;
+    if (found[i]) EXPECT_EQ(found[i]->target.has_value(), i == 6) << bundle.entries()[i].id;
   }
+  EXPECT_EQ(found[6]->target->str(), "gfx90a");
+  EXPECT_EQ(found[6]->reason, "");
   EXPECT_EQ(found[1]->reason, "built for gfx1030; device is gfx90a");
   EXPECT_TRUE(found[1]->by_processor);
   EXPECT_FALSE(found[3]->by_processor);

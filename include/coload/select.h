@@ -111,8 +111,9 @@ class IdVerdicts;
 
 /// select_in_bundle for one device across many bundles: typically those of
 /// one fat binary, which repeat the same entry IDs (one per offload target).
-/// What an ID alone decides (an unreadable ID, an OpenMP or SPIR-V entry,
-/// code for a processor unrelated to the device) is decided once per
+/// What an ID says (a rejection: an unreadable ID, an OpenMP or SPIR-V
+/// entry, code for a processor unrelated to the device; or the target a
+/// related entry's ELF header must agree with) is worked out once per
 /// distinct ID and reused; every bundle's ELF headers are still read. Each
 /// result is select_in_bundle's. Threads may share one Selector.
 class Selector {

@@ -22,13 +22,17 @@ namespace coload::detail {
 /// read_code_object_target looks at.
 inline constexpr std::size_t kElfHeaderBytes = 64;
 
-/// A rejection an entry ID alone decides, for one device and options.
+/// What an entry ID says, for one device and options: a rejection (reason),
+/// or the target of an entry whose ELF header decides.
 struct IdVerdict {
   std::string reason;
   bool needs_jit = false;
   /// Decided by the processor the ID names, which comes after the empty
   /// entry check: an empty entry with this ID is rejected as empty.
   bool by_processor = false;
+  /// Set: the ID names a processor related to the device (and this is no
+  /// rejection); the ELF header is read and must agree with it.
+  std::optional<TargetId> target;
 };
 
 /// A Selector's verdicts by entry ID, shared by the threads selecting with

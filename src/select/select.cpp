@@ -13,39 +13,33 @@
 namespace coload {
 namespace {
 
-// What the entry ID alone says: a rejection, or (`id` set) the parsed ID of
-// an entry whose ELF header decides. Depends on the ID's text, the device
+// What the entry ID alone says: a rejection, or (`target` set) the target
+// of an entry whose ELF header decides. Depends on the ID's text, the device
 // and the options only, which is what lets a Selector keep it per ID.
-struct IdJudgement {
-  std::optional<detail::EntryIdView> id;
-  detail::IdVerdict verdict;  ///< when !id
-};
-
-IdJudgement judge_id(const Device& device, std::string_view text, const SelectOptions& options) {
-  IdJudgement judgement;
-  detail::IdVerdict& verdict = judgement.verdict;
+detail::IdVerdict judge_id(const Device& device, std::string_view text, const SelectOptions& options) {
+  detail::IdVerdict verdict;
   auto id = detail::parse_entry_id(text);
   if (!id) {
     verdict.reason = id.error().message();
-    return judgement;
+    return verdict;
   }
   if (id->is_spirv) {
     verdict.needs_jit = true;
     verdict.reason = "SPIR-V (amdgcnspirv): needs a JIT compiler to run on " + device.str();
-    return judgement;
+    return verdict;
   }
   if (id->kind == OffloadKind::OpenMP) {
     verdict.reason = "OpenMP offload entry; HIP runtimes load hip, hipv4 and hcc entries";
-    return judgement;
+    return verdict;
   }
   if (id->kind == OffloadKind::Other) {
     verdict.reason = "offload kind '" + std::string(id->kind_text) + "' is not hip, hipv4 or hcc";
-    return judgement;
+    return verdict;
   }
   if (!id->is_amdhsa()) {
     verdict.reason = "triple " + std::string(id->arch) + "-" + std::string(id->vendor) + "-" + std::string(id->os) +
                      "-" + std::string(id->environment) + " is not amdgcn-amd-amdhsa";
-    return judgement;
+    return verdict;
   }
   // Code for an unrelated processor is rejected on its entry ID alone:
   // selection then reads the ELF headers of the few related entries, not of
@@ -57,10 +51,10 @@ IdJudgement judge_id(const Device& device, std::string_view text, const SelectOp
   if (mine && named && !detail::related_processor(*named, *mine, options)) {
     verdict.reason = std::move(detail::rule_out_processor(*named, device, options)->reason);
     verdict.by_processor = true;
-    return judgement;
+    return verdict;
   }
-  judgement.id = std::move(*id);
-  return judgement;
+  verdict.target = id->target;
+  return verdict;
 }
 
 // Makes `candidate` a fresh, rejected judgement of entry `index`, keeping
@@ -80,8 +74,8 @@ void reset(Candidate& candidate, std::size_t index, std::string_view id) {
 // receives where its entry ID and ELF header disagree.
 // The header comes from `bundle` when given (Bundle::head copies it out of a
 // large mapped file instead of touching the mapping), else from entry.bytes.
-// `known` is what a Selector already decided for this ID; `learned`, when
-// given, receives what the ID alone decided here.
+// `known` is what a Selector already kept for this ID; `learned`, when
+// given, receives what the ID said here.
 void judge_entry(Candidate& candidate, std::string& id_note, const Device& device, const BundleEntry& entry,
                  std::size_t index, const SelectOptions& options, const Bundle* bundle,
                  const detail::IdVerdict* known, std::optional<detail::IdVerdict>* learned) {
@@ -90,24 +84,22 @@ void judge_entry(Candidate& candidate, std::string& id_note, const Device& devic
     candidate.reason = "host entry";
     return;
   }
-  IdJudgement fresh;
+  detail::IdVerdict fresh;
   if (!known) {
     fresh = judge_id(device, entry.id, options);
-    if (!fresh.id) {
-      known = &fresh.verdict;
-      if (learned) *learned = fresh.verdict;
-    }
+    known = &fresh;
+    if (learned) *learned = fresh;
   }
-  if (entry.bytes.empty() && (!known || known->by_processor)) {
+  if (entry.bytes.empty() && (known->target || known->by_processor)) {
     candidate.reason = "empty entry";
     return;
   }
-  if (known) {
+  if (!known->target) {
     candidate.reason = known->reason;
     candidate.needs_jit = known->needs_jit;
     return;
   }
-  const detail::EntryIdView& id = *fresh.id;
+  const TargetId& named = *known->target;
   std::vector<std::byte> scratch;
   auto head = bundle ? bundle->head(index, detail::kElfHeaderBytes, scratch) : Expected<detail::Bytes>(entry.bytes);
   if (!head) {
@@ -120,15 +112,15 @@ void judge_entry(Candidate& candidate, std::string& id_note, const Device& devic
     return;
   }
   const TargetId& elf = code_object->target;
-  if (elf.processor != id.target->processor) {
-    candidate.reason = "entry ID names " + std::string(id.target->processor_name()) + " but its ELF header says " +
+  if (elf.processor != named.processor) {
+    candidate.reason = "entry ID names " + std::string(named.processor_name()) + " but its ELF header says " +
                        elf.str() + "; neither is trusted";
     return;
   }
   // A hand-built bundle may state features its ELF does not have; the loader
   // judges the ELF, so the ELF is what is matched.
-  if (elf.xnack != id.target->xnack || elf.sramecc != id.target->sramecc) {
-    id_note = "; entry ID says " + id.target->str() + ", ELF header says " + elf.str() + ", judged by the ELF header";
+  if (elf.xnack != named.xnack || elf.sramecc != named.sramecc) {
+    id_note = "; entry ID says " + named.str() + ", ELF header says " + elf.str() + ", judged by the ELF header";
   }
   candidate.code_object = *code_object;
 }
