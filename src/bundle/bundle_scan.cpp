@@ -168,6 +168,27 @@ Expected<BundleInfo> measure(const SourceReader& source, std::uint64_t offset, s
   return info;
 }
 
+// Padding between bundles is read in pieces of this size: 4096 is the old
+// driver's alignment, so one piece usually spans a whole gap.
+constexpr std::uint64_t kPaddingRead = 4096;
+
+/// The first nonzero byte at or after `position` and before `end` (`end`
+/// when there is none): where the bundle after the zero padding begins. A
+/// large file's padding is copied out in pieces, not touched through the
+/// mapping, where each gap cost a page fault and its fault-around.
+Expected<std::uint64_t> skip_padding(const SourceReader& source, std::uint64_t position, std::uint64_t end,
+                                     std::vector<std::byte>& scratch) {
+  while (position < end) {
+    auto piece = source.read(position, source.copies() ? std::min(end - position, kPaddingRead) : end - position,
+                             scratch);
+    if (!piece) return std::move(piece).error();
+    auto nonzero = std::find_if(piece->begin(), piece->end(), [](std::byte b) { return b != std::byte{0}; });
+    position += static_cast<std::uint64_t>(nonzero - piece->begin());
+    if (nonzero != piece->end()) break;
+  }
+  return position;
+}
+
 std::string where(std::size_t index, std::uint64_t offset) {
   return "bundle " + std::to_string(index) + " at offset " + hex(offset);
 }
@@ -241,10 +262,10 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
   // magic string: compressed payloads may contain one.
   std::uint64_t position = layout.region_offset;
   while (position < end) {
-    if (source[position] == std::byte{0}) {
-      ++position;
-      continue;
-    }
+    auto next = skip_padding(reader, position, end, scratch);
+    if (!next) return std::move(next).error().with_context("padding at offset " + hex(position));
+    position = *next;
+    if (position == end) break;
     std::size_t index = bundles.size();
     auto info = measure(reader, position, end, options, v1_used, scratch, ids);
     if (!info) {
