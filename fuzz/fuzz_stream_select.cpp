@@ -1,7 +1,7 @@
 // Fuzzes streaming selection in compressed bundles against the whole-bundle
 // path: for any input, select_in_compressed_bundle must fail exactly when
 // read_bundle fails (in Verify mode), and otherwise agree with select_entry
-// on the chosen entry and its bytes.
+// on the chosen entry and its bytes, in both modes.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -37,10 +37,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Selecting on the kept heads (a second device in the registry) agrees too.
   static const coload::Device other = *coload::device_from_spec("gfx1100");
   coload::Selection on_whole = coload::select_entry(other, whole->entries());
+  if (!streamed->every_head) std::abort();  // Verify decodes every head
   coload::Selection on_heads = coload::select_entry(other, coload::head_entries(streamed->heads));
   if (on_whole.selected != on_heads.selected) std::abort();
-  // Skip mode may accept what Verify refuses, never crash.
+  // Skip mode decodes a prefix of the same intact stream: the same choice and
+  // bytes, and its heads, when they are all there, choose as the whole does.
   stream.hash = coload::StreamOptions::HashCheck::Skip;
-  (void)coload::select_in_compressed_bundle(device, bytes, info, {}, stream);
+  auto skipped = coload::select_in_compressed_bundle(device, bytes, info, {}, stream);
+  if (!skipped || skipped->selection.selected != expected.selected || skipped->chosen != streamed->chosen) std::abort();
+  if (skipped->every_head &&
+      coload::select_entry(other, coload::head_entries(skipped->heads)).selected != on_whole.selected) {
+    std::abort();
+  }
   return 0;
 }

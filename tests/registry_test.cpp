@@ -179,6 +179,33 @@ TEST(RegistryCompressed, SkipModeDoesNotCheckTheStoredHash) {
   EXPECT_EQ(fast.stats().bundles_decompressed, 1u);
 }
 
+// Skip mode: gfx1030's stream stops after its entry, before gfx90a's ELF
+// header, so the heads it kept cannot choose for gfx90a; that device streams
+// the bundle itself and gets its own entry, byte for byte.
+TEST(RegistryCompressed, SkipModeHeadsCutShortAreNotUsedForAnotherDevice) {
+  const std::string path = fixture("compressed/bundler22_v3.hipfb");
+  auto whole = FatBinary::open(path);
+  ASSERT_TRUE(Succeeds(whole));
+  auto bundle = whole->read(0);
+  ASSERT_TRUE(Succeeds(bundle));
+  ASSERT_EQ(bundle->entries().size(), 3u);
+  ASSERT_EQ(bundle->entries()[1].id, "hipv4-amdgcn-amd-amdhsa--gfx1030");
+  ASSERT_EQ(bundle->entries()[2].id, "hipv4-amdgcn-amd-amdhsa--gfx90a");
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx1030", "gfx90a"}));
+  Config skip;
+  skip.hash_check = StreamOptions::HashCheck::Skip;
+  Registry registry(runtime, skip);
+  auto binary = registry.register_file(path);
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z9block_sumPKfPfj")));
+  EXPECT_EQ(registry.stats().bundles_decompressed, 1u);
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 1, "_Z9block_sumPKfPfj")));
+  EXPECT_EQ(registry.stats().bundles_decompressed, 2u);
+  ASSERT_EQ(runtime->images().size(), 2u);
+  EXPECT_TRUE(std::ranges::equal(runtime->images()[0], bundle->entries()[1].bytes));
+  EXPECT_TRUE(std::ranges::equal(runtime->images()[1], bundle->entries()[2].bytes));
+}
+
 TEST_F(RegistryTest, KeptEntryIsTheChosenOneByteForByte) {
   auto binary = registry.register_file(fixture("compressed/bundler22_v3.hipfb"));
   ASSERT_TRUE(Succeeds(binary));

@@ -70,9 +70,12 @@ void expect_same(const Device& dev, std::span<const std::byte> source, const Bun
     } else {
       EXPECT_TRUE(streamed->chosen.empty()) << label;
     }
-    // The heads are the table with each entry's ELF header, and selecting on
-    // them (what the registry does for a second device) chooses the same.
+    // The heads are the table with each entry's ELF header (Skip: as far as
+    // it decoded), and selecting on every head (what the registry does for a
+    // second device) chooses the same.
+    if (mode == Hash::Verify) EXPECT_TRUE(streamed->every_head) << label;
     ASSERT_EQ(streamed->heads.size(), bundle->entries().size()) << label;
+    bool every = true;
     for (std::size_t i = 0; i < streamed->heads.size(); ++i) {
       const EntryHead& head = streamed->heads[i];
       const BundleEntry& entry = bundle->entries()[i];
@@ -81,9 +84,14 @@ void expect_same(const Device& dev, std::span<const std::byte> source, const Bun
       EXPECT_EQ(head.size, entry.size) << label;
       EXPECT_EQ(head.is_host, entry.is_host) << label;
       auto first = entry.bytes.first(std::min<std::size_t>(entry.bytes.size(), 64));
-      EXPECT_TRUE(std::ranges::equal(head.head, first)) << label << " entry " << i;
+      every = every && head.head.size() == first.size();
+      ASSERT_LE(head.head.size(), first.size()) << label << " entry " << i;
+      EXPECT_TRUE(std::ranges::equal(head.head, first.first(head.head.size()))) << label << " entry " << i;
     }
-    EXPECT_EQ(describe(select_entry(dev, head_entries(streamed->heads), options)), describe(expected)) << label;
+    EXPECT_EQ(streamed->every_head, every) << label;
+    if (every) {
+      EXPECT_EQ(describe(select_entry(dev, head_entries(streamed->heads), options)), describe(expected)) << label;
+    }
     if (mode == Hash::Verify) EXPECT_EQ(streamed->decoded_bytes, info.compressed->uncompressed_size) << label;
     if (mode == Hash::Skip) EXPECT_LE(streamed->decoded_bytes, info.compressed->uncompressed_size) << label;
   }
@@ -204,6 +212,37 @@ TEST(StreamSelect, SkipStopsEarly) {
     // (give or take one 128 KiB decoder chunk).
     EXPECT_LT(skip->decoded_bytes, plain.size() - 200000);
     EXPECT_EQ(describe(skip->selection), describe(verify->selection));
+  }
+}
+
+// Entries whose IDs rule them out need none of their bytes: for gfx1030 the
+// stream stops after the first entry, for gfx90a after the second (gfx942
+// is unrelated to it), and only an unrelated entry's head is left out.
+TEST(StreamSelect, SkipStopsAfterTheLastEntryItsIdsLeaveOpen) {
+  Bytes plain = three_entry_bundle();
+  auto parsed = parse_plain_bundle(plain);
+  ASSERT_TRUE(Succeeds(parsed));
+  const std::vector<BundleEntry>& entries = parsed->entries;
+  for (CcobMethod method : {CcobMethod::Zlib, CcobMethod::Zstd}) {
+    Bytes ccob = testing::write_ccob(plain, 3, method);
+    for (auto [spec, chosen] : {std::pair{"gfx1030", 1}, std::pair{"gfx90a", 2}}) {
+      auto skip = select_ccob(ccob, spec, {.hash = Hash::Skip});
+      auto verify = select_ccob(ccob, spec);
+      ASSERT_TRUE(Succeeds(skip));
+      ASSERT_TRUE(Succeeds(verify));
+      EXPECT_EQ(describe(skip->selection), describe(verify->selection)) << spec;
+      ASSERT_EQ(skip->selection.selected, std::optional<std::size_t>(chosen)) << spec;
+      Bytes want(entries[chosen].bytes.begin(), entries[chosen].bytes.end());
+      EXPECT_TRUE(skip->chosen == want) << spec;
+      // Decoding ends within a decoder chunk (128 KiB) of the chosen entry's end.
+      std::uint64_t chosen_end = entries[chosen].offset + entries[chosen].size;
+      EXPECT_GE(skip->decoded_bytes, chosen_end) << spec;
+      EXPECT_LT(skip->decoded_bytes, chosen_end + (128u << 10) + 1) << spec;
+      EXPECT_FALSE(skip->every_head) << spec;
+      EXPECT_TRUE(skip->heads.back().head.empty()) << spec;  // gfx942's, never decoded
+      EXPECT_TRUE(verify->every_head) << spec;
+      EXPECT_EQ(verify->heads.back().head.size(), 64u) << spec;
+    }
   }
 }
 

@@ -36,8 +36,10 @@ struct StreamOptions {
     /// Decode the whole stream, MD5 it as it passes (without keeping it), and
     /// check the stored hash and the declared uncompressed size. The default.
     Verify,
-    /// Stop decoding once the choice is final: every entry's ELF header seen
-    /// and the chosen entry complete. The stored hash is NOT checked, and
+    /// Stop decoding once the choice is final: the ELF header seen of every
+    /// entry whose ID leaves the choice to it (entries of other kinds or of
+    /// processors unrelated to the device are judged from the table), and
+    /// the chosen entry complete. The stored hash is NOT checked, and
     /// corruption after that point goes unnoticed.
     Skip,
   };
@@ -71,6 +73,10 @@ struct StreamSelection {
   std::vector<std::byte> chosen;
   /// Every entry's table fields and ELF header, in table order.
   std::vector<EntryHead> heads;
+  /// False when Skip mode stopped before some entries' ELF headers (those of
+  /// entries their IDs ruled out, after the choice): their `head` is then
+  /// short or empty, and selecting on `heads` for another device is wrong.
+  bool every_head = true;
   /// Uncompressed bytes decoded (all of them in Verify mode; fewer in Skip mode).
   std::uint64_t decoded_bytes = 0;
   /// True when the entry table could not be streamed (entries out of offset

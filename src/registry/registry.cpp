@@ -78,14 +78,15 @@ struct BundleData {
   /// ELF header), which is all select_in_bundle reads; never an entry's contents.
   Bundle bundle;
   std::vector<EntryHead> heads;             // CCOB: what `bundle`'s entries view
+  bool every_head = true;                   // CCOB: false when Skip mode stopped before some
   std::shared_ptr<const FatBinary> source;  // plain: what `bundle`'s entries view
   mutable std::mutex entries_mutex;          // also held while a CCOB entry decompresses
   mutable StringMap<std::weak_ptr<const EntryImage>> entries;
 
   BundleData(Bundle b, std::shared_ptr<const FatBinary> s) : bundle(std::move(b)), source(std::move(s)) {}
-  BundleData(const BundleInfo& info, std::vector<EntryHead> h)
+  BundleData(const BundleInfo& info, std::vector<EntryHead> h, bool every)
       // The entries view h's elements, which the move into `heads` keeps in place.
-      : bundle(info, head_entries(h), {}, nullptr), heads(std::move(h)) {}
+      : bundle(info, head_entries(h), {}, nullptr), heads(std::move(h)), every_head(every) {}
 };
 
 struct BundleSlot {
@@ -291,8 +292,9 @@ struct Registry::Impl {
   /// for the first device that asks, keeping its heads (shared with other
   /// registrations of the same CCOB) and that device's entry; a later device
   /// selects on the heads and decompresses again only for an entry no device
-  /// has chosen yet (or whose code object is no longer in use). `selector`
-  /// is for `device` and select_options.
+  /// has chosen yet (or whose code object is no longer in use), or when the
+  /// heads are partial (Skip mode stopped before some). `selector` is for
+  /// `device` and select_options.
   Expected<Choice> choose(Binary& binary, std::size_t index, const Device& device, const Selector& selector) {
     const BundleInfo& info = binary.fat->bundles()[index];
     const bool compressed = info.format == BundleFormat::Compressed && info.compressed;
@@ -314,6 +316,13 @@ struct Registry::Impl {
       choice.data = slot.data;
     }
     const BundleData& data = *choice.data;
+    if (!streamed && !data.every_head) {
+      // Skip mode stopped the stream that kept these heads before some
+      // entries' ELF headers: this device's choice needs a stream of its own.
+      auto again = stream(binary, info, device);
+      if (!again) return std::move(again).error();
+      streamed = std::move(*again);
+    }
     if (streamed) {
       choice.selection = streamed->selection;  // the stream's own, kept for the check below
     } else {
@@ -384,7 +393,7 @@ struct Registry::Impl {
     auto decoded = stream(binary, info, device);
     if (!decoded) return std::move(decoded).error();
     bundles_read.fetch_add(1, std::memory_order_relaxed);
-    auto data = std::make_shared<const BundleData>(info, std::move(decoded->heads));
+    auto data = std::make_shared<const BundleData>(info, std::move(decoded->heads), decoded->every_head);
     streamed = std::move(*decoded);
     std::lock_guard cache_lock(cache_mutex);
     std::erase_if(compressed_cache, [](const auto& item) { return item.second.expired(); });

@@ -35,6 +35,14 @@ struct IdVerdict {
   std::optional<TargetId> target;
 };
 
+/// What entry ID `id` says for `device` and `options`.
+IdVerdict judge_id(const Device& device, std::string_view id, const SelectOptions& options);
+
+/// Judges entry `index` (ID `id`) by a `verdict` without a target, which
+/// rejects it on its ID: the candidate judge_candidate makes of any entry
+/// with that ID that is not empty, whatever its bytes.
+void judge_by_id(Candidate& candidate, std::size_t index, std::string_view id, const IdVerdict& verdict);
+
 /// A Selector's verdicts by entry ID, shared by the threads selecting with
 /// it. Bounded: IDs past kMaxIds, or longer than kMaxIdBytes, are judged
 /// every time instead.

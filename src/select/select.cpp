@@ -16,7 +16,9 @@ namespace {
 // What the entry ID alone says: a rejection, or (`target` set) the target
 // of an entry whose ELF header decides. Depends on the ID's text, the device
 // and the options only, which is what lets a Selector keep it per ID.
-detail::IdVerdict judge_id(const Device& device, std::string_view text, const SelectOptions& options) {
+}  // namespace
+
+detail::IdVerdict detail::judge_id(const Device& device, std::string_view text, const SelectOptions& options) {
   detail::IdVerdict verdict;
   auto id = detail::parse_entry_id(text);
   if (!id) {
@@ -57,6 +59,8 @@ detail::IdVerdict judge_id(const Device& device, std::string_view text, const Se
   return verdict;
 }
 
+namespace {
+
 // Makes `candidate` a fresh, rejected judgement of entry `index`, keeping
 // its strings' storage (a reused Selection allocates nothing for them).
 void reset(Candidate& candidate, std::size_t index, std::string_view id) {
@@ -86,7 +90,7 @@ void judge_entry(Candidate& candidate, std::string& id_note, const Device& devic
   }
   detail::IdVerdict fresh;
   if (!known) {
-    fresh = judge_id(device, entry.id, options);
+    fresh = detail::judge_id(device, entry.id, options);
     known = &fresh;
     if (learned) *learned = fresh;
   }
@@ -95,8 +99,7 @@ void judge_entry(Candidate& candidate, std::string& id_note, const Device& devic
     return;
   }
   if (!known->target) {
-    candidate.reason = known->reason;
-    candidate.needs_jit = known->needs_jit;
+    detail::judge_by_id(candidate, index, entry.id, *known);
     return;
   }
   const TargetId& named = *known->target;
@@ -124,6 +127,16 @@ void judge_entry(Candidate& candidate, std::string& id_note, const Device& devic
   }
   candidate.code_object = *code_object;
 }
+
+}  // namespace
+
+void detail::judge_by_id(Candidate& candidate, std::size_t index, std::string_view id, const IdVerdict& verdict) {
+  reset(candidate, index, id);
+  candidate.reason = verdict.reason;
+  candidate.needs_jit = verdict.needs_jit;
+}
+
+namespace {
 
 // Places a loadable code object in a tier, or says why it does not fit.
 void place(const Device& device, const SelectOptions& options, Candidate& candidate, const std::string& id_note) {

@@ -76,12 +76,18 @@ class SelectingSink final : public detail::DecodeSink {
       std::vector<std::byte>().swap(header_);
       return;
     }
-    if (state_ == State::Entries && !finished_) walk(chunk, at);
+    if (state_ == State::Entries) walk(chunk, at);
   }
 
   bool done() const override { return stop_early_ && finished_; }
 
   bool streamed() const { return state_ == State::Entries && finished_; }
+  /// Whether every entry's head went by (Skip mode may stop before).
+  bool every_head() const {
+    return std::all_of(slots_.begin(), slots_.end(), [](const EntryHead& slot) {
+      return slot.head.size() == std::min<std::uint64_t>(slot.size, detail::kElfHeaderBytes);
+    });
+  }
   std::uint64_t decoded() const { return position_; }
   std::uint64_t digest_low() { return md5_.final().low(); }
   Selection take_selection() { return std::move(selection_); }
@@ -117,6 +123,7 @@ class SelectingSink final : public detail::DecodeSink {
     }
     state_ = State::Entries;
     selection_.candidates.resize(slots_.size());
+    decided_.assign(slots_.size(), false);
     if (chooser_.pick) {
       // Every entry is judged from the table; only the picked one is kept.
       std::vector<BundleEntry> listed = head_entries(slots_);
@@ -129,22 +136,42 @@ class SelectingSink final : public detail::DecodeSink {
       }
     } else {
       selection_.device = chooser_.device->str();
-      for (std::size_t i = 0; i < slots_.size(); ++i) {
-        if (slots_[i].size == 0) judge(i, Bytes());
-      }
+      for (std::size_t i = 0; i < slots_.size(); ++i) judge_by_table(i);
     }
     advance_to_sized();
     check_finished();
   }
 
-  void advance_to_sized() {
-    while (current_ < slots_.size() && slots_[current_].size == 0) ++current_;
+  // Judges entry `index` from the table when its bytes cannot change the
+  // verdict: an empty entry, the host's, or one its ID rejects (another
+  // kind, a processor unrelated to the device). Skip mode then needs none
+  // of its bytes, so the stream can stop before it.
+  void judge_by_table(std::size_t index) {
+    const EntryHead& slot = slots_[index];
+    if (slot.size == 0 || slot.is_host) {
+      judge(index, Bytes());
+      return;
+    }
+    detail::IdVerdict verdict = detail::judge_id(*chooser_.device, slot.id, *chooser_.options);
+    if (verdict.target) return;  // its ELF header decides
+    detail::judge_by_id(selection_.candidates[index], index, slot.id, verdict);
+    decided_[index] = true;
+    ++judged_;
   }
 
-  // Feeds `data`, which starts at bundle offset `at`, to the entries.
+  void advance_to_sized() {
+    while (current_ < slots_.size() && slots_[current_].size == 0) ++current_;
+    // Only an entry that may yet be chosen is kept while it arrives.
+    keep_current_ = current_ < slots_.size() && !finished_ &&
+                    (chooser_.pick ? picked_ == current_ : !decided_[current_]);
+  }
+
+  // Feeds `data`, which starts at bundle offset `at`, to the entries: each
+  // entry's first 64 bytes become its head (and its judgement, unless the
+  // table decided it); a kept entry is buffered whole.
   void walk(Bytes data, std::uint64_t at) {
-    while (!data.empty() && current_ < slots_.size() && !finished_) {
-      const EntryHead& slot = slots_[current_];
+    while (!data.empty() && current_ < slots_.size()) {
+      EntryHead& slot = slots_[current_];
       if (at < slot.offset) {  // padding before the entry
         std::uint64_t skip = std::min<std::uint64_t>(data.size(), slot.offset - at);
         data = data.subspan(skip);
@@ -153,19 +180,21 @@ class SelectingSink final : public detail::DecodeSink {
       }
       std::uint64_t end = slot.offset + slot.size;
       std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), end - at));
+      std::size_t head_size = static_cast<std::size_t>(std::min<std::uint64_t>(slot.size, detail::kElfHeaderBytes));
+      bool had_head = slot.head.size() == head_size;
+      if (!had_head) {
+        std::size_t more = std::min(take, head_size - slot.head.size());
+        slot.head.insert(slot.head.end(), data.begin(), data.begin() + more);
+      }
       if (keep_current_) {
         if (buffer_.empty()) buffer_.reserve(std::min<std::uint64_t>(slot.size, 64u << 20));
         buffer_.insert(buffer_.end(), data.begin(), data.begin() + take);
       }
       data = data.subspan(take);
       at += take;
-      std::uint64_t seen = at - slot.offset;
-      if (!judged_current_ && (seen >= detail::kElfHeaderBytes || at == end)) {
-        judged_current_ = true;
-        Bytes head = Bytes(buffer_).first(std::min<std::size_t>(buffer_.size(), detail::kElfHeaderBytes));
-        slots_[current_].head.assign(head.begin(), head.end());
-        if (!chooser_.pick) judge(current_, head);
-        if (takes(current_)) {
+      if (!had_head && slot.head.size() == head_size) {
+        if (!chooser_.pick && !decided_[current_]) judge(current_, slot.head);
+        if (keep_current_ && takes(current_)) {
           best_ = current_;
           best_complete_ = false;
           std::vector<std::byte>().swap(best_bytes_);  // the old best loses
@@ -180,12 +209,12 @@ class SelectingSink final : public detail::DecodeSink {
           best_complete_ = true;
         }
         buffer_ = {};
-        keep_current_ = true;
-        judged_current_ = false;
         ++current_;
+        check_finished();
         advance_to_sized();
       }
       check_finished();
+      if (done()) return;
     }
   }
 
@@ -193,11 +222,13 @@ class SelectingSink final : public detail::DecodeSink {
     const EntryHead& slot = slots_[index];
     BundleEntry entry{.id = slot.id, .offset = slot.offset, .size = slot.size, .is_host = slot.is_host, .bytes = head};
     detail::judge_candidate(selection_.candidates[index], *chooser_.device, entry, index, *chooser_.options);
+    decided_[index] = true;
     ++judged_;
   }
 
   void judge_picked(std::size_t index) {
     selection_.candidates[index] = picked_candidate(index, slots_[index].id, picked_ == index);
+    decided_[index] = true;
     ++judged_;
   }
 
@@ -210,9 +241,12 @@ class SelectingSink final : public detail::DecodeSink {
     return true;
   }
 
+  // Final once every entry is judged and the best one is complete: Skip mode
+  // stops here; Verify mode decodes on for the hash, keeping only heads.
   void check_finished() {
-    if (judged_ != slots_.size() || (best_ && !best_complete_) || (picked_ && !best_)) return;
+    if (finished_ || judged_ != slots_.size() || (best_ && !best_complete_) || (picked_ && !best_)) return;
     finished_ = true;
+    keep_current_ = false;
     if (!chooser_.pick) {
       detail::finish_selection(selection_);
     } else if (picked_) {
@@ -235,10 +269,10 @@ class SelectingSink final : public detail::DecodeSink {
 
   std::vector<EntryHead> slots_;
   Selection selection_;
+  std::vector<bool> decided_;  // judged already (from the table or its head)
   std::size_t judged_ = 0;
   std::size_t current_ = 0;        // the sized entry the stream is in or before
-  bool keep_current_ = true;       // its bytes may yet be the best
-  bool judged_current_ = false;
+  bool keep_current_ = false;      // its bytes may yet be the best
   std::vector<std::byte> buffer_;  // its bytes so far, while kept
   std::optional<std::size_t> best_;
   std::optional<detail::Rank> best_rank_;
@@ -328,6 +362,7 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
   if (!sink.streamed()) return select_whole(chooser, source, info, stream.read, sink.decoded());
 
   StreamSelection result;
+  result.every_head = sink.every_head();
   result.selection = sink.take_selection();
   result.chosen = sink.take_chosen();
   result.heads = sink.take_heads();
