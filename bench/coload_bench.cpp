@@ -15,9 +15,10 @@
 //   Decompress        read_bundle (zstd + MD5 verify + table parse) of the
 //                     large CCOB vs ZSTD_decompress of its payload into a
 //                     preallocated buffer (the limit)
-//   StreamSelect/*    select_in_compressed_bundle (gfx90a) of the large CCOB,
-//                     Verify (whole stream + MD5) and Skip (stop once the
-//                     choice is final), vs ZSTD_decompress of its payload
+//   StreamSelect/*    select_in_compressed_bundle (gfx90a; gfx1030, whose entry
+//                     comes first) of the large CCOB, Verify (whole stream +
+//                     MD5) and Skip (stop once the choice is final), vs
+//                     ZSTD_decompress of its payload
 //   Metadata/*        CodeObject::read (ELF + msgpack metadata + descriptor
 //                     checks) vs comgr 5.2.3 amd_comgr_get_data_metadata plus
 //                     a walk of every node; per-kernel counters
@@ -288,14 +289,19 @@ BENCHMARK(BM_Decompress)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 // ---------------------------------------------------------------------------
 // StreamSelect: the large CCOB, select_in_compressed_bundle vs raw zstd.
 
-void BM_StreamSelect(benchmark::State& state, coload::StreamOptions::HashCheck mode) {
+// `spec` names the device: gfx90a's entry is the second to last in offset
+// order, gfx1030's the first (Skip stops after it: the other entries' IDs
+// rule them out).
+void BM_StreamSelect(benchmark::State& state, coload::StreamOptions::HashCheck mode, const char* spec) {
   LargeCcob ccob;
+  auto device = coload::device_from_spec(spec);
+  if (!device) std::abort();
   std::uint64_t decoded = 0, chosen = 0;
   paired(
       state,
       [&] {
         auto result =
-            coload::select_in_compressed_bundle(gfx90a(), ccob.fat.source().bytes(), ccob.info, {}, {.hash = mode});
+            coload::select_in_compressed_bundle(*device, ccob.fat.source().bytes(), ccob.info, {}, {.hash = mode});
         if (!result || result->chosen.empty()) std::abort();
         decoded = result->decoded_bytes;
         chosen = result->chosen.size();
@@ -309,10 +315,13 @@ void BM_StreamSelect(benchmark::State& state, coload::StreamOptions::HashCheck m
   // Throughput over the whole bundle (what the caller asked about), coload / zstd; target >= 0.8.
   state.counters["ratio_vs_zstd"] = state.counters["speedup"];
 }
-BENCHMARK_CAPTURE(BM_StreamSelect, verify, coload::StreamOptions::HashCheck::Verify)
+BENCHMARK_CAPTURE(BM_StreamSelect, verify, coload::StreamOptions::HashCheck::Verify, "gfx90a")
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
-BENCHMARK_CAPTURE(BM_StreamSelect, skip, coload::StreamOptions::HashCheck::Skip)
+BENCHMARK_CAPTURE(BM_StreamSelect, skip, coload::StreamOptions::HashCheck::Skip, "gfx90a")
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5);
+BENCHMARK_CAPTURE(BM_StreamSelect, skip_gfx1030, coload::StreamOptions::HashCheck::Skip, "gfx1030")
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
 
