@@ -81,7 +81,7 @@ class IdVerdicts {
 /// reason. Only the entry's ID, whether its bytes are empty and their first
 /// 64 bytes (the ELF header) are read; through bundle->head(index) when
 /// `bundle` (the entry's own) is given. `known` is a verdict kept for the
-/// entry's ID; `learned`, when given, receives what the ID alone decided.
+/// entry's ID; `learned`, when given, receives what the ID said.
 void judge_candidate(Candidate& candidate, const Device& device, const BundleEntry& entry, std::size_t index,
                      const SelectOptions& options, const Bundle* bundle = nullptr, const IdVerdict* known = nullptr,
                      std::optional<IdVerdict>* learned = nullptr);

@@ -11,13 +11,10 @@
 #include "target/entry_id_view.h"
 
 namespace coload {
-namespace {
 
 // What the entry ID alone says: a rejection, or (`target` set) the target
 // of an entry whose ELF header decides. Depends on the ID's text, the device
 // and the options only, which is what lets a Selector keep it per ID.
-}  // namespace
-
 detail::IdVerdict detail::judge_id(const Device& device, std::string_view text, const SelectOptions& options) {
   detail::IdVerdict verdict;
   auto id = detail::parse_entry_id(text);
@@ -128,16 +125,6 @@ void judge_entry(Candidate& candidate, std::string& id_note, const Device& devic
   candidate.code_object = *code_object;
 }
 
-}  // namespace
-
-void detail::judge_by_id(Candidate& candidate, std::size_t index, std::string_view id, const IdVerdict& verdict) {
-  reset(candidate, index, id);
-  candidate.reason = verdict.reason;
-  candidate.needs_jit = verdict.needs_jit;
-}
-
-namespace {
-
 // Places a loadable code object in a tier, or says why it does not fit.
 void place(const Device& device, const SelectOptions& options, Candidate& candidate, const std::string& id_note) {
   if (!candidate.code_object) return;
@@ -149,6 +136,12 @@ void place(const Device& device, const SelectOptions& options, Candidate& candid
 }
 
 }  // namespace
+
+void detail::judge_by_id(Candidate& candidate, std::size_t index, std::string_view id, const IdVerdict& verdict) {
+  reset(candidate, index, id);
+  candidate.reason = verdict.reason;
+  candidate.needs_jit = verdict.needs_jit;
+}
 
 // Lower sorts first: tier, then exact features, then generic version, then file order.
 detail::Rank detail::rank(const Candidate& candidate) {
