@@ -318,18 +318,6 @@ TEST(Select, GenericVersionBreaksTiesInsideTheGenericTier) {
 // ---------------------------------------------------------------------------
 // Selector: select_in_bundle across bundles, keeping what entry IDs decide.
 
-// Every field of a selection, to compare two of them whole.
-std::string describe(const Selection& selection) {
-  std::string text = selection.device + " selected " +
-                     (selection.selected ? std::to_string(*selection.selected) : std::string("none")) + "\n";
-  for (const Candidate& c : selection.candidates) {
-    text += std::to_string(c.entry_index) + " " + c.id + " " + std::string(to_string(c.verdict)) + " " +
-            (c.tier ? std::string(to_string(*c.tier)) : "-") + " jit=" + (c.needs_jit ? "1" : "0") + " elf=" +
-            (c.code_object ? c.code_object->target.str() : "-") + ": " + c.reason + "\n";
-  }
-  return text;
-}
-
 // Plain bundles repeating IDs: each ID decided by itself (unrelated
 // processors, OpenMP, SPIR-V, a bad ID) appears both with bytes and empty,
 // in both orders, so a kept verdict meets the empty-entry rule both ways.

@@ -21,6 +21,7 @@ namespace {
 
 using testing::Bytes;
 using testing::CcobMethod;
+using testing::describe;
 using testing::FailsWith;
 using testing::Succeeds;
 using Hash = StreamOptions::HashCheck;
@@ -33,22 +34,6 @@ Device device(std::string_view spec) {
   auto result = device_from_spec(spec);
   EXPECT_TRUE(Succeeds(result)) << spec;
   return *result;
-}
-
-std::string describe(const Selection& selection) {
-  std::ostringstream out;
-  out << "device " << selection.device << " selected "
-      << (selection.selected ? std::to_string(*selection.selected) : "none") << "\n";
-  for (const Candidate& c : selection.candidates) {
-    out << c.entry_index << " " << c.id << " tier " << (c.tier ? std::string(to_string(*c.tier)) : "-") << " "
-        << to_string(c.verdict) << " jit " << c.needs_jit << " code "
-        << (c.code_object ? c.code_object->target.str() + " v" + std::to_string(c.code_object->code_object_version) +
-                                " g" + std::to_string(c.code_object->generic_version) + " f" +
-                                std::to_string(c.code_object->e_flags)
-                          : "-")
-        << " | " << c.reason << "\n";
-  }
-  return out.str();
 }
 
 // Streams and compares with read_bundle + select_entry, in both modes.

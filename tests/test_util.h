@@ -1,12 +1,15 @@
-// Shared helpers for coload's tests: assertions on exact error kinds.
+// Shared helpers for coload's tests: assertions on exact error kinds, and a
+// selection written out whole for comparisons.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "coload/error.h"
+#include "coload/select.h"
 
 namespace coload::testing {
 
@@ -28,6 +31,24 @@ template <class T>
 ::testing::AssertionResult Succeeds(const Expected<T>& result) {
   if (result.has_value()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << to_string(result.error().kind()) << ": " << result.error().message();
+}
+
+/// Every field of a selection, one line per candidate, to compare two whole.
+inline std::string describe(const Selection& selection) {
+  std::string text = "device " + selection.device + " selected " +
+                     (selection.selected ? std::to_string(*selection.selected) : std::string("none")) + "\n";
+  for (const Candidate& c : selection.candidates) {
+    text += std::to_string(c.entry_index) + " " + c.id + " tier " + (c.tier ? std::string(to_string(*c.tier)) : "-") +
+            " " + std::string(to_string(c.verdict)) + " jit " + (c.needs_jit ? "1" : "0") + " code ";
+    if (c.code_object) {
+      text += c.code_object->target.str() + " v" + std::to_string(c.code_object->code_object_version) + " g" +
+              std::to_string(c.code_object->generic_version) + " f" + std::to_string(c.code_object->e_flags);
+    } else {
+      text += "-";
+    }
+    text += " | " + c.reason + "\n";
+  }
+  return text;
 }
 
 }  // namespace coload::testing
