@@ -10,15 +10,17 @@
 // Benchmarks:
 //   HostExtract/*     open a 128-bundle host image, select gfx90a in every
 //                     bundle and take the chosen entry (CCOBs streamed, hash
-//                     verified or skipped): coload vs LLVM 22's
+//                     verified, verified earlier (a mark in a verified cache
+//                     warmed before timing) or skipped): coload vs LLVM 22's
 //                     llvm::object::extractOffloadBundleFatBinary
 //   Decompress        read_bundle (zstd + MD5 verify + table parse) of the
 //                     large CCOB vs ZSTD_decompress of its payload into a
 //                     preallocated buffer (the limit)
 //   StreamSelect/*    select_in_compressed_bundle (gfx90a; gfx1030, whose entry
 //                     comes first) of the large CCOB, Verify (whole stream +
-//                     MD5) and Skip (stop once the choice is final), vs
-//                     ZSTD_decompress of its payload
+//                     MD5), Verify with a mark from an earlier check (the
+//                     xxh3 of the CCOB, then as Skip) and Skip (stop once the
+//                     choice is final), vs ZSTD_decompress of its payload
 //   Metadata/*        CodeObject::read (ELF + msgpack metadata + descriptor
 //                     checks) vs comgr 5.2.3 amd_comgr_get_data_metadata plus
 //                     a walk of every node; per-kernel counters
@@ -27,6 +29,7 @@
 //                     warm lookups, 1 and 16 threads (absolute; target < 1 us)
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <zstd.h>
 
 #include <amd_comgr.h>
@@ -36,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -118,7 +122,7 @@ constexpr const char* kEntryId = "hipv4-amdgcn-amd-amdhsa--gfx90a";
 // read in place (one Selector and one reused Selection for the image), a CCOB streamed
 // (select_in_compressed_bundle, `hash` mode), keeping only the chosen entry.
 // Returns the bytes chosen, summed, so nothing is optimised away.
-std::uint64_t coload_extract_all(const std::string& path, coload::StreamOptions::HashCheck hash) {
+std::uint64_t coload_extract_all(const std::string& path, const coload::StreamOptions& stream) {
   auto fat = coload::FatBinary::open(path);
   if (!fat) {
     std::fprintf(stderr, "%s\n", fat.error().message().c_str());
@@ -130,7 +134,7 @@ std::uint64_t coload_extract_all(const std::string& path, coload::StreamOptions:
   for (std::size_t i = 0; i < fat->bundles().size(); ++i) {
     const coload::BundleInfo& info = fat->bundles()[i];
     if (info.format == coload::BundleFormat::Compressed) {
-      auto streamed = coload::select_in_compressed_bundle(gfx90a(), fat->source().bytes(), info, {}, {.hash = hash});
+      auto streamed = coload::select_in_compressed_bundle(gfx90a(), fat->source().bytes(), info, {}, stream);
       if (!streamed || !streamed->selection.chosen()) std::abort();
       benchmark::DoNotOptimize(streamed->chosen.data());
       total += streamed->chosen.size();
@@ -195,11 +199,46 @@ LlvmResult llvm_extract_all(const std::string& path) {
   return result;
 }
 
+/// A verified cache for one benchmark: a fresh directory, removed at the end.
+class MarkDirectory {
+ public:
+  MarkDirectory() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "coload_bench_marks_XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) std::abort();
+    path_ = pattern;
+  }
+  ~MarkDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  MarkDirectory(const MarkDirectory&) = delete;
+  MarkDirectory& operator=(const MarkDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// How a benchmark treats CCOB hashes: checked, trusted from a mark an
+/// untimed first run left (Verify with a verified cache), or skipped.
+enum class HashMode { Verify, Marked, Skip };
+
+struct HashSetup {
+  explicit HashSetup(HashMode mode) {
+    options.hash = mode == HashMode::Skip ? coload::StreamOptions::HashCheck::Skip
+                                          : coload::StreamOptions::HashCheck::Verify;
+    if (mode == HashMode::Marked) options.verified_cache = marks.path();
+  }
+  MarkDirectory marks;
+  coload::StreamOptions options;
+};
+
 // LLVM never checks a CCOB's stored hash (reference/bundle-formats.md 2.3),
 // so coload's Skip mode is the like-for-like comparison; Verify adds the MD5.
-void BM_HostExtract(benchmark::State& state, const char* file, coload::StreamOptions::HashCheck hash) {
+void BM_HostExtract(benchmark::State& state, const char* file, HashMode mode) {
   const std::string path = input(file);
-  const std::uint64_t want = coload_extract_all(path, hash);
+  const HashSetup hash(mode);
+  const std::uint64_t want = coload_extract_all(path, hash.options);  // also leaves the marks
   const LlvmResult check = llvm_extract_all(path);
   state.counters["bundles_llvm_found"] = static_cast<double>(check.bundles);
   state.counters["bytes_coload"] = static_cast<double>(want);
@@ -207,16 +246,19 @@ void BM_HostExtract(benchmark::State& state, const char* file, coload::StreamOpt
   if (!check.error.empty()) state.SetLabel("llvm: " + check.error);
   else if (check.bytes != want) state.SetLabel("llvm found a different number of bytes than coload");
   paired(
-      state, [&] { benchmark::DoNotOptimize(coload_extract_all(path, hash)); },
+      state, [&] { benchmark::DoNotOptimize(coload_extract_all(path, hash.options)); },
       [&] { benchmark::DoNotOptimize(llvm_extract_all(path).bytes); });
 }
-BENCHMARK_CAPTURE(BM_HostExtract, plain, "libbench_plain.so", coload::StreamOptions::HashCheck::Verify)
+BENCHMARK_CAPTURE(BM_HostExtract, plain, "libbench_plain.so", HashMode::Verify)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
-BENCHMARK_CAPTURE(BM_HostExtract, compressed_verify, "libbench_compressed.so", coload::StreamOptions::HashCheck::Verify)
+BENCHMARK_CAPTURE(BM_HostExtract, compressed_verify, "libbench_compressed.so", HashMode::Verify)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
-BENCHMARK_CAPTURE(BM_HostExtract, compressed_skip, "libbench_compressed.so", coload::StreamOptions::HashCheck::Skip)
+BENCHMARK_CAPTURE(BM_HostExtract, compressed_verify_marked, "libbench_compressed.so", HashMode::Marked)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5);
+BENCHMARK_CAPTURE(BM_HostExtract, compressed_skip, "libbench_compressed.so", HashMode::Skip)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
 
@@ -292,17 +334,21 @@ BENCHMARK(BM_Decompress)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 // `spec` names the device: gfx90a's entry is the second to last in offset
 // order, gfx1030's the first (Skip stops after it: the other entries' IDs
 // rule them out).
-void BM_StreamSelect(benchmark::State& state, coload::StreamOptions::HashCheck mode, const char* spec) {
+void BM_StreamSelect(benchmark::State& state, HashMode mode, const char* spec) {
   LargeCcob ccob;
   auto device = coload::device_from_spec(spec);
   if (!device) std::abort();
+  const HashSetup hash(mode);
+  // Untimed: the mark a Marked run trusts.
+  if (!coload::select_in_compressed_bundle(*device, ccob.fat.source().bytes(), ccob.info, {}, hash.options)) std::abort();
   std::uint64_t decoded = 0, chosen = 0;
   paired(
       state,
       [&] {
         auto result =
-            coload::select_in_compressed_bundle(*device, ccob.fat.source().bytes(), ccob.info, {}, {.hash = mode});
+            coload::select_in_compressed_bundle(*device, ccob.fat.source().bytes(), ccob.info, {}, hash.options);
         if (!result || result->chosen.empty()) std::abort();
+        if (mode == HashMode::Marked && result->hash != coload::StreamSelection::Hash::CheckedEarlier) std::abort();
         decoded = result->decoded_bytes;
         chosen = result->chosen.size();
         benchmark::DoNotOptimize(result->chosen.data());
@@ -315,13 +361,15 @@ void BM_StreamSelect(benchmark::State& state, coload::StreamOptions::HashCheck m
   // Throughput over the whole bundle (what the caller asked about), coload / zstd; target >= 0.8.
   state.counters["ratio_vs_zstd"] = state.counters["speedup"];
 }
-BENCHMARK_CAPTURE(BM_StreamSelect, verify, coload::StreamOptions::HashCheck::Verify, "gfx90a")
+BENCHMARK_CAPTURE(BM_StreamSelect, verify, HashMode::Verify, "gfx90a")->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK_CAPTURE(BM_StreamSelect, verify_marked, HashMode::Marked, "gfx90a")
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
-BENCHMARK_CAPTURE(BM_StreamSelect, skip, coload::StreamOptions::HashCheck::Skip, "gfx90a")
+BENCHMARK_CAPTURE(BM_StreamSelect, verify_marked_gfx1030, HashMode::Marked, "gfx1030")
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
-BENCHMARK_CAPTURE(BM_StreamSelect, skip_gfx1030, coload::StreamOptions::HashCheck::Skip, "gfx1030")
+BENCHMARK_CAPTURE(BM_StreamSelect, skip, HashMode::Skip, "gfx90a")->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK_CAPTURE(BM_StreamSelect, skip_gfx1030, HashMode::Skip, "gfx1030")
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
 
@@ -484,9 +532,11 @@ BENCHMARK_CAPTURE(BM_Metadata, tu_6_kernels, "co/tu_000-gfx90a-cov4.co")
 // Registry over the dry-run runtime (one gfx90a device), host image plain.
 
 // decode_threads 0: the registry's default (hardware concurrency, at most 8).
-std::unique_ptr<coload::Registry> make_registry(std::size_t decode_threads = 0) {
+std::unique_ptr<coload::Registry> make_registry(std::size_t decode_threads = 0, const std::string& marks = {}) {
   std::shared_ptr<coload::Runtime> runtime = coload::open_dry_run_runtime({gfx90a()});
-  return std::make_unique<coload::Registry>(std::move(runtime), coload::Config{},
+  coload::Config config;
+  config.verified_cache = marks;
+  return std::make_unique<coload::Registry>(std::move(runtime), config,
                                             coload::RegistryOptions{.decode_threads = decode_threads});
 }
 
@@ -515,9 +565,15 @@ const std::vector<std::string>& kernel_names() {
 void BM_RegistryCold(benchmark::State& state, const char* file) {
   const int threads = static_cast<int>(state.range(0));
   const auto& names = kernel_names();
+  const HashSetup hash(state.range(2) ? HashMode::Marked : HashMode::Verify);
+  if (state.range(2)) {  // untimed: the first process's lookup, which checks and marks
+    auto registry = make_registry(1, hash.options.verified_cache);
+    auto handle = registry->register_file(input(file));
+    if (!handle || !registry->lookup_kernel(*handle, 0, names.front())) std::abort();
+  }
   for (auto _ : state) {
     state.PauseTiming();
-    auto registry = make_registry(static_cast<std::size_t>(state.range(1)));
+    auto registry = make_registry(static_cast<std::size_t>(state.range(1)), hash.options.verified_cache);
     auto handle = registry->register_file(input(file));
     if (!handle) std::abort();
     state.ResumeTiming();
@@ -540,19 +596,23 @@ void BM_RegistryCold(benchmark::State& state, const char* file) {
   }
   state.counters["kernels_in_image"] = static_cast<double>(names.size());
 }
-// Args: threads asking at once, decode_threads (0: the registry's default).
+// Args: threads asking at once, decode_threads (0: the registry's default),
+// and whether CCOBs carry marks from an earlier check (a verified cache).
 BENCHMARK_CAPTURE(BM_RegistryCold, plain, "libbench_plain.so")
-    ->Args({1, 1})
-    ->Args({1, 0})
-    ->Args({16, 0})
+    ->Args({1, 1, 0})
+    ->Args({1, 0, 0})
+    ->Args({16, 0, 0})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
     ->UseRealTime();
-// The compressed image: each of the 128 CCOBs streamed once (verified), only
-// the gfx90a entry kept; on one decode thread, then on the default number.
+// The compressed image: each of the 128 CCOBs streamed once (verified, or
+// trusted from its mark), only the gfx90a entry kept; on one decode thread,
+// then on the default number.
 BENCHMARK_CAPTURE(BM_RegistryCold, compressed, "libbench_compressed.so")
-    ->Args({1, 1})
-    ->Args({1, 0})
+    ->Args({1, 1, 0})
+    ->Args({1, 0, 0})
+    ->Args({1, 1, 1})
+    ->Args({1, 0, 1})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
     ->UseRealTime();

@@ -1,8 +1,10 @@
 // Peak RSS of one select_in_compressed_bundle call: maps a fat binary, selects
 // for a device in its first bundle and prints the chosen entry's size and the
 // process's peak RSS before and after the call (getrusage ru_maxrss, KiB).
-//   coload_stream_rss FILE DEVICE verify|skip|whole
+//   coload_stream_rss FILE DEVICE verify|skip|whole [MARKS]
 // `whole` is read_bundle + select_entry, the path that keeps the whole bundle.
+// MARKS is a verified cache (StreamOptions::verified_cache): run twice, the
+// first run checks the hash and marks the CCOB, the second trusts the mark.
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -21,8 +23,8 @@ long peak_kib() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s FILE DEVICE verify|skip|whole\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: %s FILE DEVICE verify|skip|whole [MARKS]\n", argv[0]);
     return 2;
   }
   auto fat = coload::FatBinary::open(argv[1]);
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
   const coload::BundleInfo& info = fat->bundles()[0];
   long before = peak_kib();
   std::size_t chosen = 0;
+  const char* hash = "checked";  // read_bundle checks it
   if (std::strcmp(argv[3], "whole") == 0) {
     auto bundle = coload::read_bundle(fat->source().bytes(), info);
     if (!bundle) return 1;
@@ -43,15 +46,19 @@ int main(int argc, char** argv) {
     coload::StreamOptions options;
     options.hash = std::strcmp(argv[3], "skip") == 0 ? coload::StreamOptions::HashCheck::Skip
                                                      : coload::StreamOptions::HashCheck::Verify;
+    if (argc == 5) options.verified_cache = argv[4];
     auto result = coload::select_in_compressed_bundle(*device, fat->source().bytes(), info, {}, options);
     if (!result) {
       std::fprintf(stderr, "%s\n", result.error().message().c_str());
       return 1;
     }
     chosen = result->chosen.size();
+    hash = result->hash == coload::StreamSelection::Hash::Checked          ? "checked"
+           : result->hash == coload::StreamSelection::Hash::CheckedEarlier ? "checked_earlier"
+                                                                            : "not_checked";
   }
   long after = peak_kib();
-  std::printf("mode %s chosen_KiB %zu peak_before_KiB %ld peak_after_KiB %ld growth_KiB %ld\n", argv[3],
-              chosen / 1024, before, after, after - before);
+  std::printf("mode %s hash %s chosen_KiB %zu peak_before_KiB %ld peak_after_KiB %ld growth_KiB %ld\n", argv[3],
+              hash, chosen / 1024, before, after, after - before);
   return 0;
 }

@@ -8,6 +8,9 @@ coload=$1
 fixtures=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Nothing here reads or writes verified marks in the user's cache; the test of
+# marks below gives its own HOME.
+export COLOAD_VERIFY_CACHE=off
 passed=0
 failed=0
 check() {  # check NAME COMMAND...: the command must succeed
@@ -219,6 +222,19 @@ if [ -n "$ccob" ]; then
   COLOAD_LOG=debug "$coload" load --runtime dry-run --device gfx90a "$fixtures/$ccob" >/dev/null 2>"$work/log"
   check "COLOAD_LOG=debug: load reports the stream" grep -q "bundle 0: CCOB streamed for gfx90a.*hash verified, kept entry" "$work/log"
   check "COLOAD_LOG=debug: load reports the choice" grep -q "coload: info: .*: native for device 0 (gfx90a" "$work/log"
+  # Verified marks, by default under the user's cache: a checked CCOB is
+  # marked, the next run trusts the mark, a corrupt copy is still refused.
+  marked() { env -u XDG_CACHE_HOME HOME="$work/home" COLOAD_VERIFY_CACHE= "$@"; }
+  marked env COLOAD_LOG=debug "$coload" load --runtime dry-run --device gfx90a "$fixtures/$ccob" >/dev/null 2>"$work/log"
+  check "an unmarked CCOB is verified" grep -q "hash verified, kept entry" "$work/log"
+  check "one mark under \$HOME/.cache/coload/verified" test "$(ls "$work/home/.cache/coload/verified" | wc -l)" -eq 1
+  marked env COLOAD_LOG=debug "$coload" load --runtime dry-run --device gfx90a "$fixtures/$ccob" >/dev/null 2>"$work/log"
+  check "a marked CCOB is not decoded again for its hash" grep -q "hash verified earlier (marked), kept entry" "$work/log"
+  marked "$coload" extract --device gfx90a -o "$work/marked.co" "$fixtures/$ccob"
+  check "extract from a marked CCOB writes the bundler's bytes" cmp -s "$work/marked.co" "$fixtures/$expected"
+  marked "$coload" select --device gfx90a "$work/bad.hipfb" >/dev/null 2>&1
+  check "a corrupt copy of a marked CCOB is refused (exit 1)" test $? -eq 1
+  expect_exit_env 2 "relative COLOAD_VERIFY_CACHE" COLOAD_VERIFY_CACHE=marks "$coload" select --device gfx90a "$fixtures/$ccob"
   "$coload" load --runtime dry-run --device gfx942 "$fixtures/bundles/driver_two_arch.hipfb" >/dev/null 2>"$work/log"
   check "load prints a failure once (no registry warning beside it)" test "$(grep -c "no code object fits" "$work/log")" -eq 1
   expect_exit_env 2 "unknown COLOAD_HASH_CHECK value" COLOAD_HASH_CHECK=off "$coload" select --device gfx90a "$work/bad.hipfb"

@@ -50,7 +50,8 @@ Expected<Config> config_with(std::string name, std::string value) {
 
 const std::vector<std::string> kVariables = {"COLOAD_UNBUNDLER", "COLOAD_EXTENDED_ISA_COMPAT", "COLOAD_HOTSWAP",
                                              "COLOAD_LOG", "COLOAD_MAX_DECOMPRESSED_BYTES",
-                                             "COLOAD_HOTSWAP_PLUGIN", "COLOAD_HOTSWAP_PAIRS", "COLOAD_HASH_CHECK"};
+                                             "COLOAD_HOTSWAP_PLUGIN", "COLOAD_HOTSWAP_PAIRS", "COLOAD_HASH_CHECK",
+                                             "COLOAD_VERIFY_CACHE"};
 
 void expect_defaults(const Config& config) {
   EXPECT_EQ(config.unbundler, Unbundler::Builtin);
@@ -63,6 +64,8 @@ void expect_defaults(const Config& config) {
   EXPECT_EQ(config.max_decompressed_bytes, ReadOptions{}.max_decompressed_bytes);
   EXPECT_EQ(config.hash_check, StreamOptions::HashCheck::Verify);
   EXPECT_EQ(config.stream_options().hash, StreamOptions::HashCheck::Verify);
+  EXPECT_EQ(config.verified_cache, "");  // without HOME or XDG_CACHE_HOME: no marks
+  EXPECT_EQ(config.stream_options().verified_cache, "");
 }
 
 TEST(ConfigDefaults, UnsetVariablesKeepDefaults) {
@@ -87,7 +90,9 @@ TEST(ConfigDefaults, ReadsExactlyTheDocumentedVariables) {
     return std::nullopt;
   });
   ASSERT_TRUE(Succeeds(config));
-  EXPECT_EQ(asked, std::set<std::string>(kVariables.begin(), kVariables.end()));
+  std::set<std::string> documented(kVariables.begin(), kVariables.end());
+  documented.insert({"XDG_CACHE_HOME", "HOME"});  // for COLOAD_VERIFY_CACHE's default
+  EXPECT_EQ(asked, documented);
 }
 
 TEST(ConfigDefaults, OtherVariablesAreIgnored) {
@@ -249,6 +254,41 @@ TEST(ConfigHashCheck, StreamOptionsCarryTheReadCap) {
 TEST(ConfigHashCheck, RefusesOtherValues) {
   for (const char* value : {"Verify", "SKIP", "0", "1", "off", "none", "fast"}) {
     EXPECT_TRUE(Refused(config_with("COLOAD_HASH_CHECK", value), "COLOAD_HASH_CHECK", value, "verify, skip")) << value;
+  }
+}
+
+TEST(ConfigVerifyCache, DefaultsToTheUsersCacheDirectory) {
+  auto home = Config::from_variables(lookup_in({{"HOME", "/home/ada"}}));
+  ASSERT_TRUE(Succeeds(home));
+  EXPECT_EQ(home->verified_cache, "/home/ada/.cache/coload/verified");
+  EXPECT_EQ(home->stream_options().verified_cache, "/home/ada/.cache/coload/verified");
+  auto xdg = Config::from_variables(lookup_in({{"HOME", "/home/ada"}, {"XDG_CACHE_HOME", "/var/cache/ada"}}));
+  ASSERT_TRUE(Succeeds(xdg));
+  EXPECT_EQ(xdg->verified_cache, "/var/cache/ada/coload/verified");
+  // The XDG rules ignore relative paths.
+  auto relative = Config::from_variables(lookup_in({{"HOME", "/home/ada"}, {"XDG_CACHE_HOME", "cache"}}));
+  ASSERT_TRUE(Succeeds(relative));
+  EXPECT_EQ(relative->verified_cache, "/home/ada/.cache/coload/verified");
+  auto neither = Config::from_variables(lookup_in({{"HOME", "relative"}}));
+  ASSERT_TRUE(Succeeds(neither));
+  EXPECT_EQ(neither->verified_cache, "");
+}
+
+TEST(ConfigVerifyCache, AcceptsOffAndAbsoluteDirectories) {
+  auto off = Config::from_variables(lookup_in({{"HOME", "/home/ada"}, {"COLOAD_VERIFY_CACHE", "off"}}));
+  ASSERT_TRUE(Succeeds(off));
+  EXPECT_EQ(off->verified_cache, "");
+  auto chosen = Config::from_variables(lookup_in({{"HOME", "/home/ada"}, {"COLOAD_VERIFY_CACHE", "/srv/marks"}}));
+  ASSERT_TRUE(Succeeds(chosen));
+  EXPECT_EQ(chosen->verified_cache, "/srv/marks");
+  EXPECT_EQ(chosen->stream_options().verified_cache, "/srv/marks");
+}
+
+TEST(ConfigVerifyCache, RefusesRelativePaths) {
+  for (const char* value : {"marks", "./marks", "~/marks", "OFF", "0"}) {
+    EXPECT_TRUE(Refused(config_with("COLOAD_VERIFY_CACHE", value), "COLOAD_VERIFY_CACHE", value,
+                        "off, or an absolute directory"))
+        << value;
   }
 }
 

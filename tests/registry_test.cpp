@@ -206,6 +206,49 @@ TEST(RegistryCompressed, SkipModeHeadsCutShortAreNotUsedForAnotherDevice) {
   EXPECT_TRUE(std::ranges::equal(runtime->images()[1], bundle->entries()[2].bytes));
 }
 
+// Verified marks: the first registry checks the CCOB and marks it; a later
+// one (another process, in practice) trusts the mark and stops after the
+// entry, as in Skip mode; either way each device gets its entry byte for byte.
+TEST(RegistryCompressed, AMarkedCcobIsNotCheckedAgain) {
+  const std::string path = fixture("compressed/bundler22_v3.hipfb");
+  auto whole = FatBinary::open(path);
+  ASSERT_TRUE(Succeeds(whole));
+  auto bundle = whole->read(0);
+  ASSERT_TRUE(Succeeds(bundle));
+  ASSERT_EQ(bundle->entries()[1].id, "hipv4-amdgcn-amd-amdhsa--gfx1030");
+  const std::uint64_t uncompressed = whole->bundles()[0].compressed->uncompressed_size;
+  testing::ScratchDirectory cache;
+  Config marked;
+  marked.verified_cache = cache.str();
+  marked.log_level = LogLevel::Debug;
+  for (int run = 0; run < 2; ++run) {
+    auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx1030", "gfx90a"}));
+    std::vector<std::string> logged;
+    Registry registry(runtime, marked,
+                      {.log = [&](LogLevel, std::string_view message) { logged.emplace_back(message); }});
+    auto binary = registry.register_file(path);
+    ASSERT_TRUE(Succeeds(binary));
+    ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z9block_sumPKfPfj")));
+    // (This bundle is smaller than a decoder chunk, so run 1 decodes all of it too.)
+    EXPECT_EQ(registry.stats().bytes_decoded, uncompressed);
+    ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 1, "_Z9block_sumPKfPfj")));
+    EXPECT_EQ(registry.stats().bundles_decompressed, 2u) << run;  // gfx90a's entry is another one
+    ASSERT_EQ(runtime->images().size(), 2u);
+    EXPECT_TRUE(std::ranges::equal(runtime->images()[0], bundle->entries()[1].bytes)) << run;
+    EXPECT_TRUE(std::ranges::equal(runtime->images()[1], bundle->entries()[2].bytes)) << run;
+    std::string first_stream;
+    for (const std::string& message : logged) {
+      if (message.find("CCOB streamed") != std::string::npos) {
+        first_stream = message;
+        break;
+      }
+    }
+    EXPECT_NE(first_stream.find(run == 0 ? "hash verified, kept" : "hash verified earlier (marked), kept"),
+              std::string::npos)
+        << first_stream;
+  }
+}
+
 TEST_F(RegistryTest, KeptEntryIsTheChosenOneByteForByte) {
   auto binary = registry.register_file(fixture("compressed/bundler22_v3.hipfb"));
   ASSERT_TRUE(Succeeds(binary));

@@ -1,9 +1,11 @@
-// Shared helpers for coload's tests: assertions on exact error kinds, and a
-// selection written out whole for comparisons.
+// Shared helpers for coload's tests: assertions on exact error kinds, a
+// selection written out whole for comparisons, a scratch directory.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,5 +52,27 @@ inline std::string describe(const Selection& selection) {
   }
   return text;
 }
+
+/// A fresh directory under the system's temporary one, removed with its contents.
+class ScratchDirectory {
+ public:
+  ScratchDirectory() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "coload_test_XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << pattern;
+    path_ = pattern;
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 }  // namespace coload::testing

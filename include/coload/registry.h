@@ -25,7 +25,8 @@
 //
 // Compressed bundles: a CCOB is never kept whole. The first device to need
 // it decodes it as a stream (select_in_compressed_bundle with the Config's
-// StreamOptions: COLOAD_HASH_CHECK, verify by default), keeping the entry
+// StreamOptions: COLOAD_HASH_CHECK, verify by default, and the
+// COLOAD_VERIFY_CACHE marks), keeping the entry
 // table, each entry's ELF header and that device's entry only. Other devices
 // select on those headers; a device that chooses an entry already
 // decompressed for another device (same stored hash and size + entry ID)

@@ -44,6 +44,14 @@ struct StreamOptions {
     Skip,
   };
   HashCheck hash = HashCheck::Verify;
+  /// Verify mode only: a directory of marks, one per CCOB whose stored hash
+  /// and size a stream checked, named by a 128-bit xxh3 of the CCOB's bytes.
+  /// A CCOB with a mark is decoded as in Skip mode (those exact bytes were
+  /// checked; changed bytes have no mark); one without is checked and, when
+  /// it passes, marked. Marks that cannot be read or written are misses,
+  /// never errors. Empty: no marks (every stream checked in full).
+  /// Config::verified_cache (COLOAD_VERIFY_CACHE) sets it.
+  std::string verified_cache;
   /// Caps as for read_bundle (max_decompressed_bytes bounds the declared and
   /// the produced size).
   ReadOptions read;
@@ -67,17 +75,24 @@ std::vector<BundleEntry> head_entries(std::span<const EntryHead> heads);
 
 /// The outcome: the full report and the chosen entry's bytes.
 struct StreamSelection {
+  /// What became of the CCOB's stored hash.
+  enum class Hash : std::uint8_t {
+    Checked,         ///< the whole stream decoded and its MD5 prefix and size matched
+    CheckedEarlier,  ///< a mark in StreamOptions::verified_cache: decoded as in Skip mode
+    NotChecked,      ///< Skip mode, or a plain bundle (no hash)
+  };
   /// Every entry judged, identical to select_entry over the decompressed bundle.
   Selection selection;
   /// The chosen entry's bytes; empty when nothing fits.
   std::vector<std::byte> chosen;
   /// Every entry's table fields and ELF header, in table order.
   std::vector<EntryHead> heads;
-  /// False when Skip mode stopped before some entries' ELF headers (those of
+  /// False when the stream stopped (Skip mode, or a mark) before some entries' ELF headers (those of
   /// entries their IDs ruled out, after the choice): their `head` is then
   /// short or empty, and selecting on `heads` for another device is wrong.
   bool every_head = true;
-  /// Uncompressed bytes decoded (all of them in Verify mode; fewer in Skip mode).
+  Hash hash = Hash::NotChecked;
+  /// Uncompressed bytes decoded (all of them when the hash is Checked; often fewer otherwise).
   std::uint64_t decoded_bytes = 0;
   /// True when the entry table could not be streamed (entries out of offset
   /// order or overlapping, or a malformed table) and the bundle was

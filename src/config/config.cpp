@@ -22,6 +22,7 @@ constexpr std::string_view kHotswapPairs = "COLOAD_HOTSWAP_PAIRS";
 constexpr std::string_view kLog = "COLOAD_LOG";
 constexpr std::string_view kMaxDecompressedBytes = "COLOAD_MAX_DECOMPRESSED_BYTES";
 constexpr std::string_view kHashCheck = "COLOAD_HASH_CHECK";
+constexpr std::string_view kVerifyCache = "COLOAD_VERIFY_CACHE";
 
 /// `COLOAD_LOG="verbose": not a log level; accepted: error, warn, info, debug`.
 Error bad_value(std::string_view variable, std::string_view value, std::string_view problem,
@@ -173,6 +174,20 @@ Expected<std::vector<std::string>> parse_hotswap_pairs(std::string_view value) {
   return pairs;
 }
 
+/// COLOAD_VERIFY_CACHE: `off`, or an absolute directory. Unset, the user's
+/// cache directory as the XDG base directory rules give it (none without one).
+Expected<std::string> parse_verify_cache(const Config::Lookup& lookup) {
+  constexpr std::string_view kForms = "off, or an absolute directory";
+  if (auto value = non_empty(lookup, kVerifyCache)) {
+    if (*value == "off") return std::string();
+    if (value->front() != '/') return bad_value(kVerifyCache, *value, "not an absolute path", kForms);
+    return *value;
+  }
+  if (auto xdg = non_empty(lookup, "XDG_CACHE_HOME"); xdg && xdg->front() == '/') return *xdg + "/coload/verified";
+  if (auto home = non_empty(lookup, "HOME"); home && home->front() == '/') return *home + "/.cache/coload/verified";
+  return std::string();
+}
+
 }  // namespace
 
 std::string_view to_string(LogLevel level) {
@@ -204,7 +219,9 @@ ReadOptions Config::read_options() const {
   return options;
 }
 
-StreamOptions Config::stream_options() const { return StreamOptions{.hash = hash_check, .read = read_options()}; }
+StreamOptions Config::stream_options() const {
+  return StreamOptions{.hash = hash_check, .verified_cache = verified_cache, .read = read_options()};
+}
 
 SelectOptions Config::select_options() const {
   // Building the builtin registry validates every pass's pairs: not for nothing.
@@ -264,6 +281,9 @@ Expected<Config> Config::from_variables(const Lookup& lookup) {
     if (!parsed) return std::move(parsed).error();
     config.hash_check = *parsed;
   }
+  auto verify_cache = parse_verify_cache(lookup);
+  if (!verify_cache) return std::move(verify_cache).error();
+  config.verified_cache = std::move(*verify_cache);
   return config;
 }
 

@@ -244,6 +244,15 @@ struct Registry::Impl {
     return detail::hex(info.compressed->hash) + ":" + std::to_string(info.compressed->uncompressed_size);
   }
 
+  static std::string hash_outcome(StreamSelection::Hash hash) {
+    switch (hash) {
+      case StreamSelection::Hash::Checked: return "verified";
+      case StreamSelection::Hash::CheckedEarlier: return "verified earlier (marked)";
+      case StreamSelection::Hash::NotChecked: break;
+    }
+    return "not checked";
+  }
+
   /// Decodes CCOB `info` of `binary` as a stream for `device`, keeping only
   /// its heads and the chosen entry.
   Expected<StreamSelection> stream(const Binary& binary, const BundleInfo& info, const Device& device) {
@@ -257,7 +266,7 @@ struct Registry::Impl {
         return binary.name + ": bundle " + std::to_string(info.index) + ": CCOB streamed for " + device.str() +
                ": decoded " + std::to_string(streamed->decoded_bytes) + " of " +
                std::to_string(info.compressed->uncompressed_size) + " bytes, hash " +
-               (stream_options.hash == StreamOptions::HashCheck::Verify ? "verified" : "not checked") + ", kept " +
+               hash_outcome(streamed->hash) + ", kept " +
                (kept ? "entry " + std::to_string(kept->entry_index) + " (" + std::to_string(streamed->chosen.size()) +
                            " bytes)"
                      : std::string("nothing"));

@@ -15,6 +15,7 @@
 
 #include "bundle/decompress.h"
 #include "bundle/plain_table.h"
+#include "bundle/verified_marks.h"
 #include "common/bytes.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/MD5.h"
@@ -313,6 +314,9 @@ Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, con
   }
   result.decoded_bytes = decoded + (info.compressed ? info.compressed->uncompressed_size : 0);
   result.decompressed_whole = true;
+  // read_bundle checks a CCOB's hash whatever the mode.
+  result.hash = info.format == BundleFormat::Compressed ? StreamSelection::Hash::Checked
+                                                        : StreamSelection::Hash::NotChecked;
   return result;
 }
 
@@ -343,6 +347,10 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
   }
 
   bool verify = stream.hash == StreamOptions::HashCheck::Verify;
+  std::optional<detail::VerifiedMark> mark;
+  if (verify && !stream.verified_cache.empty()) mark.emplace(stream.verified_cache, bytes.first(end), *header);
+  bool checked_earlier = mark && mark->present();
+  if (checked_earlier) verify = false;
   SelectingSink sink(chooser, header->uncompressed_size, verify, !verify);
   auto end_rule = header->total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
   auto consumed = detail::decode_stream(header->method, bytes.subspan(header->header_size, end - header->header_size),
@@ -358,6 +366,7 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
                                                 " decompressed bytes")
           .with_context(context);
     }
+    if (mark) mark->record();
   }
   if (!sink.streamed()) return select_whole(chooser, source, info, stream.read, sink.decoded());
 
@@ -367,6 +376,9 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
   result.chosen = sink.take_chosen();
   result.heads = sink.take_heads();
   result.decoded_bytes = sink.decoded();
+  result.hash = verify            ? StreamSelection::Hash::Checked
+                : checked_earlier ? StreamSelection::Hash::CheckedEarlier
+                                  : StreamSelection::Hash::NotChecked;
   return result;
 }
 
