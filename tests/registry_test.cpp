@@ -207,8 +207,8 @@ TEST(RegistryCompressed, SkipModeHeadsCutShortAreNotUsedForAnotherDevice) {
 }
 
 // Verified marks: the first registry checks the CCOB and marks it; a later
-// one (another process, in practice) trusts the mark and stops after the
-// entry, as in Skip mode; either way each device gets its entry byte for byte.
+// one (another process, in practice) trusts the mark and decodes as Skip mode
+// does; either way each device gets its entry byte for byte.
 TEST(RegistryCompressed, AMarkedCcobIsNotCheckedAgain) {
   const std::string path = fixture("compressed/bundler22_v3.hipfb");
   auto whole = FatBinary::open(path);

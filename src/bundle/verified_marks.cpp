@@ -29,7 +29,7 @@ bool make_directories(const std::string& path) {
   if (path.empty()) return false;
   if (::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return true;
   if (errno != ENOENT) return false;
-  std::size_t slash = path.find_last_of('/', path.size() - 1);
+  std::size_t slash = path.find_last_of('/');
   if (slash == std::string::npos || slash == 0) return false;
   if (!make_directories(path.substr(0, slash))) return false;
   return ::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST;
