@@ -87,11 +87,12 @@ struct StreamSelection {
   std::vector<std::byte> chosen;
   /// Every entry's table fields and ELF header, in table order.
   std::vector<EntryHead> heads;
-  /// False when the stream stopped (Skip mode, or a mark) before some entries' ELF headers (those of
-  /// entries their IDs ruled out, after the choice): their `head` is then
-  /// short or empty, and selecting on `heads` for another device is wrong.
+  /// False when the stream stopped (Skip mode, or a mark) before some
+  /// entries' ELF headers (those of entries their IDs ruled out, after the
+  /// choice): their `head` is then short or empty, and selecting on `heads`
+  /// for another device is wrong.
   bool every_head = true;
-  Hash hash = Hash::NotChecked;
+  Hash hash = Hash::NotChecked;  ///< how the stored hash was (or was not) checked
   /// Uncompressed bytes decoded (all of them when the hash is Checked; often fewer otherwise).
   std::uint64_t decoded_bytes = 0;
   /// True when the entry table could not be streamed (entries out of offset

@@ -31,8 +31,6 @@ class VerifiedMark {
   /// parents) is created as needed.
   void record() const;
 
-  const std::string& path() const { return path_; }
-
  private:
   std::string directory_;
   std::string path_;
