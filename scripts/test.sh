@@ -3,7 +3,8 @@
 #   1. the normal build's ctest (unit, fixture, CLI, export and corpus-replay tests);
 #   2. the same suite built with AddressSanitizer + UBSan (build-asan/);
 #   3. under ThreadSanitizer (build-tsan/, only these and the library are built):
-#      the registry's 16-thread stress test, and the CLI reading a host image's
+#      the registry's 16-thread stress test and the zstd decoders' kept
+#      mappings (coload_concurrency_test), and the CLI reading a host image's
 #      CCOBs on several threads (to the end, and stopping at a bundle that fails);
 #   4. each libFuzzer target for a short run, seeded with its corpus and the fixtures.
 # FUZZ_SECONDS (default 30) sets the length of each fuzz run; 0 skips step 4.
@@ -27,11 +28,11 @@ cmake --build "$root/build-asan"
   LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" \
   ctest --output-on-failure -j "$jobs")
 
-echo "== ThreadSanitizer: registry stress test, CLI decode threads"
+echo "== ThreadSanitizer: registry stress test, kept decoder mappings, CLI decode threads"
 cmake -S "$root" -B "$root/build-tsan" -G Ninja "${compilers[@]}" -DCOLOAD_SANITIZE=thread
-cmake --build "$root/build-tsan" --target coload_registry_stress_test coload_cli
+cmake --build "$root/build-tsan" --target coload_concurrency_test coload_cli
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-"$root/build-tsan/tests/coload_registry_stress_test"
+"$root/build-tsan/tests/coload_concurrency_test"
 ccob_host="$root/build/fixtures/host/libkernels_compressed.so"
 tsan_out=$(mktemp -d)
 "$root/build-tsan/tools/coload/coload" select --device gfx90a "$ccob_host" > /dev/null || [ $? -eq 1 ]

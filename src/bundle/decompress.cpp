@@ -1,11 +1,14 @@
 #include "bundle/decompress.h"
 
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_customMem, exported by the shared libzstd too
 #include <zstd.h>
 
 #include <array>
 #include <memory>
 #include <string>
+
+#include "bundle/window_memory.h"
 
 namespace coload::detail {
 namespace {
@@ -18,12 +21,15 @@ Error size_mismatch(std::string_view codec, std::uint64_t produced, std::uint64_
                                             hex(expected));
 }
 
+constexpr ZSTD_customMem kWindowMemory{window_memory::allocate, window_memory::release, nullptr};
+
 using ZstdContext = std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)>;
 
 // A context (with its window buffers) kept per thread between calls, so the
 // many small bundles of a host image do not each allocate and fault in a
 // fresh one. One that grew past kKeptContextBytes (a large frame's window)
-// is freed after its call: memory stays bounded by what a call needs.
+// is freed after its call; its window's mapping is then kept, lazily freed,
+// for the next large frame (bundle/window_memory.h).
 constexpr std::size_t kKeptContextBytes = std::size_t{4} << 20;
 
 class ZstdLease {
@@ -46,7 +52,7 @@ class ZstdLease {
     if (context && ZSTD_isError(ZSTD_DCtx_reset(context.get(), ZSTD_reset_session_and_parameters)) == 0) {
       return context;
     }
-    return ZstdContext(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+    return ZstdContext(ZSTD_createDCtx_advanced(kWindowMemory), &ZSTD_freeDCtx);
   }
   ZstdContext context_;
 };

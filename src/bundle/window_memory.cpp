@@ -1,0 +1,136 @@
+#include "bundle/window_memory.h"
+
+#include <sys/mman.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <utility>
+
+namespace coload::detail::window_memory {
+namespace {
+
+constexpr std::size_t kHeader = 64;  // ahead of each buffer; keeps malloc's alignment
+
+struct Header {
+  std::size_t mapped;  // bytes mapped from the header on, or 0 for a malloc'd block
+};
+
+struct Mapping {
+  std::byte* block = nullptr;
+  std::size_t length = 0;
+};
+
+std::byte* map_aligned(std::size_t length) {
+  // Over-map by one huge page and trim, so the block starts on a 2 MiB boundary.
+  void* raw = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  auto address = reinterpret_cast<std::uintptr_t>(raw);
+  std::uintptr_t start = (address + kHugePage - 1) / kHugePage * kHugePage;
+  std::size_t head = start - address;
+  if (head > 0) munmap(raw, head);
+  munmap(reinterpret_cast<void*>(start + length), kHugePage - head);
+  auto* block = reinterpret_cast<std::byte*>(start);
+  madvise(block, length, MADV_HUGEPAGE);  // fails without THP in the kernel: 4 KiB pages, as malloc's
+  return block;
+}
+
+class KeptMappings {
+ public:
+  /// The smallest kept mapping of at least `length` bytes, or none.
+  Mapping take(std::size_t length) {
+    std::lock_guard lock(mutex_);
+    Mapping* best = nullptr;
+    for (Mapping& kept : kept_) {
+      if (kept.block != nullptr && kept.length >= length && (best == nullptr || kept.length < best->length)) {
+        best = &kept;
+      }
+    }
+    if (best == nullptr) return {};
+    return std::exchange(*best, Mapping{});
+  }
+
+  /// Keeps `mapping` in a free slot, or in place of a smaller one; unmaps
+  /// whichever is left out.
+  void give(Mapping mapping) {
+    madvise(mapping.block, mapping.length, MADV_FREE);
+    Mapping evicted = mapping;
+    {
+      std::lock_guard lock(mutex_);
+      Mapping* slot = nullptr;
+      for (Mapping& kept : kept_) {
+        if (kept.block == nullptr) {
+          slot = &kept;
+          break;
+        }
+        if (kept.length < mapping.length && (slot == nullptr || kept.length < slot->length)) slot = &kept;
+      }
+      if (slot != nullptr) evicted = std::exchange(*slot, mapping);
+    }
+    if (evicted.block != nullptr) munmap(evicted.block, evicted.length);
+  }
+
+  void drop() {
+    std::array<Mapping, kKeptMappings> dropped;
+    {
+      std::lock_guard lock(mutex_);
+      dropped = std::exchange(kept_, {});
+    }
+    for (const Mapping& mapping : dropped) {
+      if (mapping.block != nullptr) munmap(mapping.block, mapping.length);
+    }
+  }
+
+  std::size_t bytes() {
+    std::lock_guard lock(mutex_);
+    std::size_t total = 0;
+    for (const Mapping& kept : kept_) total += kept.length;
+    return total;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::array<Mapping, kKeptMappings> kept_{};
+};
+
+KeptMappings& kept_mappings() {
+  static auto* mappings = new KeptMappings;  // never destroyed: decoding threads may outlive static destructors
+  return *mappings;
+}
+
+}  // namespace
+
+void* allocate(void*, std::size_t size) {
+  if (size > SIZE_MAX / 2) return nullptr;
+  if (size + kHeader < kHugePage) {
+    auto* block = static_cast<std::byte*>(std::malloc(size + kHeader));
+    if (block == nullptr) return nullptr;
+    new (block) Header{0};
+    return block + kHeader;
+  }
+  std::size_t length = (size + kHeader + kHugePage - 1) / kHugePage * kHugePage;
+  Mapping mapping = kept_mappings().take(length);
+  if (mapping.block == nullptr) mapping = Mapping{map_aligned(length), length};
+  if (mapping.block == nullptr) return nullptr;
+  new (mapping.block) Header{mapping.length};
+  return mapping.block + kHeader;
+}
+
+void release(void*, void* buffer) {
+  if (buffer == nullptr) return;
+  auto* block = static_cast<std::byte*>(buffer) - kHeader;
+  std::size_t mapped = reinterpret_cast<Header*>(block)->mapped;
+  if (mapped == 0) {
+    std::free(block);
+  } else {
+    kept_mappings().give(Mapping{block, mapped});
+  }
+}
+
+std::size_t kept_bytes() { return kept_mappings().bytes(); }
+
+void drop_kept() { kept_mappings().drop(); }
+
+}  // namespace coload::detail::window_memory

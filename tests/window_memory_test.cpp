@@ -1,0 +1,154 @@
+#include "bundle/window_memory.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "coload/bundle.h"
+#include "support/bundle_writer.h"
+#include "test_util.h"
+
+namespace coload {
+namespace {
+
+using detail::window_memory::allocate;
+using detail::window_memory::drop_kept;
+using detail::window_memory::kept_bytes;
+using detail::window_memory::kHugePage;
+using detail::window_memory::release;
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+// Each test starts and ends with no kept mapping, so none sees another's.
+class WindowMemory : public ::testing::Test {
+ protected:
+  void SetUp() override { drop_kept(); }
+  void TearDown() override { drop_kept(); }
+};
+
+std::uintptr_t block_of(void* buffer) { return reinterpret_cast<std::uintptr_t>(buffer) - 64; }
+
+TEST_F(WindowMemory, LargeBuffersStartOnAHugePageAndAreKeptWhenReleased) {
+  void* buffer = allocate(nullptr, 3 * kMiB);
+  ASSERT_NE(buffer, nullptr);
+  EXPECT_EQ(block_of(buffer) % kHugePage, 0u);
+  std::memset(buffer, 0xa5, 3 * kMiB);  // all of it is writable
+  EXPECT_EQ(kept_bytes(), 0u);
+  release(nullptr, buffer);
+  EXPECT_EQ(kept_bytes(), 4 * kMiB);  // 3 MiB and the header, in whole huge pages
+}
+
+TEST_F(WindowMemory, SmallBuffersComeFromMallocAndAreNotKept) {
+  void* buffer = allocate(nullptr, 1000);
+  ASSERT_NE(buffer, nullptr);
+  std::memset(buffer, 0x5a, 1000);
+  release(nullptr, buffer);
+  EXPECT_EQ(kept_bytes(), 0u);
+  release(nullptr, nullptr);  // as free(nullptr)
+}
+
+TEST_F(WindowMemory, AKeptMappingServesTheNextBufferThatFits) {
+  void* first = allocate(nullptr, 5 * kMiB);
+  ASSERT_NE(first, nullptr);
+  release(nullptr, first);
+  void* second = allocate(nullptr, 3 * kMiB);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(kept_bytes(), 0u);
+  release(nullptr, second);
+  EXPECT_EQ(kept_bytes(), 6 * kMiB);  // the whole mapping comes back
+}
+
+TEST_F(WindowMemory, AKeptMappingTooSmallIsLeftForLater) {
+  void* small = allocate(nullptr, 3 * kMiB);
+  ASSERT_NE(small, nullptr);
+  release(nullptr, small);
+  void* large = allocate(nullptr, 5 * kMiB);
+  ASSERT_NE(large, nullptr);
+  EXPECT_NE(large, small);
+  EXPECT_EQ(kept_bytes(), 4 * kMiB);
+  release(nullptr, large);
+  EXPECT_EQ(kept_bytes(), 10 * kMiB);
+}
+
+TEST_F(WindowMemory, AtMostTwoMappingsAreKeptTheLargest) {
+  ASSERT_EQ(detail::window_memory::kKeptMappings, 2u);
+  void* middle = allocate(nullptr, 5 * kMiB);
+  void* large = allocate(nullptr, 7 * kMiB);
+  void* small = allocate(nullptr, 3 * kMiB);
+  ASSERT_TRUE(middle && large && small);
+  release(nullptr, middle);
+  release(nullptr, large);
+  release(nullptr, small);  // both slots hold larger ones: unmapped
+  EXPECT_EQ(kept_bytes(), 14 * kMiB);
+  void* again = allocate(nullptr, 7 * kMiB);
+  EXPECT_EQ(again, large);
+  release(nullptr, again);
+  void* smaller = allocate(nullptr, 3 * kMiB);  // the smallest that fits: the 6 MiB one
+  EXPECT_EQ(smaller, middle);
+  release(nullptr, smaller);
+}
+
+TEST_F(WindowMemory, ASizeThatCannotBeMappedIsNull) {
+  EXPECT_EQ(allocate(nullptr, SIZE_MAX), nullptr);
+  EXPECT_EQ(allocate(nullptr, SIZE_MAX - 64), nullptr);
+  EXPECT_EQ(kept_bytes(), 0u);
+}
+
+TEST_F(WindowMemory, ThreadsNeverShareABuffer) {
+  // Each thread fills its buffer with its own byte and checks it is still
+  // there before releasing: a mapping handed to two threads at once would
+  // show the other's byte.
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, &failures] {
+      const std::size_t size = (3 + t % 2 * 2) * kMiB;
+      for (int round = 0; round < 20; ++round) {
+        auto* buffer = static_cast<unsigned char*>(allocate(nullptr, size));
+        if (buffer == nullptr) {
+          ++failures[t];
+          continue;
+        }
+        std::memset(buffer, t + 1, size);
+        std::this_thread::yield();
+        for (std::size_t i = 0; i < size; i += 4096) failures[t] += buffer[i] != t + 1;
+        release(nullptr, buffer);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures, std::vector<int>(4, 0));
+  EXPECT_LE(kept_bytes(), 12 * kMiB);
+}
+
+TEST_F(WindowMemory, ALargeZstdFrameDecodesThroughAKeptMapping) {
+  // A 6 MiB entry at level 9: a 4 MiB window, so the decoder's buffer takes
+  // the mapped path (and its context is too large to be kept per thread).
+  testing::Bytes code(6 * kMiB);
+  std::uint32_t state = 1;
+  for (std::size_t i = 0; i < code.size(); ++i) {
+    if (i % 64 == 0) state = state * 1664525u + 1013904223u;
+    code[i] = std::byte(static_cast<std::uint8_t>(state >> (i % 4 * 8)));
+  }
+  testing::Bytes plain = testing::write_plain_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx90a", code}});
+  testing::CcobOptions options;
+  options.level = 9;
+  testing::Bytes ccob = testing::write_ccob(plain, 3, testing::CcobMethod::Zstd, options);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(testing::Succeeds(header));
+  auto decompressed = decompress_bundle(ccob, *header);
+  ASSERT_TRUE(testing::Succeeds(decompressed));
+  EXPECT_EQ(*decompressed, plain);
+  std::size_t kept = kept_bytes();  // the decoder's buffer, released
+  EXPECT_GE(kept, 4 * kMiB);
+  decompressed = decompress_bundle(ccob, *header);
+  ASSERT_TRUE(testing::Succeeds(decompressed));
+  EXPECT_EQ(*decompressed, plain);
+  EXPECT_EQ(kept_bytes(), kept);  // the same mapping, reused
+}
+
+}  // namespace
+}  // namespace coload
