@@ -227,7 +227,7 @@ struct HashSetup {
   explicit HashSetup(HashMode mode) {
     options.hash = mode == HashMode::Skip ? coload::StreamOptions::HashCheck::Skip
                                           : coload::StreamOptions::HashCheck::Verify;
-    if (mode == HashMode::Marked) options.verified_cache = marks.path();
+    if (mode == HashMode::Marked) options.read.verified_cache = marks.path();
   }
   MarkDirectory marks;
   coload::StreamOptions options;
@@ -567,13 +567,13 @@ void BM_RegistryCold(benchmark::State& state, const char* file) {
   const auto& names = kernel_names();
   const HashSetup hash(state.range(2) ? HashMode::Marked : HashMode::Verify);
   if (state.range(2)) {  // untimed: the first process's lookup, which checks and marks
-    auto registry = make_registry(1, hash.options.verified_cache);
+    auto registry = make_registry(1, hash.options.read.verified_cache);
     auto handle = registry->register_file(input(file));
     if (!handle || !registry->lookup_kernel(*handle, 0, names.front())) std::abort();
   }
   for (auto _ : state) {
     state.PauseTiming();
-    auto registry = make_registry(static_cast<std::size_t>(state.range(1)), hash.options.verified_cache);
+    auto registry = make_registry(static_cast<std::size_t>(state.range(1)), hash.options.read.verified_cache);
     auto handle = registry->register_file(input(file));
     if (!handle) std::abort();
     state.ResumeTiming();

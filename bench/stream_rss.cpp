@@ -3,7 +3,7 @@
 // process's peak RSS before and after the call (getrusage ru_maxrss, KiB).
 //   coload_stream_rss FILE DEVICE verify|skip|whole [MARKS]
 // `whole` is read_bundle + select_entry, the path that keeps the whole bundle.
-// MARKS is a verified cache (StreamOptions::verified_cache): run twice, the
+// MARKS is a verified cache (ReadOptions::verified_cache): run twice, the
 // first run checks the hash and marks the CCOB, the second trusts the mark.
 #include <sys/resource.h>
 
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     coload::StreamOptions options;
     options.hash = std::strcmp(argv[3], "skip") == 0 ? coload::StreamOptions::HashCheck::Skip
                                                      : coload::StreamOptions::HashCheck::Verify;
-    if (argc == 5) options.verified_cache = argv[4];
+    if (argc == 5) options.read.verified_cache = argv[4];
     auto result = coload::select_in_compressed_bundle(*device, fat->source().bytes(), info, {}, options);
     if (!result) {
       std::fprintf(stderr, "%s\n", result.error().message().c_str());

@@ -235,6 +235,12 @@ if [ -n "$ccob" ]; then
   marked "$coload" select --device gfx90a "$work/bad.hipfb" >/dev/null 2>&1
   check "a corrupt copy of a marked CCOB is refused (exit 1)" test $? -eq 1
   expect_exit_env 2 "relative COLOAD_VERIFY_CACHE" COLOAD_VERIFY_CACHE=marks "$coload" select --device gfx90a "$fixtures/$ccob"
+  # Whole-bundle reads (ls) mark too, and trust marks.
+  env -u XDG_CACHE_HOME HOME="$work/home2" COLOAD_VERIFY_CACHE= "$coload" ls "$fixtures/$ccob" >/dev/null
+  check "ls marks the CCOB it checked" test "$(ls "$work/home2/.cache/coload/verified" | wc -l)" -eq 1
+  marked "$coload" ls "$work/bad.hipfb" >/dev/null 2>&1
+  check "ls refuses a corrupt copy of a marked CCOB (exit 1)" test $? -eq 1
+  expect_exit_env 2 "ls with a relative COLOAD_VERIFY_CACHE" COLOAD_VERIFY_CACHE=marks "$coload" ls "$fixtures/$ccob"
   "$coload" load --runtime dry-run --device gfx942 "$fixtures/bundles/driver_two_arch.hipfb" >/dev/null 2>"$work/log"
   check "load prints a failure once (no registry warning beside it)" test "$(grep -c "no code object fits" "$work/log")" -eq 1
   expect_exit_env 2 "unknown COLOAD_HASH_CHECK value" COLOAD_HASH_CHECK=off "$coload" select --device gfx90a "$work/bad.hipfb"

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include "bundle/decompress.h"
+#include "bundle/verified_marks.h"
 #include "coload/bundle.h"
+#include "coload/fat_binary.h"
 #include "common/bytes.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"
@@ -11,6 +14,7 @@ namespace {
 using testing::Bytes;
 using testing::CcobMethod;
 using testing::FailsWith;
+using testing::file_names;
 using testing::Succeeds;
 
 Bytes sample_plain_bundle() {
@@ -211,6 +215,29 @@ TEST(CompressedBundle, TinyPayloadDeclaringHugeSizeCostsNoMemory) {
   EXPECT_TRUE(FailsWith(decompress_bundle(ccob, *header), ErrorKind::SizeMismatch));
 }
 
+TEST(CompressedBundle, ReadingATinyPayloadDeclaringAHugeSizeIsSizeMismatch) {
+  // read_bundle maps address space for the declared 1 GiB; pages come only as
+  // bytes arrive, so the lie costs a few KiB.
+  testing::CcobOptions options;
+  options.overrides.uncompressed_size = (std::uint64_t{1} << 30);
+  Bytes ccob = testing::write_ccob(sample_plain_bundle(), 3, CcobMethod::Zstd, options);
+  auto binary = FatBinary::from_memory(ccob);
+  ASSERT_TRUE(Succeeds(binary));
+  EXPECT_TRUE(FailsWith(binary->read(0), ErrorKind::SizeMismatch));
+}
+
+TEST(CompressedBundle, ADecompressedBundleTakesNoMoreThanItsCapacity) {
+  detail::DecompressedBundle bundle(10);
+  ASSERT_TRUE(bundle.allocated());
+  Bytes six = testing::to_bytes("abcdef");
+  EXPECT_TRUE(bundle.append(six));
+  EXPECT_FALSE(bundle.append(testing::to_bytes("ghijk")));
+  EXPECT_TRUE(std::ranges::equal(bundle.bytes(), six));
+  EXPECT_TRUE(bundle.append(testing::to_bytes("ghij")));
+  EXPECT_EQ(bundle.bytes().size(), 10u);
+  EXPECT_TRUE(bundle.append({}));
+}
+
 TEST(CompressedBundle, ZstdBombStopsAtTheDeclaredSize) {
   // 64 MiB of zeros compress to a few KiB; the header declares only 1 MiB.
   Bytes zeros(64u << 20);
@@ -248,6 +275,83 @@ TEST(CompressedBundle, TrailingBytesInsideTotalSizeAreSizeMismatchOrCorrupt) {
   header = parse_compressed_header(zstd);
   ASSERT_TRUE(Succeeds(header));
   EXPECT_TRUE(FailsWith(decompress_bundle(zstd, *header), ErrorKind::CorruptData));
+}
+
+// Verified marks on the whole-bundle path (ReadOptions::verified_cache):
+// decompress_bundle, and so read_bundle and FatBinary::read, mark a CCOB whose
+// hash they checked and skip the MD5 of a marked one.
+
+TEST(CompressedBundleMarks, ACheckedCcobIsMarkedAndReadAgainFromTheMark) {
+  Bytes plain = sample_plain_bundle();
+  for (int version : {1, 2, 3}) {
+    for (CcobMethod method : {CcobMethod::Zlib, CcobMethod::Zstd}) {
+      testing::ScratchDirectory cache;
+      ReadOptions marked{.verified_cache = (cache.path() / "verified").string()};
+      Bytes ccob = testing::write_ccob(plain, version, method);
+      auto header = parse_compressed_header(ccob);
+      ASSERT_TRUE(Succeeds(header));
+      for (int run = 0; run < 2; ++run) {
+        auto decompressed = decompress_bundle(ccob, *header, marked);
+        ASSERT_TRUE(Succeeds(decompressed)) << version << " run " << run;
+        EXPECT_EQ(*decompressed, plain);
+        EXPECT_EQ(file_names(cache.path() / "verified").size(), 1u) << version << " run " << run;
+      }
+    }
+  }
+}
+
+TEST(CompressedBundleMarks, AFailedCheckLeavesNoMark) {
+  testing::ScratchDirectory cache;
+  Bytes plain = sample_plain_bundle();
+  testing::CcobOptions wrong_hash;
+  wrong_hash.overrides.hash = testing::ccob_hash(plain) ^ 1;
+  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd, wrong_hash);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  EXPECT_TRUE(FailsWith(decompress_bundle(ccob, *header, {.verified_cache = cache.str()}), ErrorKind::HashMismatch));
+  EXPECT_TRUE(file_names(cache.path()).empty());
+}
+
+// What a mark saves is the MD5, and only that: a mark planted for a CCOB whose
+// stored hash is wrong (this library would never write one) lets it through,
+// which shows the MD5 is not computed; its declared size is still checked.
+TEST(CompressedBundleMarks, AMarkSkipsTheMd5ButNotTheSizeCheck) {
+  testing::ScratchDirectory cache;
+  ReadOptions marked{.verified_cache = cache.str()};
+  Bytes plain = sample_plain_bundle();
+  testing::CcobOptions wrong_hash;
+  wrong_hash.overrides.hash = testing::ccob_hash(plain) ^ 1;
+  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zlib, wrong_hash);
+  auto header = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(header));
+  detail::VerifiedMark(cache.str(), ccob, *header).record();
+  auto trusted = decompress_bundle(ccob, *header, marked);
+  ASSERT_TRUE(Succeeds(trusted));
+  EXPECT_EQ(*trusted, plain);
+  EXPECT_TRUE(FailsWith(decompress_bundle(ccob, *header), ErrorKind::HashMismatch));
+
+  testing::CcobOptions wrong_size;
+  wrong_size.overrides.uncompressed_size = plain.size() + 1;
+  Bytes longer = testing::write_ccob(plain, 3, CcobMethod::Zlib, wrong_size);
+  header = parse_compressed_header(longer);
+  ASSERT_TRUE(Succeeds(header));
+  detail::VerifiedMark(cache.str(), longer, *header).record();
+  EXPECT_TRUE(FailsWith(decompress_bundle(longer, *header, marked), ErrorKind::SizeMismatch));
+}
+
+TEST(CompressedBundleMarks, FatBinaryReadMarksItsCcobs) {
+  testing::ScratchDirectory cache;
+  Bytes plain = sample_plain_bundle();
+  Bytes ccob = testing::write_ccob(plain, 2, CcobMethod::Zstd);
+  auto binary = FatBinary::from_memory(ccob, "one.ccob", {.verified_cache = cache.str()});
+  ASSERT_TRUE(Succeeds(binary));
+  for (int run = 0; run < 2; ++run) {
+    auto bundle = binary->read(0);
+    ASSERT_TRUE(Succeeds(bundle));
+    ASSERT_EQ(bundle->entries().size(), 3u);
+    EXPECT_EQ(bundle->entries()[2].id, "hipv4-amdgcn-amd-amdhsa--gfx942");
+    EXPECT_EQ(file_names(cache.path()).size(), 1u) << run;
+  }
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ void expect_defaults(const Config& config) {
   EXPECT_EQ(config.hash_check, StreamOptions::HashCheck::Verify);
   EXPECT_EQ(config.stream_options().hash, StreamOptions::HashCheck::Verify);
   EXPECT_EQ(config.verified_cache, "");  // without HOME or XDG_CACHE_HOME: no marks
-  EXPECT_EQ(config.stream_options().verified_cache, "");
+  EXPECT_EQ(config.stream_options().read.verified_cache, "");
 }
 
 TEST(ConfigDefaults, UnsetVariablesKeepDefaults) {
@@ -261,7 +261,7 @@ TEST(ConfigVerifyCache, DefaultsToTheUsersCacheDirectory) {
   auto home = Config::from_variables(lookup_in({{"HOME", "/home/ada"}}));
   ASSERT_TRUE(Succeeds(home));
   EXPECT_EQ(home->verified_cache, "/home/ada/.cache/coload/verified");
-  EXPECT_EQ(home->stream_options().verified_cache, "/home/ada/.cache/coload/verified");
+  EXPECT_EQ(home->stream_options().read.verified_cache, "/home/ada/.cache/coload/verified");
   auto xdg = Config::from_variables(lookup_in({{"HOME", "/home/ada"}, {"XDG_CACHE_HOME", "/var/cache/ada"}}));
   ASSERT_TRUE(Succeeds(xdg));
   EXPECT_EQ(xdg->verified_cache, "/var/cache/ada/coload/verified");
@@ -281,7 +281,7 @@ TEST(ConfigVerifyCache, AcceptsOffAndAbsoluteDirectories) {
   auto chosen = Config::from_variables(lookup_in({{"HOME", "/home/ada"}, {"COLOAD_VERIFY_CACHE", "/srv/marks"}}));
   ASSERT_TRUE(Succeeds(chosen));
   EXPECT_EQ(chosen->verified_cache, "/srv/marks");
-  EXPECT_EQ(chosen->stream_options().verified_cache, "/srv/marks");
+  EXPECT_EQ(chosen->stream_options().read.verified_cache, "/srv/marks");
 }
 
 TEST(ConfigVerifyCache, RefusesRelativePaths) {

@@ -317,18 +317,10 @@ TEST(StreamSelect, CorruptTableIsReadBundlesError) {
   EXPECT_EQ(streamed.error().message(), whole.error().message());
 }
 
-// Verified marks (StreamOptions::verified_cache): a CCOB Verify mode checked
+// Verified marks (ReadOptions::verified_cache): a CCOB Verify mode checked
 // once is decoded as in Skip mode afterwards; nothing else is ever marked.
 
-/// The names of the marks in `directory` (none when it does not exist).
-std::vector<std::string> marks(const std::filesystem::path& directory) {
-  std::vector<std::string> names;
-  std::error_code missing;
-  for (const auto& file : std::filesystem::directory_iterator(directory, missing)) {
-    names.push_back(file.path().filename().string());
-  }
-  return names;
-}
+using testing::file_names;
 
 TEST(StreamSelectMarks, ACheckedCcobIsMarkedAndTheNextVerifyStopsEarly) {
   Bytes plain = three_entry_bundle();
@@ -338,13 +330,13 @@ TEST(StreamSelectMarks, ACheckedCcobIsMarkedAndTheNextVerifyStopsEarly) {
   for (int version : {1, 2, 3}) {
     for (CcobMethod method : {CcobMethod::Zlib, CcobMethod::Zstd}) {
       testing::ScratchDirectory cache;
-      StreamOptions marked{.verified_cache = (cache.path() / "verified").string()};
+      StreamOptions marked{.read = {.verified_cache = (cache.path() / "verified").string()}};
       Bytes ccob = testing::write_ccob(plain, version, method);
       auto first = select_ccob(ccob, "gfx90a", marked);
       ASSERT_TRUE(Succeeds(first)) << version;
       EXPECT_EQ(first->hash, StreamSelection::Hash::Checked);
       EXPECT_EQ(first->decoded_bytes, plain.size());
-      std::vector<std::string> names = marks(cache.path() / "verified");
+      std::vector<std::string> names = file_names(cache.path() / "verified");
       ASSERT_EQ(names.size(), 1u) << version;
       EXPECT_EQ(names[0].size(), 32u);  // 128 bits in hex, nothing left over from the write
       EXPECT_EQ(names[0].find_first_not_of("0123456789abcdef"), std::string::npos) << names[0];
@@ -364,13 +356,13 @@ TEST(StreamSelectMarks, SkipAndPlainBundlesNeitherReadNorWriteMarks) {
   testing::ScratchDirectory cache;
   Bytes plain = three_entry_bundle();
   Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd);
-  auto skip = select_ccob(ccob, "gfx90a", {.hash = Hash::Skip, .verified_cache = cache.str()});
+  auto skip = select_ccob(ccob, "gfx90a", {.hash = Hash::Skip, .read = {.verified_cache = cache.str()}});
   ASSERT_TRUE(Succeeds(skip));
   EXPECT_EQ(skip->hash, StreamSelection::Hash::NotChecked);
-  auto whole = select_ccob(plain, "gfx90a", {.verified_cache = cache.str()});
+  auto whole = select_ccob(plain, "gfx90a", {.read = {.verified_cache = cache.str()}});
   ASSERT_TRUE(Succeeds(whole));
   EXPECT_EQ(whole->hash, StreamSelection::Hash::NotChecked);
-  EXPECT_TRUE(marks(cache.path()).empty());
+  EXPECT_TRUE(file_names(cache.path()).empty());
   auto unmarked = select_ccob(ccob, "gfx90a");
   ASSERT_TRUE(Succeeds(unmarked));
   EXPECT_EQ(unmarked->hash, StreamSelection::Hash::Checked);
@@ -381,14 +373,14 @@ TEST(StreamSelectMarks, SkipAndPlainBundlesNeitherReadNorWriteMarks) {
 // is checked in full and refused.
 TEST(StreamSelectMarks, OnlyTheExactBytesCheckedAreTrusted) {
   testing::ScratchDirectory cache;
-  StreamOptions marked{.verified_cache = cache.str()};
+  StreamOptions marked{.read = {.verified_cache = cache.str()}};
   Bytes plain = three_entry_bundle();
 
   testing::CcobOptions wrong_hash;
   wrong_hash.overrides.hash = testing::ccob_hash(plain) ^ 1;
   Bytes refused = testing::write_ccob(plain, 3, CcobMethod::Zstd, wrong_hash);
   EXPECT_TRUE(FailsWith(select_ccob(refused, "gfx90a", marked), ErrorKind::HashMismatch));
-  EXPECT_TRUE(marks(cache.path()).empty());
+  EXPECT_TRUE(file_names(cache.path()).empty());
   EXPECT_TRUE(FailsWith(select_ccob(refused, "gfx90a", marked), ErrorKind::HashMismatch));
 
   // Two zstd frames, split just past the last entry's ELF header.
@@ -402,7 +394,7 @@ TEST(StreamSelectMarks, OnlyTheExactBytesCheckedAreTrusted) {
   options.payload->insert(options.payload->end(), second.begin(), second.end());
   Bytes intact = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
   ASSERT_TRUE(Succeeds(select_ccob(intact, "gfx90a", marked)));
-  ASSERT_EQ(marks(cache.path()).size(), 1u);
+  ASSERT_EQ(file_names(cache.path()).size(), 1u);
   auto again = select_ccob(intact, "gfx90a", marked);
   ASSERT_TRUE(Succeeds(again));
   EXPECT_EQ(again->hash, StreamSelection::Hash::CheckedEarlier);
@@ -415,17 +407,17 @@ TEST(StreamSelectMarks, OnlyTheExactBytesCheckedAreTrusted) {
   EXPECT_TRUE(checked.error().kind() == ErrorKind::CorruptData || checked.error().kind() == ErrorKind::HashMismatch ||
               checked.error().kind() == ErrorKind::SizeMismatch)
       << checked.error().message();
-  EXPECT_EQ(marks(cache.path()).size(), 1u);
+  EXPECT_EQ(file_names(cache.path()).size(), 1u);
 }
 
 // A mark whose contents are not what this library writes (another tool's
 // file, a write cut short by a crash) is a miss, and is written again.
 TEST(StreamSelectMarks, AMarkWithOtherContentsIsAMiss) {
   testing::ScratchDirectory cache;
-  StreamOptions marked{.verified_cache = cache.str()};
+  StreamOptions marked{.read = {.verified_cache = cache.str()}};
   Bytes ccob = testing::write_ccob(three_entry_bundle(), 3, CcobMethod::Zlib);
   ASSERT_TRUE(Succeeds(select_ccob(ccob, "gfx90a", marked)));
-  std::vector<std::string> names = marks(cache.path());
+  std::vector<std::string> names = file_names(cache.path());
   ASSERT_EQ(names.size(), 1u);
   for (std::string contents : {std::string(), std::string("coload verified\n")}) {
     std::ofstream(cache.path() / names[0], std::ios::trunc) << contents;
@@ -442,7 +434,7 @@ TEST(StreamSelectMarks, AMarkWithOtherContentsIsAMiss) {
 // their own temporary name: one mark results, nothing else is left behind.
 TEST(StreamSelectMarks, ConcurrentChecksLeaveOneMark) {
   testing::ScratchDirectory cache;
-  StreamOptions marked{.verified_cache = (cache.path() / "a" / "b").string()};
+  StreamOptions marked{.read = {.verified_cache = (cache.path() / "a" / "b").string()}};
   Bytes ccob = testing::write_ccob(three_entry_bundle(), 3, CcobMethod::Zstd);
   auto binary = FatBinary::from_memory(ccob);
   ASSERT_TRUE(Succeeds(binary));
@@ -458,7 +450,7 @@ TEST(StreamSelectMarks, ConcurrentChecksLeaveOneMark) {
   }
   for (std::thread& thread : threads) thread.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(chosen[t], std::optional<std::size_t>(2)) << t;
-  std::vector<std::string> names = marks(cache.path() / "a" / "b");
+  std::vector<std::string> names = file_names(cache.path() / "a" / "b");
   ASSERT_EQ(names.size(), 1u) << names.size() << " files, first " << names.front();
   EXPECT_EQ(names[0].size(), 32u) << names[0];
 }
@@ -467,7 +459,7 @@ TEST(StreamSelectMarks, ConcurrentChecksLeaveOneMark) {
 TEST(StreamSelectMarks, AnUnusableDirectoryIsNoError) {
   testing::ScratchDirectory scratch;
   std::ofstream(scratch.path() / "file") << "not a directory";
-  StreamOptions marked{.verified_cache = (scratch.path() / "file" / "verified").string()};
+  StreamOptions marked{.read = {.verified_cache = (scratch.path() / "file" / "verified").string()}};
   Bytes ccob = testing::write_ccob(three_entry_bundle(), 3, CcobMethod::Zstd);
   for (int run = 0; run < 2; ++run) {
     auto result = select_ccob(ccob, "gfx90a", marked);

@@ -75,4 +75,15 @@ class ScratchDirectory {
   std::filesystem::path path_;
 };
 
+/// The names of the files in `directory` (none when it does not exist), e.g.
+/// the verified marks a test left there.
+inline std::vector<std::string> file_names(const std::filesystem::path& directory) {
+  std::vector<std::string> names;
+  std::error_code missing;
+  for (const auto& file : std::filesystem::directory_iterator(directory, missing)) {
+    names.push_back(file.path().filename().string());
+  }
+  return names;
+}
+
 }  // namespace coload::testing

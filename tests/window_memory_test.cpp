@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "coload/bundle.h"
+#include "coload/fat_binary.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"
 
@@ -148,6 +150,16 @@ TEST_F(WindowMemory, ALargeZstdFrameDecodesThroughAKeptMapping) {
   ASSERT_TRUE(testing::Succeeds(decompressed));
   EXPECT_EQ(*decompressed, plain);
   EXPECT_EQ(kept_bytes(), kept);  // the same mapping, reused
+
+  // read_bundle keeps the decompressed bundle in such a mapping too.
+  auto binary = FatBinary::from_memory(ccob);
+  ASSERT_TRUE(testing::Succeeds(binary));
+  auto bundle = binary->read(0);
+  ASSERT_TRUE(testing::Succeeds(bundle));
+  EXPECT_TRUE(std::ranges::equal(bundle->uncompressed(), plain));
+  EXPECT_EQ(block_of(const_cast<std::byte*>(bundle->uncompressed().data())) % kHugePage, 0u);
+  ASSERT_EQ(bundle->entries().size(), 1u);
+  EXPECT_TRUE(std::ranges::equal(bundle->entries()[0].bytes, code));
 }
 
 }  // namespace

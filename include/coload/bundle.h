@@ -47,6 +47,15 @@ struct ReadOptions {
   /// Largest uncompressed bundle a CCOB may declare or produce; also the total
   /// that one scan_bundles may decode to measure v1 CCOBs.
   std::uint64_t max_decompressed_bytes = std::uint64_t{1} << 30;
+  /// A directory of marks, one per CCOB whose stored hash and size were
+  /// checked, named by a 128-bit xxh3 of the CCOB's bytes (header and
+  /// payload). A CCOB with a mark is trusted: decompress_bundle and
+  /// read_bundle skip its MD5, and a Verify-mode stream decodes it as in Skip
+  /// mode. Those exact bytes were checked; changed bytes have no mark. One
+  /// without is checked and, when it passes, marked. Marks that cannot be
+  /// read or written are misses, never errors. Empty: no marks (every CCOB
+  /// checked in full). Config::verified_cache (COLOAD_VERIFY_CACHE) sets it.
+  std::string verified_cache;
 };
 
 /// The fixed header of a CCOB, all fields as stored.

@@ -46,7 +46,7 @@ struct Config {
   /// decoded to its end to check the stored MD5 prefix (StreamOptions::HashCheck).
   StreamOptions::HashCheck hash_check = StreamOptions::HashCheck::Verify;
   /// COLOAD_VERIFY_CACHE=off|DIRECTORY: where Verify mode keeps its marks of
-  /// checked CCOBs (StreamOptions::verified_cache); empty for none. Unset,
+  /// checked CCOBs (ReadOptions::verified_cache); empty for none. Unset,
   /// from_variables uses $XDG_CACHE_HOME/coload/verified, else
   /// $HOME/.cache/coload/verified; a default-constructed Config has none.
   std::string verified_cache;
@@ -57,7 +57,7 @@ struct Config {
   /// processor (or says `all`); never turns it off.
   void apply(Device& device) const;
   ReadOptions read_options() const;
-  /// hash_check, verified_cache and read_options(), for select_in_compressed_bundle.
+  /// hash_check and read_options(), for select_in_compressed_bundle.
   StreamOptions stream_options() const;
   /// select_options(HotswapRegistry::builtin()).
   SelectOptions select_options() const;

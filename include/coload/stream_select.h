@@ -44,16 +44,9 @@ struct StreamOptions {
     Skip,
   };
   HashCheck hash = HashCheck::Verify;
-  /// Verify mode only: a directory of marks, one per CCOB whose stored hash
-  /// and size a stream checked, named by a 128-bit xxh3 of the CCOB's bytes.
-  /// A CCOB with a mark is decoded as in Skip mode (those exact bytes were
-  /// checked; changed bytes have no mark); one without is checked and, when
-  /// it passes, marked. Marks that cannot be read or written are misses,
-  /// never errors. Empty: no marks (every stream checked in full).
-  /// Config::verified_cache (COLOAD_VERIFY_CACHE) sets it.
-  std::string verified_cache;
   /// Caps as for read_bundle (max_decompressed_bytes bounds the declared and
-  /// the produced size).
+  /// the produced size), and in Verify mode the marks of checked CCOBs
+  /// (ReadOptions::verified_cache).
   ReadOptions read;
 };
 
@@ -78,7 +71,7 @@ struct StreamSelection {
   /// What became of the CCOB's stored hash.
   enum class Hash : std::uint8_t {
     Checked,         ///< the whole stream decoded and its MD5 prefix and size matched
-    CheckedEarlier,  ///< a mark in StreamOptions::verified_cache: decoded as in Skip mode
+    CheckedEarlier,  ///< a mark in ReadOptions::verified_cache: decoded as in Skip mode
     NotChecked,      ///< Skip mode, or a plain bundle (no hash)
   };
   /// Every entry judged, identical to select_entry over the decompressed bundle.

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "bundle/decompress.h"
 #include "bundle/plain_table.h"
 #include "coload/bundle.h"
 #include "common/bytes.h"
@@ -350,12 +351,12 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
       auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
                                     : parse_compressed_header(bytes, options);
       if (!header) return std::move(header).error().with_context(context());
-      auto decompressed = decompress_bundle(bytes, *header, options);
+      auto decompressed = detail::decompress_bundle_mapped(bytes, *header, options);
       if (!decompressed) return std::move(decompressed).error().with_context(context());
-      auto storage = std::make_shared<const std::vector<std::byte>>(std::move(*decompressed));
-      auto plain = parse_plain_bundle(*storage);
+      Bytes uncompressed = (*decompressed)->bytes();
+      auto plain = parse_plain_bundle(uncompressed);
       if (!plain) return std::move(plain).error().with_context(context() + ", decompressed");
-      return Bundle(info, std::move(plain->entries), *storage, std::move(storage));
+      return Bundle(info, std::move(plain->entries), uncompressed, std::move(*decompressed));
     }
     case BundleFormat::CodeObject: {
       auto target = detail::target_id_from_elf_header(bytes);

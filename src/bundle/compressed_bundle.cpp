@@ -1,9 +1,13 @@
 // `CCOB` compressed bundles: a small header and one zlib or zstd stream holding
 // a complete plain bundle. The stored hash is the first 8 bytes of the MD5 of
 // that plain bundle; clang never checks it, we always do.
+#include <cstring>
+#include <optional>
 #include <string>
 
 #include "bundle/decompress.h"
+#include "bundle/verified_marks.h"
+#include "bundle/window_memory.h"
 #include "coload/bundle.h"
 #include "common/bytes.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -25,24 +29,84 @@ class DiscardSink final : public detail::DecodeSink {
   void write(Bytes) override {}
 };
 
-class KeepAndHashSink final : public detail::DecodeSink {
+/// Passes every chunk on to `keep`, hashing it on the way unless told not to.
+class HashingSink final : public detail::DecodeSink {
  public:
-  explicit KeepAndHashSink(std::uint64_t expected) {
+  HashingSink(detail::DecodeSink& keep, bool hash) : keep_(keep), hash_(hash) {}
+  void write(Bytes chunk) override {
+    keep_.write(chunk);
+    if (hash_) md5_.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(chunk.data()), chunk.size()));
+  }
+  bool done() const override { return keep_.done(); }
+  std::uint64_t digest_low() { return md5_.final().low(); }
+
+ private:
+  detail::DecodeSink& keep_;
+  bool hash_;
+  llvm::MD5 md5_;
+};
+
+class VectorSink final : public detail::DecodeSink {
+ public:
+  explicit VectorSink(std::uint64_t expected) {
     // Reserve what the header declares only while it is modest; a lying header
     // must not cost memory before the data shows up.
     bytes_.reserve(std::min<std::uint64_t>(expected, 64u << 20));
   }
-  void write(Bytes chunk) override {
-    bytes_.insert(bytes_.end(), chunk.begin(), chunk.end());
-    md5_.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(chunk.data()), chunk.size()));
-  }
-  std::uint64_t digest_low() { return md5_.final().low(); }
+  void write(Bytes chunk) override { bytes_.insert(bytes_.end(), chunk.begin(), chunk.end()); }
   std::vector<std::byte> take() { return std::move(bytes_); }
 
  private:
   std::vector<std::byte> bytes_;
-  llvm::MD5 md5_;
 };
+
+class MappedSink final : public detail::DecodeSink {
+ public:
+  explicit MappedSink(detail::DecompressedBundle& bundle) : bundle_(bundle) {}
+  // decode_stream never passes more than the declared size on; a full buffer
+  // is still refused rather than overrun.
+  void write(Bytes chunk) override { overrun_ = overrun_ || !bundle_.append(chunk); }
+  bool done() const override { return overrun_; }
+  bool overrun() const { return overrun_; }
+
+ private:
+  detail::DecompressedBundle& bundle_;
+  bool overrun_ = false;
+};
+
+/// Decodes the CCOB at bytes[0] into `keep` and checks what decompress_bundle
+/// documents: the limit, total_size, the decoded size and the stored MD5
+/// prefix (or a verified mark in its place).
+Expected<void> decode_checked(Bytes bytes, const CompressedHeader& header, const ReadOptions& options,
+                              detail::DecodeSink& keep) {
+  if (header.uncompressed_size > options.max_decompressed_bytes) {
+    return Error(ErrorKind::LimitExceeded, "CCOB: uncompressed_size " + hex(header.uncompressed_size) +
+                                               " exceeds the limit " + hex(options.max_decompressed_bytes));
+  }
+  std::uint64_t end = header.total_size.value_or(bytes.size());
+  if (end > bytes.size() || end < header.header_size) {
+    return Error(ErrorKind::OutOfBounds, "CCOB: total_size " + hex(end) + " does not fit the " +
+                                             hex(bytes.size()) + " bytes given");
+  }
+  std::optional<detail::VerifiedMark> mark;
+  if (!options.verified_cache.empty()) mark.emplace(options.verified_cache, bytes.first(end), header);
+  bool checked_earlier = mark && mark->present();
+  HashingSink sink(keep, !checked_earlier);
+  auto end_rule = header.total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
+  auto consumed = detail::decode_stream(header.method, bytes.subspan(header.header_size, end - header.header_size),
+                                        header.uncompressed_size, end_rule, sink);
+  if (!consumed) return std::move(consumed).error().with_context("CCOB v" + std::to_string(header.version));
+  if (checked_earlier) return {};  // the size is still checked, by decode_stream
+  std::uint64_t computed = sink.digest_low();
+  if (computed != header.hash) {
+    return Error(ErrorKind::HashMismatch, "CCOB v" + std::to_string(header.version) + ": stored hash " +
+                                              hex(header.hash) + " at offset " + hex(hash_offset(header.version)) +
+                                              " does not match " + hex(computed) + ", the MD5 prefix of the " +
+                                              hex(header.uncompressed_size) + " decompressed bytes");
+  }
+  if (mark) mark->record();
+  return {};
+}
 
 }  // namespace
 
@@ -142,28 +206,42 @@ Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes,
 
 Expected<std::vector<std::byte>> decompress_bundle(std::span<const std::byte> bytes, const CompressedHeader& header,
                                                    const ReadOptions& options) {
+  VectorSink keep(header.uncompressed_size);
+  if (auto checked = decode_checked(bytes, header, options, keep); !checked) return std::move(checked).error();
+  return keep.take();
+}
+
+detail::DecompressedBundle::DecompressedBundle(std::uint64_t capacity)
+    : data_(static_cast<std::byte*>(window_memory::allocate(nullptr, capacity))), capacity_(capacity) {}
+
+detail::DecompressedBundle::~DecompressedBundle() { window_memory::release(nullptr, data_); }
+
+bool detail::DecompressedBundle::append(Bytes chunk) {
+  if (chunk.size() > capacity_ - size_) return false;
+  if (!chunk.empty()) std::memcpy(data_ + size_, chunk.data(), chunk.size());
+  size_ += chunk.size();
+  return true;
+}
+
+Expected<std::shared_ptr<const detail::DecompressedBundle>> detail::decompress_bundle_mapped(
+    Bytes ccob, const CompressedHeader& header, const ReadOptions& options) {
   if (header.uncompressed_size > options.max_decompressed_bytes) {
     return Error(ErrorKind::LimitExceeded, "CCOB: uncompressed_size " + hex(header.uncompressed_size) +
                                                " exceeds the limit " + hex(options.max_decompressed_bytes));
   }
-  std::uint64_t end = header.total_size.value_or(bytes.size());
-  if (end > bytes.size() || end < header.header_size) {
-    return Error(ErrorKind::OutOfBounds, "CCOB: total_size " + hex(end) + " does not fit the " +
-                                             hex(bytes.size()) + " bytes given");
+  // Address space for the declared size; pages come only as bytes arrive.
+  auto bundle = std::make_shared<DecompressedBundle>(header.uncompressed_size);
+  if (!bundle->allocated()) {
+    return Error(ErrorKind::LimitExceeded, "CCOB: cannot map " + hex(header.uncompressed_size) +
+                                               " bytes (uncompressed_size) for the decompressed bundle");
   }
-  KeepAndHashSink sink(header.uncompressed_size);
-  auto end_rule = header.total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
-  auto consumed = detail::decode_stream(header.method, bytes.subspan(header.header_size, end - header.header_size),
-                                        header.uncompressed_size, end_rule, sink);
-  if (!consumed) return std::move(consumed).error().with_context("CCOB v" + std::to_string(header.version));
-  std::uint64_t computed = sink.digest_low();
-  if (computed != header.hash) {
-    return Error(ErrorKind::HashMismatch, "CCOB v" + std::to_string(header.version) + ": stored hash " +
-                                              hex(header.hash) + " at offset " + hex(hash_offset(header.version)) +
-                                              " does not match " + hex(computed) + ", the MD5 prefix of the " +
-                                              hex(header.uncompressed_size) + " decompressed bytes");
+  MappedSink keep(*bundle);
+  if (auto checked = decode_checked(ccob, header, options, keep); !checked) return std::move(checked).error();
+  if (keep.overrun()) {
+    return Error(ErrorKind::SizeMismatch, "CCOB: decompressed data passes uncompressed_size " +
+                                              hex(header.uncompressed_size));
   }
-  return sink.take();
+  return std::shared_ptr<const DecompressedBundle>(std::move(bundle));
 }
 
 }  // namespace coload

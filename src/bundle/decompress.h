@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "coload/bundle.h"
 #include "common/bytes.h"
@@ -33,5 +34,31 @@ enum class StreamEnd {
 /// SizeMismatch (more or fewer than expected_size bytes, or input left over).
 Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::uint64_t expected_size,
                                       StreamEnd end, DecodeSink& sink);
+
+/// A bundle decompressed into memory from window_memory: a large one on huge
+/// pages, so reading it faults a few hundred times instead of once per 4 KiB.
+class DecompressedBundle {
+ public:
+  explicit DecompressedBundle(std::uint64_t capacity);
+  ~DecompressedBundle();
+  DecompressedBundle(const DecompressedBundle&) = delete;
+  DecompressedBundle& operator=(const DecompressedBundle&) = delete;
+
+  /// False when `capacity` bytes could not be had.
+  bool allocated() const { return data_ != nullptr; }
+  /// Appends `chunk`; false, writing nothing, when it would pass the capacity.
+  bool append(Bytes chunk);
+  Bytes bytes() const { return Bytes(data_, size_); }
+
+ private:
+  std::byte* data_;
+  std::uint64_t capacity_;
+  std::uint64_t size_ = 0;
+};
+
+/// decompress_bundle (checks, errors and verified marks included) into a
+/// DecompressedBundle: read_bundle's storage.
+Expected<std::shared_ptr<const DecompressedBundle>> decompress_bundle_mapped(Bytes ccob, const CompressedHeader& header,
+                                                                            const ReadOptions& options);
 
 }  // namespace coload::detail

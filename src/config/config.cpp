@@ -216,11 +216,12 @@ void Config::apply(Device& device) const {
 ReadOptions Config::read_options() const {
   ReadOptions options;
   options.max_decompressed_bytes = max_decompressed_bytes;
+  options.verified_cache = verified_cache;
   return options;
 }
 
 StreamOptions Config::stream_options() const {
-  return StreamOptions{.hash = hash_check, .verified_cache = verified_cache, .read = read_options()};
+  return StreamOptions{.hash = hash_check, .read = read_options()};
 }
 
 SelectOptions Config::select_options() const {

@@ -348,7 +348,9 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
 
   bool verify = stream.hash == StreamOptions::HashCheck::Verify;
   std::optional<detail::VerifiedMark> mark;
-  if (verify && !stream.verified_cache.empty()) mark.emplace(stream.verified_cache, bytes.first(end), *header);
+  if (verify && !stream.read.verified_cache.empty()) {
+    mark.emplace(stream.read.verified_cache, bytes.first(end), *header);
+  }
   bool checked_earlier = mark && mark->present();
   if (checked_earlier) verify = false;
   SelectingSink sink(chooser, header->uncompressed_size, verify, !verify);

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "coload/config.h"
 #include "coload/fat_binary.h"
 #include "commands.h"
 #include "json_writer.h"
@@ -145,7 +146,9 @@ void write_json(JsonWriter& json, const Listing& listing) {
 
 int run_ls(std::span<const std::string> args) {
   bool as_json = false;
-  ReadOptions options;
+  const Expected<Config>& config = process_config();
+  if (!config) return usage_error("environment: " + config.error().message());
+  ReadOptions options = config->read_options();  // the decompression cap and verified marks
   std::vector<std::string> files;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--json") {
