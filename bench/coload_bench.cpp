@@ -295,13 +295,17 @@ struct LargeCcob {
   }
 };
 
-// Decompress: coload's whole read (read_bundle: zstd + MD5 + table) vs zstd.
-void BM_Decompress(benchmark::State& state) {
+// Decompress: coload's whole read (read_bundle: zstd + MD5 + table) vs zstd;
+// Marked: the CCOB marked as checked (untimed first read), so no MD5.
+void BM_Decompress(benchmark::State& state, HashMode mode) {
   LargeCcob ccob;
+  const HashSetup hash(mode);
+  const coload::ReadOptions& options = hash.options.read;
+  if (!coload::read_bundle(ccob.fat.source().bytes(), ccob.info, options)) std::abort();
   paired(
       state,
       [&] {
-        auto bundle = coload::read_bundle(ccob.fat.source().bytes(), ccob.info);
+        auto bundle = coload::read_bundle(ccob.fat.source().bytes(), ccob.info, options);
         if (!bundle) std::abort();
         benchmark::DoNotOptimize(bundle->uncompressed().data());
       },
@@ -326,7 +330,8 @@ void BM_Decompress(benchmark::State& state) {
   // Throughput ratio coload / zstd (target >= 0.8): the same as speedup.
   state.counters["ratio_vs_zstd"] = state.counters["speedup"];
 }
-BENCHMARK(BM_Decompress)->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK_CAPTURE(BM_Decompress, verify, HashMode::Verify)->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK_CAPTURE(BM_Decompress, marked, HashMode::Marked)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 
 // ---------------------------------------------------------------------------
 // StreamSelect: the large CCOB, select_in_compressed_bundle vs raw zstd.
