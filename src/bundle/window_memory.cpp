@@ -1,5 +1,6 @@
 #include "bundle/window_memory.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <array>
@@ -83,6 +84,9 @@ class KeptMappings {
     }
   }
 
+  void lock() { mutex_.lock(); }
+  void unlock() { mutex_.unlock(); }
+
   std::size_t bytes() {
     std::lock_guard lock(mutex_);
     std::size_t total = 0;
@@ -95,9 +99,19 @@ class KeptMappings {
   std::array<Mapping, kKeptMappings> kept_{};
 };
 
+KeptMappings* kept = nullptr;  // set once, by kept_mappings()
+
 KeptMappings& kept_mappings() {
-  static auto* mappings = new KeptMappings;  // never destroyed: decoding threads may outlive static destructors
-  return *mappings;
+  // Never destroyed: decoding threads may outlive static destructors. The
+  // lock is held across fork(), so a child never inherits it locked by a
+  // thread it does not have.
+  static const bool ready = [] {
+    kept = new KeptMappings;
+    pthread_atfork([] { kept->lock(); }, [] { kept->unlock(); }, [] { kept->unlock(); });
+    return true;
+  }();
+  (void)ready;
+  return *kept;
 }
 
 }  // namespace
