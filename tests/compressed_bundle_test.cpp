@@ -101,6 +101,19 @@ TEST_P(EveryVariant, SizeAboveTheCapFailsBeforeDecompressing) {
   auto header = parse_compressed_header(ccob, small);
   ASSERT_TRUE(FailsWith(header, ErrorKind::LimitExceeded));
   EXPECT_NE(header.error().message().find("exceeds the limit"), std::string::npos);
+  // A header parsed under a larger cap is still held to the reader's.
+  auto parsed = parse_compressed_header(ccob);
+  ASSERT_TRUE(Succeeds(parsed));
+  std::string want = "CCOB: uncompressed_size " + detail::hex(plain.size()) + " exceeds the limit " +
+                     detail::hex(plain.size() - 1);
+  auto whole = decompress_bundle(ccob, *parsed, small);
+  ASSERT_TRUE(FailsWith(whole, ErrorKind::LimitExceeded));
+  EXPECT_EQ(whole.error().message(), want);
+  auto info = scan_bundles(ccob, SourceLayout{.region_size = ccob.size()});
+  ASSERT_TRUE(Succeeds(info));
+  auto read = read_bundle(ccob, info->front(), small);
+  ASSERT_TRUE(FailsWith(read, ErrorKind::LimitExceeded));
+  EXPECT_NE(read.error().message().find(want), std::string::npos) << read.error().message();
 }
 
 TEST_P(EveryVariant, GarbagePayloadIsCorruptData) {

@@ -74,15 +74,18 @@ class MappedSink final : public detail::DecodeSink {
   bool overrun_ = false;
 };
 
+Expected<void> check_limit(const CompressedHeader& header, const ReadOptions& options) {
+  if (header.uncompressed_size <= options.max_decompressed_bytes) return {};
+  return Error(ErrorKind::LimitExceeded, "CCOB: uncompressed_size " + hex(header.uncompressed_size) +
+                                             " exceeds the limit " + hex(options.max_decompressed_bytes));
+}
+
 /// Decodes the CCOB at bytes[0] into `keep` and checks what decompress_bundle
 /// documents: the limit, total_size, the decoded size and the stored MD5
 /// prefix (or a verified mark in its place).
 Expected<void> decode_checked(Bytes bytes, const CompressedHeader& header, const ReadOptions& options,
                               detail::DecodeSink& keep) {
-  if (header.uncompressed_size > options.max_decompressed_bytes) {
-    return Error(ErrorKind::LimitExceeded, "CCOB: uncompressed_size " + hex(header.uncompressed_size) +
-                                               " exceeds the limit " + hex(options.max_decompressed_bytes));
-  }
+  if (auto fits = check_limit(header, options); !fits) return fits;
   std::uint64_t end = header.total_size.value_or(bytes.size());
   if (end > bytes.size() || end < header.header_size) {
     return Error(ErrorKind::OutOfBounds, "CCOB: total_size " + hex(end) + " does not fit the " +
@@ -225,10 +228,7 @@ bool detail::DecompressedBundle::append(Bytes chunk) {
 
 Expected<std::shared_ptr<const detail::DecompressedBundle>> detail::decompress_bundle_mapped(
     Bytes ccob, const CompressedHeader& header, const ReadOptions& options) {
-  if (header.uncompressed_size > options.max_decompressed_bytes) {
-    return Error(ErrorKind::LimitExceeded, "CCOB: uncompressed_size " + hex(header.uncompressed_size) +
-                                               " exceeds the limit " + hex(options.max_decompressed_bytes));
-  }
+  if (auto fits = check_limit(header, options); !fits) return std::move(fits).error();
   // Address space for the declared size; pages come only as bytes arrive.
   auto bundle = std::make_shared<DecompressedBundle>(header.uncompressed_size);
   if (!bundle->allocated()) {
