@@ -35,7 +35,8 @@ class HashingSink final : public detail::DecodeSink {
   HashingSink(detail::DecodeSink& keep, bool hash) : keep_(keep), hash_(hash) {}
   void write(Bytes chunk) override {
     keep_.write(chunk);
-    if (hash_) md5_.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(chunk.data()), chunk.size()));
+    if (!hash_) return;
+    md5_.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(chunk.data()), chunk.size()));
   }
   bool done() const override { return keep_.done(); }
   std::uint64_t digest_low() { return md5_.final().low(); }
