@@ -294,6 +294,13 @@ TEST(CompressedBundle, TrailingBytesInsideTotalSizeAreSizeMismatchOrCorrupt) {
 // decompress_bundle, and so read_bundle and FatBinary::read, mark a CCOB whose
 // hash they checked and skip the MD5 of a marked one.
 
+/// `plain` as a v3 CCOB whose stored hash is one bit off.
+Bytes with_wrong_hash(const Bytes& plain, CcobMethod method) {
+  testing::CcobOptions options;
+  options.overrides.hash = testing::ccob_hash(plain) ^ 1;
+  return testing::write_ccob(plain, 3, method, options);
+}
+
 TEST(CompressedBundleMarks, ACheckedCcobIsMarkedAndReadAgainFromTheMark) {
   Bytes plain = sample_plain_bundle();
   for (int version : {1, 2, 3}) {
@@ -315,10 +322,7 @@ TEST(CompressedBundleMarks, ACheckedCcobIsMarkedAndReadAgainFromTheMark) {
 
 TEST(CompressedBundleMarks, AFailedCheckLeavesNoMark) {
   testing::ScratchDirectory cache;
-  Bytes plain = sample_plain_bundle();
-  testing::CcobOptions wrong_hash;
-  wrong_hash.overrides.hash = testing::ccob_hash(plain) ^ 1;
-  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd, wrong_hash);
+  Bytes ccob = with_wrong_hash(sample_plain_bundle(), CcobMethod::Zstd);
   auto header = parse_compressed_header(ccob);
   ASSERT_TRUE(Succeeds(header));
   EXPECT_TRUE(FailsWith(decompress_bundle(ccob, *header, {.verified_cache = cache.str()}), ErrorKind::HashMismatch));
@@ -332,9 +336,7 @@ TEST(CompressedBundleMarks, AMarkSkipsTheMd5ButNotTheSizeCheck) {
   testing::ScratchDirectory cache;
   ReadOptions marked{.verified_cache = cache.str()};
   Bytes plain = sample_plain_bundle();
-  testing::CcobOptions wrong_hash;
-  wrong_hash.overrides.hash = testing::ccob_hash(plain) ^ 1;
-  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zlib, wrong_hash);
+  Bytes ccob = with_wrong_hash(plain, CcobMethod::Zlib);
   auto header = parse_compressed_header(ccob);
   ASSERT_TRUE(Succeeds(header));
   detail::VerifiedMark(cache.str(), ccob, *header).record();
