@@ -57,8 +57,9 @@ Candidate picked_candidate(std::size_t index, std::string id, bool picked) {
 
 class SelectingSink final : public detail::DecodeSink {
  public:
-  SelectingSink(Chooser chooser, std::uint64_t extent, bool hash, bool stop_early)
-      : chooser_(chooser), extent_(extent), hash_(hash), stop_early_(stop_early) {}
+  /// `hash`: MD5 the whole stream (so never stop early); otherwise stop once
+  /// the choice is final.
+  SelectingSink(Chooser chooser, std::uint64_t extent, bool hash) : chooser_(chooser), extent_(extent), hash_(hash) {}
 
   void write(Bytes chunk) override {
     if (hash_) {
@@ -80,7 +81,7 @@ class SelectingSink final : public detail::DecodeSink {
     if (state_ == State::Entries) walk(chunk, at);
   }
 
-  bool done() const override { return stop_early_ && finished_; }
+  bool done() const override { return !hash_ && finished_; }
 
   bool streamed() const { return state_ == State::Entries && finished_; }
   /// Whether every entry's head went by (Skip mode may stop before).
@@ -259,7 +260,6 @@ class SelectingSink final : public detail::DecodeSink {
   Chooser chooser_;
   std::uint64_t extent_;
   bool hash_;
-  bool stop_early_;
   llvm::MD5 md5_;
   std::uint64_t position_ = 0;
 
@@ -353,7 +353,7 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
   }
   bool checked_earlier = mark && mark->present();
   if (checked_earlier) verify = false;
-  SelectingSink sink(chooser, header->uncompressed_size, verify, !verify);
+  SelectingSink sink(chooser, header->uncompressed_size, verify);
   auto end_rule = header->total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
   auto consumed = detail::decode_stream(header->method, bytes.subspan(header->header_size, end - header->header_size),
                                         header->uncompressed_size, end_rule, sink);
