@@ -1,12 +1,13 @@
-// Internal: marks of CCOBs whose stored hash a Verify-mode stream checked.
+// Internal: marks of CCOBs whose stored hash was checked (by a Verify-mode
+// stream or a whole read).
 //
 // Checking a CCOB's MD5 means decoding all of it, which costs 5-10 times what
 // choosing an entry does, and a runtime checks the same libraries at every
-// start. A mark is a file in StreamOptions::verified_cache named by a 128-bit
+// start. A mark is a file in ReadOptions::verified_cache named by a 128-bit
 // xxh3 of the CCOB's bytes (header and payload): those exact bytes decode to
 // a stream whose MD5 prefix and size matched the header. Decoding is a
-// function of the bytes, so a stream with a mark needs no second check and
-// may stop as Skip mode does. Changed bytes give another name, so corruption
+// function of the bytes, so a CCOB with a mark needs no second MD5, and a
+// stream of it may stop as Skip mode does. Changed bytes give another name, so corruption
 // is still caught. Marks are best-effort: a mark that cannot be read or
 // written is a miss, never an error.
 #pragma once

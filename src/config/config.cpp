@@ -220,9 +220,7 @@ ReadOptions Config::read_options() const {
   return options;
 }
 
-StreamOptions Config::stream_options() const {
-  return StreamOptions{.hash = hash_check, .read = read_options()};
-}
+StreamOptions Config::stream_options() const { return StreamOptions{.hash = hash_check, .read = read_options()}; }
 
 SelectOptions Config::select_options() const {
   // Building the builtin registry validates every pass's pairs: not for nothing.

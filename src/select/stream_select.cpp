@@ -314,7 +314,8 @@ Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, con
   }
   result.decoded_bytes = decoded + (info.compressed ? info.compressed->uncompressed_size : 0);
   result.decompressed_whole = true;
-  // read_bundle checks a CCOB's hash whatever the mode.
+  // read_bundle checks a CCOB's hash whatever the mode, or trusts its mark;
+  // in Verify mode the stream above has just checked (and marked) it.
   result.hash = info.format == BundleFormat::Compressed ? StreamSelection::Hash::Checked
                                                         : StreamSelection::Hash::NotChecked;
   return result;
