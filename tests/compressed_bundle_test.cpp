@@ -290,6 +290,137 @@ TEST(CompressedBundle, TrailingBytesInsideTotalSizeAreSizeMismatchOrCorrupt) {
   EXPECT_TRUE(FailsWith(decompress_bundle(zstd, *header), ErrorKind::CorruptData));
 }
 
+// zstd payloads take one of three routes through decode_stream: into the
+// sink's own memory (read_bundle's bundle), into scratch memory of the
+// content's size (a single-segment frame of 2 MiB or more, as the bundler
+// writes), or through libzstd's window in chunks (any other frame). Each
+// must decode the same bytes and fail the same way.
+
+/// 3 MiB with matches near and far.
+Bytes zstd_content() {
+  Bytes content(3u << 20);
+  std::uint32_t state = 1;
+  for (std::size_t i = 0; i < content.size(); ++i) {
+    if (i >= (1u << 20) && i % 4096 < 2048) {
+      content[i] = content[i - (1u << 20) + 7];
+      continue;
+    }
+    state = state * 1664525u + 1013904223u;
+    content[i] = std::byte(static_cast<std::uint8_t>((state >> 24) & 0x1f));
+  }
+  return content;
+}
+
+struct ZstdRoute {
+  const char* name;
+  testing::ZstdFrame frame;
+  bool sink_memory;  // the sink offers memory of the declared size
+};
+
+// A window of 4 MiB holds the 3 MiB content: zstd writes the frame single-segment.
+constexpr testing::ZstdFrame kSingleSegment{.window_log = 22};
+
+constexpr ZstdRoute kZstdRoutes[] = {
+    {"single-segment frame, scratch memory", kSingleSegment, false},
+    {"single-segment frame, the sink's memory", kSingleSegment, true},
+    {"128 KiB window, libzstd's window", {.window_log = 17}, false},
+    {"128 KiB window, the sink's memory", {.window_log = 17}, true},
+    {"no content size, libzstd's window", {.content_size = false}, false},
+};
+
+/// Keeps what it is given, offering memory of `offered` bytes when asked;
+/// stops after `stop_after` bytes.
+class KeepingSink final : public detail::DecodeSink {
+ public:
+  KeepingSink(std::uint64_t offered, bool offer, std::uint64_t stop_after = UINT64_MAX)
+      : memory_(offer ? offered : 0), stop_after_(stop_after) {}
+  void write(detail::Bytes chunk) override {
+    if (!memory_.empty() && chunk.data() != memory_.data() + kept_.size()) in_place_ = false;
+    if (!kept_.empty() && chunk.data() != last_end_) contiguous_ = false;
+    last_end_ = chunk.data() + chunk.size();
+    kept_.insert(kept_.end(), chunk.begin(), chunk.end());
+  }
+  bool done() const override { return kept_.size() >= stop_after_; }
+  std::span<std::byte> output() override { return memory_; }
+
+  const Bytes& kept() const { return kept_; }
+  bool in_place() const { return in_place_; }      // every chunk at its place in the offered memory
+  bool contiguous() const { return contiguous_; }  // every chunk right after the one before
+
+ private:
+  Bytes memory_;
+  std::uint64_t stop_after_;
+  Bytes kept_;
+  const std::byte* last_end_ = nullptr;
+  bool in_place_ = true;
+  bool contiguous_ = true;
+};
+
+Expected<std::uint64_t> decode(const Bytes& payload, std::uint64_t expected, KeepingSink& sink) {
+  return detail::decode_stream(Compression::Zstd, payload, expected, detail::StreamEnd::EndOfInput, sink);
+}
+
+TEST(ZstdDecoding, EveryRouteYieldsTheSameBytes) {
+  Bytes content = zstd_content();
+  for (const ZstdRoute& route : kZstdRoutes) {
+    Bytes payload = testing::compress_zstd(content, route.frame);
+    KeepingSink sink(content.size(), route.sink_memory);
+    auto consumed = decode(payload, content.size(), sink);
+    ASSERT_TRUE(Succeeds(consumed)) << route.name;
+    EXPECT_EQ(*consumed, payload.size()) << route.name;
+    EXPECT_TRUE(sink.kept() == content) << route.name;
+    if (route.sink_memory) EXPECT_TRUE(sink.in_place()) << route.name;
+  }
+  // A single-segment frame is decoded in one place, not copied out of a
+  // window chunk by chunk; a bounded window's chunks are.
+  KeepingSink single(content.size(), false);
+  ASSERT_TRUE(Succeeds(decode(testing::compress_zstd(content, kSingleSegment), content.size(), single)));
+  EXPECT_TRUE(single.contiguous());
+  KeepingSink windowed(content.size(), false);
+  ASSERT_TRUE(Succeeds(decode(testing::compress_zstd(content, {.window_log = 17}), content.size(), windowed)));
+  EXPECT_FALSE(windowed.contiguous());
+}
+
+TEST(ZstdDecoding, EveryRouteFailsTheSameWay) {
+  Bytes content = zstd_content();
+  Bytes small(1024, std::byte{7});
+  for (const ZstdRoute& route : kZstdRoutes) {
+    Bytes payload = testing::compress_zstd(content, route.frame);
+    auto fails = [&](const Bytes& bytes, std::uint64_t expected, ErrorKind kind, const char* what) {
+      KeepingSink sink(expected, route.sink_memory);
+      auto consumed = decode(bytes, expected, sink);
+      EXPECT_TRUE(FailsWith(consumed, kind)) << route.name << ": " << what;
+      EXPECT_LE(sink.kept().size(), expected) << route.name << ": " << what;
+    };
+    fails(Bytes(payload.begin(), payload.begin() + payload.size() / 2), content.size(), ErrorKind::Truncated,
+          "half the payload");
+    fails(payload, content.size() - 1, ErrorKind::SizeMismatch, "declared one byte short");
+    fails(payload, content.size() + 1, ErrorKind::SizeMismatch, "declared one byte long");
+    Bytes two_frames = payload;
+    Bytes second = testing::compress_zstd(small, route.frame);
+    two_frames.insert(two_frames.end(), second.begin(), second.end());
+    fails(two_frames, content.size(), ErrorKind::SizeMismatch, "a second frame past the declared size");
+    testing::ZstdFrame checked = route.frame;
+    checked.checksum = true;
+    Bytes corrupt = testing::compress_zstd(content, checked);
+    corrupt.back() ^= std::byte{1};  // inside the checksum
+    fails(corrupt, content.size(), ErrorKind::CorruptData, "a wrong checksum");
+  }
+}
+
+TEST(ZstdDecoding, AStoppedDecodeEndsWithinABlock) {
+  Bytes content = zstd_content();
+  for (const ZstdRoute& route : kZstdRoutes) {
+    Bytes payload = testing::compress_zstd(content, route.frame);
+    KeepingSink sink(content.size(), route.sink_memory, 1);
+    auto consumed = decode(payload, content.size(), sink);
+    ASSERT_TRUE(Succeeds(consumed)) << route.name;
+    EXPECT_LT(*consumed, payload.size() / 4) << route.name;
+    EXPECT_GE(sink.kept().size(), 1u) << route.name;
+    EXPECT_LE(sink.kept().size(), 128u << 10) << route.name;  // zstd's largest block
+  }
+}
+
 // Verified marks on the whole-bundle path (ReadOptions::verified_cache):
 // decompress_bundle, and so read_bundle and FatBinary::read, mark a CCOB whose
 // hash they checked and skip the MD5 of a marked one.

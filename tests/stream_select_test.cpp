@@ -132,12 +132,17 @@ Bytes entry_bytes(std::uint32_t flags, std::size_t size, std::uint8_t fill) {
   return bytes;
 }
 
-Bytes three_entry_bundle() {
+// kLarge makes it 4.8 MB: past 2 MiB, libzstd's window gives way to decoding
+// in place (bundle/decompress.cpp), so both ways are covered.
+constexpr std::size_t kLarge = 4;
+
+Bytes three_entry_bundle(std::size_t scale = 1) {
+  constexpr std::uint32_t kAny = testing::kXnackAny | testing::kSrameccAny;
   return testing::write_plain_bundle({
       {"host-x86_64-unknown-linux-gnu", {}},
-      {"hipv4-amdgcn-amd-amdhsa--gfx1030", entry_bytes(kGfx1030, 300000, 1)},
-      {"hipv4-amdgcn-amd-amdhsa--gfx90a", entry_bytes(kGfx90a | testing::kXnackAny | testing::kSrameccAny, 500000, 2)},
-      {"hipv4-amdgcn-amd-amdhsa--gfx942", entry_bytes(kGfx942 | testing::kXnackAny | testing::kSrameccAny, 400000, 3)},
+      {"hipv4-amdgcn-amd-amdhsa--gfx1030", entry_bytes(kGfx1030, 300000 * scale, 1)},
+      {"hipv4-amdgcn-amd-amdhsa--gfx90a", entry_bytes(kGfx90a | kAny, 500000 * scale, 2)},
+      {"hipv4-amdgcn-amd-amdhsa--gfx942", entry_bytes(kGfx942 | kAny, 400000 * scale, 3)},
   });
 }
 
@@ -186,34 +191,37 @@ TEST(StreamSelect, VerifyDetectsWrongSize) {
 }
 
 TEST(StreamSelect, SkipStopsEarly) {
-  Bytes plain = three_entry_bundle();
-  for (CcobMethod method : {CcobMethod::Zlib, CcobMethod::Zstd}) {
-    Bytes ccob = testing::write_ccob(plain, 3, method);
-    auto skip = select_ccob(ccob, "gfx90a", {.hash = Hash::Skip});
-    auto verify = select_ccob(ccob, "gfx90a");
-    ASSERT_TRUE(Succeeds(skip));
-    ASSERT_TRUE(Succeeds(verify));
-    EXPECT_EQ(verify->decoded_bytes, plain.size());
-    // gfx942 comes last: Skip needs its ELF header, not its 400000 bytes
-    // (give or take one 128 KiB decoder chunk).
-    EXPECT_LT(skip->decoded_bytes, plain.size() - 200000);
-    EXPECT_EQ(describe(skip->selection), describe(verify->selection));
+  for (std::size_t scale : {std::size_t{1}, kLarge}) {
+    Bytes plain = three_entry_bundle(scale);
+    for (CcobMethod method : {CcobMethod::Zlib, CcobMethod::Zstd}) {
+      Bytes ccob = testing::write_ccob(plain, 3, method);
+      auto skip = select_ccob(ccob, "gfx90a", {.hash = Hash::Skip});
+      auto verify = select_ccob(ccob, "gfx90a");
+      ASSERT_TRUE(Succeeds(skip));
+      ASSERT_TRUE(Succeeds(verify));
+      EXPECT_EQ(verify->decoded_bytes, plain.size());
+      // gfx942 comes last: Skip needs its ELF header, not its 400000 * scale
+      // bytes (give or take one 128 KiB decoder chunk).
+      EXPECT_LT(skip->decoded_bytes, plain.size() - 200000 * scale) << scale;
+      EXPECT_EQ(describe(skip->selection), describe(verify->selection)) << scale;
+    }
   }
 }
 
 // Entries whose IDs rule them out need none of their bytes: for gfx1030 the
 // stream stops after the first entry, for gfx90a after the second (gfx942
 // is unrelated to it), and only an unrelated entry's head is left out.
-TEST(StreamSelect, SkipStopsAfterTheLastEntryItsIdsLeaveOpen) {
-  Bytes plain = three_entry_bundle();
+void expect_skip_stops_after_open_entries(std::size_t scale) {
+  Bytes plain = three_entry_bundle(scale);
   auto parsed = parse_plain_bundle(plain);
   ASSERT_TRUE(Succeeds(parsed));
   const std::vector<BundleEntry>& entries = parsed->entries;
   for (CcobMethod method : {CcobMethod::Zlib, CcobMethod::Zstd}) {
     Bytes ccob = testing::write_ccob(plain, 3, method);
-    for (auto [spec, chosen] : {std::pair{"gfx1030", 1}, std::pair{"gfx90a", 2}}) {
-      auto skip = select_ccob(ccob, spec, {.hash = Hash::Skip});
-      auto verify = select_ccob(ccob, spec);
+    for (auto [device_spec, chosen] : {std::pair{"gfx1030", 1}, std::pair{"gfx90a", 2}}) {
+      std::string spec = std::string(device_spec) + " at scale " + std::to_string(scale);
+      auto skip = select_ccob(ccob, device_spec, {.hash = Hash::Skip});
+      auto verify = select_ccob(ccob, device_spec);
       ASSERT_TRUE(Succeeds(skip));
       ASSERT_TRUE(Succeeds(verify));
       EXPECT_EQ(describe(skip->selection), describe(verify->selection)) << spec;
@@ -230,6 +238,11 @@ TEST(StreamSelect, SkipStopsAfterTheLastEntryItsIdsLeaveOpen) {
       EXPECT_EQ(verify->heads.back().head.size(), 64u) << spec;
     }
   }
+}
+
+TEST(StreamSelect, SkipStopsAfterTheLastEntryItsIdsLeaveOpen) {
+  expect_skip_stops_after_open_entries(1);
+  expect_skip_stops_after_open_entries(kLarge);
 }
 
 // Two zstd frames: the bundle up to just past the last entry's ELF header,

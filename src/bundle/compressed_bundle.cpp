@@ -39,6 +39,7 @@ class HashingSink final : public detail::DecodeSink {
     md5_.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(chunk.data()), chunk.size()));
   }
   bool done() const override { return keep_.done(); }
+  std::span<std::byte> output() override { return keep_.output(); }
   std::uint64_t digest_low() { return md5_.final().low(); }
 
  private:
@@ -68,6 +69,7 @@ class MappedSink final : public detail::DecodeSink {
   // is still refused rather than overrun.
   void write(Bytes chunk) override { overrun_ = overrun_ || !bundle_.append(chunk); }
   bool done() const override { return overrun_; }
+  std::span<std::byte> output() override { return bundle_.storage(); }
   bool overrun() const { return overrun_; }
 
  private:
@@ -222,7 +224,8 @@ detail::DecompressedBundle::~DecompressedBundle() { window_memory::release(nullp
 
 bool detail::DecompressedBundle::append(Bytes chunk) {
   if (chunk.size() > capacity_ - size_) return false;
-  if (!chunk.empty()) std::memcpy(data_ + size_, chunk.data(), chunk.size());
+  // A decoder writing into storage() hands back the bytes already in place.
+  if (!chunk.empty() && chunk.data() != data_ + size_) std::memcpy(data_ + size_, chunk.data(), chunk.size());
   size_ += chunk.size();
   return true;
 }

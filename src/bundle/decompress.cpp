@@ -3,9 +3,11 @@
 #include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_customMem, exported by the shared libzstd too
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bundle/window_memory.h"
@@ -57,9 +59,90 @@ class ZstdLease {
   ZstdContext context_;
 };
 
+Error zstd_error(std::size_t status, std::uint64_t expected, std::uint64_t at) {
+  // Out of room happens only in place, where the output is exactly the declared size.
+  if (ZSTD_getErrorCode(status) == ZSTD_error_dstSize_tooSmall) {
+    return Error(ErrorKind::SizeMismatch, "zstd payload: decompressed data passes uncompressed_size " +
+                                              hex(expected) + " near payload offset " + hex(at));
+  }
+  return Error(ErrorKind::CorruptData,
+               std::string("zstd payload: ") + ZSTD_getErrorName(status) + " near payload offset " + hex(at));
+}
+
+Error zstd_truncated(std::uint64_t payload_size, std::uint64_t produced, std::uint64_t expected) {
+  return Error(ErrorKind::Truncated, "zstd payload: stream ends inside a frame after " + hex(payload_size) +
+                                         " payload bytes (" + hex(produced) + " of " + hex(expected) +
+                                         " bytes decompressed)");
+}
+
+Error zstd_size_mismatch(std::uint64_t produced, std::uint64_t expected) {
+  return Error(ErrorKind::SizeMismatch, "zstd payload: decompressed to " + hex(produced) +
+                                            " bytes but uncompressed_size is " + hex(expected));
+}
+
+std::optional<ZSTD_frameHeader> frame_header(Bytes payload) {
+  ZSTD_frameHeader frame;
+  if (ZSTD_getFrameHeader(&frame, payload.data(), payload.size()) != 0 || frame.frameType != ZSTD_frame) {
+    return std::nullopt;
+  }
+  return frame;
+}
+
+struct WindowRelease {
+  void operator()(std::byte* buffer) const { window_memory::release(nullptr, buffer); }
+};
+
+// Decodes into `output`, exactly the expected size, with libzstd's
+// buffer-less API: a block at a time, each matched against the blocks before
+// it in `output`, so libzstd keeps no window and copies nothing, and the
+// sink sees the output block by block (a Skip-mode stop overshoots by at
+// most one block).
+Expected<std::uint64_t> decode_zstd_in_place(ZSTD_DCtx* context, std::span<std::byte> output, Bytes payload,
+                                             StreamEnd end, DecodeSink& sink) {
+  const std::uint64_t expected = output.size();
+  std::size_t read = 0;
+  std::size_t written = 0;
+  for (;;) {  // a frame per pass
+    std::size_t status = ZSTD_decompressBegin(context);
+    if (ZSTD_isError(status)) return zstd_error(status, expected, read);
+    for (std::size_t need; (need = ZSTD_nextSrcSizeToDecompress(context)) != 0;) {
+      if (need > payload.size() - read) return zstd_truncated(payload.size(), written, expected);
+      std::size_t made = ZSTD_decompressContinue(context, output.data() + written, output.size() - written,
+                                                 payload.data() + read, need);
+      if (ZSTD_isError(made)) return zstd_error(made, expected, read);
+      read += need;
+      if (made > 0) sink.write(Bytes(output.data() + written, made));
+      written += made;
+      if (sink.done()) return static_cast<std::uint64_t>(read);
+    }
+    if (end == StreamEnd::EndOfExpected && written == expected) break;
+    if (read == payload.size()) break;
+  }
+  if (written != expected) return zstd_size_mismatch(written, expected);
+  return static_cast<std::uint64_t>(read);
+}
+
 Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, StreamEnd end, DecodeSink& sink) {
   ZstdLease context;
   if (!context.get()) return Error(ErrorKind::LimitExceeded, "zstd payload: cannot allocate a decoder");
+  // In place when the output has a home of its own (read_bundle's bundle),
+  // or when the frame is single-segment, as the bundler writes it: its
+  // window is its content, so memory of the content's size replaces the
+  // window libzstd would allocate, at no extra cost. Past the decoder's
+  // window limit the frame is left to libzstd, which refuses it.
+  std::optional<ZSTD_frameHeader> frame = frame_header(payload);
+  if (std::span<std::byte> output = sink.output(); frame && output.size() == expected && expected > 0) {
+    return decode_zstd_in_place(context.get(), output, payload, end, sink);
+  }
+  if (frame && frame->frameContentSize == expected && frame->windowSize >= expected &&
+      expected >= window_memory::kHugePage && expected <= (std::uint64_t{1} << ZSTD_WINDOWLOG_LIMIT_DEFAULT)) {
+    std::unique_ptr<std::byte, WindowRelease> scratch(
+        static_cast<std::byte*>(window_memory::allocate(nullptr, static_cast<std::size_t>(expected))));
+    if (scratch) {
+      return decode_zstd_in_place(context.get(), {scratch.get(), static_cast<std::size_t>(expected)}, payload, end,
+                                  sink);
+    }
+  }
   // zstd's default window limit (2^27) covers every level LLVM writes, long
   // distance matching included, and bounds what a hostile frame header can ask for.
   auto buffer = std::make_unique<std::byte[]>(kChunkSize);
@@ -68,10 +151,7 @@ Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, Strea
   for (;;) {
     ZSTD_outBuffer out{buffer.get(), kChunkSize, 0};
     std::size_t status = ZSTD_decompressStream(context.get(), &out, &in);
-    if (ZSTD_isError(status)) {
-      return Error(ErrorKind::CorruptData, std::string("zstd payload: ") + ZSTD_getErrorName(status) +
-                                               " near payload offset " + hex(in.pos));
-    }
+    if (ZSTD_isError(status)) return zstd_error(status, expected, in.pos);
     produced += out.pos;
     if (produced > expected) return size_mismatch("zstd", produced, expected, in.pos);
     if (out.pos > 0) sink.write(Bytes(buffer.get(), out.pos));
@@ -81,16 +161,9 @@ Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, Strea
       if (in.pos == in.size) break;
       continue;
     }
-    if (in.pos == in.size && out.pos < out.size) {
-      return Error(ErrorKind::Truncated, "zstd payload: stream ends inside a frame after " + hex(in.size) +
-                                             " payload bytes (" + hex(produced) + " of " + hex(expected) +
-                                             " bytes decompressed)");
-    }
+    if (in.pos == in.size && out.pos < out.size) return zstd_truncated(in.size, produced, expected);
   }
-  if (produced != expected) {
-    return Error(ErrorKind::SizeMismatch, "zstd payload: decompressed to " + hex(produced) +
-                                              " bytes but uncompressed_size is " + hex(expected));
-  }
+  if (produced != expected) return zstd_size_mismatch(produced, expected);
   return static_cast<std::uint64_t>(in.pos);
 }
 

@@ -1,11 +1,14 @@
 // Internal: streaming zstd / zlib decoding of a CCOB payload into a sink, with
 // the output bounded by the size the header declares. Streaming keeps memory
-// bounded by what the sink keeps, and lets a v1 CCOB (no total size) be
-// measured without holding its output.
+// bounded by what the sink keeps plus the decoder's window, and lets a v1
+// CCOB (no total size) be measured without holding its output. A zstd frame
+// whose window is its whole content is decoded in place instead, into memory
+// of that size, which replaces the window and the copies out of it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "coload/bundle.h"
 #include "common/bytes.h"
@@ -20,6 +23,10 @@ class DecodeSink {
   /// True once the sink needs no more bytes: decode_stream then returns
   /// early, without its end-of-stream and size checks.
   virtual bool done() const { return false; }
+  /// Memory of exactly the declared size that the decoder may write the whole
+  /// output into, in order; write() then receives views into it. Empty (the
+  /// default): write() receives the decoder's own chunks.
+  virtual std::span<std::byte> output() { return {}; }
 };
 
 /// Where a payload ends.
@@ -48,6 +55,9 @@ class DecompressedBundle {
   bool allocated() const { return data_ != nullptr; }
   /// Appends `chunk`; false, writing nothing, when it would pass the capacity.
   bool append(Bytes chunk);
+  /// All `capacity` bytes, for a decoder to write into in place; each write
+  /// is then taken in with append() of the bytes just written.
+  std::span<std::byte> storage() { return {data_, data_ ? capacity_ : 0}; }
   Bytes bytes() const { return Bytes(data_, size_); }
 
  private:

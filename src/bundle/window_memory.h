@@ -1,5 +1,6 @@
-// Internal: memory for libzstd's decoding buffers, and for the bundles
-// read_bundle decompresses (detail::DecompressedBundle).
+// Internal: memory for libzstd's decoding buffers, for the scratch memory a
+// single-segment frame is decoded into in place (bundle/decompress.cpp), and
+// for the bundles read_bundle decompresses (detail::DecompressedBundle).
 //
 // The bundler writes one single-segment zstd frame, whose window is as large
 // as its content (29.4 MiB on large.ccob). From malloc, a fresh process

@@ -6,7 +6,7 @@
 //   * plain bundle: §1.1 layout, §1.2 writer rules (running offset starting at
 //     the header size, rounded up to `align` per entry, zero-filled gaps);
 //   * CCOB: §2.1 headers v1/v2/v3, §2.2 payload (zlib via compress2, zstd via
-//     ZSTD_compress), §2.3 hash (first 8 bytes of the MD5 digest of the plain
+//     ZSTD_compress2 with long-distance matching), §2.3 hash (first 8 bytes of the MD5 digest of the plain
 //     bundle, stored as they are, i.e. MD5Result::low() little-endian).
 // Every malformed-input knob is explicit: overrides for CCOB header fields, a
 // raw entry-table writer for arbitrary offset/size/id_len values, and helpers
@@ -93,11 +93,22 @@ std::size_t ccob_header_size(int version);
 // (llvm::MD5::MD5Result::low()); stored little-endian it gives those 8 bytes.
 std::uint64_t ccob_hash(std::span<const std::byte> plain_bundle);
 
-// zlib: compress2 (RFC 1950 stream); zstd: ZSTD_compress (one frame with the
-// content size). level < 0 picks the tools' defaults (zstd 3, zlib
+// zlib: compress2 (RFC 1950 stream); zstd: one frame with the content size
+// and long-distance matching, as the bundler writes it. level < 0 picks the tools' defaults (zstd 3, zlib
 // Z_DEFAULT_COMPRESSION); other values are passed through (zlib 0 = stored
 // blocks, zstd 0 = libzstd's default). Throws std::runtime_error.
 Bytes compress(std::span<const std::byte> data, CcobMethod method, int level = -1);
+
+// One zstd frame at level 3 with the given parameters: `window_log` > 0
+// bounds the window (a frame larger than 2^window_log is then not
+// single-segment), `content_size` false leaves the content size out of the
+// frame header, `checksum` appends the XXH64 checksum. Throws std::runtime_error.
+struct ZstdFrame {
+  int window_log = 0;
+  bool content_size = true;
+  bool checksum = false;
+};
+Bytes compress_zstd(std::span<const std::byte> data, ZstdFrame frame);
 
 // One zlib stream (Z_RLE) or one zstd frame (with its content size) of `size`
 // zero bytes, written from a 1 MiB buffer: a decompression bomb of any size
