@@ -3,9 +3,10 @@
 #   1. the normal build's ctest (unit, fixture, CLI, export and corpus-replay tests);
 #   2. the same suite built with AddressSanitizer + UBSan (build-asan/);
 #   3. under ThreadSanitizer (build-tsan/, only these and the library are built):
-#      the registry's 16-thread stress test and the zstd decoders' kept
-#      mappings (coload_concurrency_test), and the CLI reading a host image's
-#      CCOBs on several threads (to the end, and stopping at a bundle that fails);
+#      the registry's 16-thread stress test, the zstd decoders' kept
+#      mappings and the MD5 helper (coload_concurrency_test), and the CLI
+#      reading a host image's CCOBs on several threads (to the end, and
+#      stopping at a bundle that fails);
 #   4. each libFuzzer target for a short run, seeded with its corpus and the fixtures.
 # FUZZ_SECONDS (default 30) sets the length of each fuzz run; 0 skips step 4.
 set -euo pipefail
@@ -28,7 +29,7 @@ cmake --build "$root/build-asan"
   LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" \
   ctest --output-on-failure -j "$jobs")
 
-echo "== ThreadSanitizer: registry stress test, kept decoder mappings, CLI decode threads"
+echo "== ThreadSanitizer: registry stress test, kept decoder mappings, MD5 helper, CLI decode threads"
 cmake -S "$root" -B "$root/build-tsan" -G Ninja "${compilers[@]}" -DCOLOAD_SANITIZE=thread
 cmake --build "$root/build-tsan" --target coload_concurrency_test coload_cli
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1

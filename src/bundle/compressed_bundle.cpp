@@ -6,12 +6,11 @@
 #include <string>
 
 #include "bundle/decompress.h"
+#include "bundle/md5_stream.h"
 #include "bundle/verified_marks.h"
 #include "bundle/window_memory.h"
 #include "coload/bundle.h"
 #include "common/bytes.h"
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/Support/MD5.h"
 
 namespace coload {
 namespace {
@@ -32,20 +31,20 @@ class DiscardSink final : public detail::DecodeSink {
 /// Passes every chunk on to `keep`, hashing it on the way unless told not to.
 class HashingSink final : public detail::DecodeSink {
  public:
-  HashingSink(detail::DecodeSink& keep, bool hash) : keep_(keep), hash_(hash) {}
+  HashingSink(detail::DecodeSink& keep, bool hash, std::uint64_t expected) : keep_(keep) {
+    if (hash) md5_.emplace(expected);
+  }
   void write(Bytes chunk) override {
     keep_.write(chunk);
-    if (!hash_) return;
-    md5_.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(chunk.data()), chunk.size()));
+    if (md5_) md5_->update(chunk);
   }
   bool done() const override { return keep_.done(); }
   std::span<std::byte> output() override { return keep_.output(); }
-  std::uint64_t digest_low() { return md5_.final().low(); }
+  std::uint64_t digest_low() { return md5_->low(); }
 
  private:
   detail::DecodeSink& keep_;
-  bool hash_;
-  llvm::MD5 md5_;
+  std::optional<detail::Md5Stream> md5_;
 };
 
 class VectorSink final : public detail::DecodeSink {
@@ -97,7 +96,7 @@ Expected<void> decode_checked(Bytes bytes, const CompressedHeader& header, const
   std::optional<detail::VerifiedMark> mark;
   if (!options.verified_cache.empty()) mark.emplace(options.verified_cache, bytes.first(end), header);
   bool checked_earlier = mark && mark->present();
-  HashingSink sink(keep, !checked_earlier);
+  HashingSink sink(keep, !checked_earlier, header.uncompressed_size);
   auto end_rule = header.total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
   auto consumed = detail::decode_stream(header.method, bytes.subspan(header.header_size, end - header.header_size),
                                         header.uncompressed_size, end_rule, sink);

@@ -14,11 +14,10 @@
 #include <string>
 
 #include "bundle/decompress.h"
+#include "bundle/md5_stream.h"
 #include "bundle/plain_table.h"
 #include "bundle/verified_marks.h"
 #include "common/bytes.h"
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/Support/MD5.h"
 #include "select/rank.h"
 
 namespace coload {
@@ -59,12 +58,12 @@ class SelectingSink final : public detail::DecodeSink {
  public:
   /// `hash`: MD5 the whole stream (so never stop early); otherwise stop once
   /// the choice is final.
-  SelectingSink(Chooser chooser, std::uint64_t extent, bool hash) : chooser_(chooser), extent_(extent), hash_(hash) {}
+  SelectingSink(Chooser chooser, std::uint64_t extent, bool hash) : chooser_(chooser), extent_(extent) {
+    if (hash) md5_.emplace(extent);
+  }
 
   void write(Bytes chunk) override {
-    if (hash_) {
-      md5_.update(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(chunk.data()), chunk.size()));
-    }
+    if (md5_) md5_->update(chunk);
     std::uint64_t at = position_;
     position_ += chunk.size();
     if (state_ == State::Header) {
@@ -81,7 +80,7 @@ class SelectingSink final : public detail::DecodeSink {
     if (state_ == State::Entries) walk(chunk, at);
   }
 
-  bool done() const override { return !hash_ && finished_; }
+  bool done() const override { return !md5_ && finished_; }
 
   bool streamed() const { return state_ == State::Entries && finished_; }
   /// Whether every entry's head went by (Skip mode may stop before).
@@ -91,7 +90,7 @@ class SelectingSink final : public detail::DecodeSink {
     });
   }
   std::uint64_t decoded() const { return position_; }
-  std::uint64_t digest_low() { return md5_.final().low(); }
+  std::uint64_t digest_low() { return md5_->low(); }
   Selection take_selection() { return std::move(selection_); }
   std::vector<std::byte> take_chosen() { return std::move(best_bytes_); }
   std::vector<EntryHead> take_heads() { return std::move(slots_); }
@@ -259,8 +258,7 @@ class SelectingSink final : public detail::DecodeSink {
 
   Chooser chooser_;
   std::uint64_t extent_;
-  bool hash_;
-  llvm::MD5 md5_;
+  std::optional<detail::Md5Stream> md5_;  // when hashing: never stop early
   std::uint64_t position_ = 0;
 
   State state_ = State::Header;
