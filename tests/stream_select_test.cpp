@@ -286,22 +286,30 @@ TEST(StreamSelect, DecompressionBombIsCapped) {
   }
 }
 
+// A CCOB whose entries are not in ascending offset order: the gfx90a entry
+// (returned in `gfx90a`) comes after the gfx942 one.
+Bytes out_of_order_ccob(Bytes& gfx90a) {
+  gfx90a = entry_bytes(kGfx90a | testing::kXnackAny | testing::kSrameccAny, 1000, 4);
+  Bytes b = entry_bytes(kGfx942 | testing::kXnackAny | testing::kSrameccAny, 1000, 5);
+  testing::RawBundle raw;
+  raw.entries = {testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a", 0x2000, gfx90a.size()),
+                 testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx942", 0x1000, b.size())};
+  Bytes plain = testing::write_raw_bundle_header(raw);
+  testing::place(plain, 0x2000, gfx90a);
+  testing::place(plain, 0x1000, b);
+  return testing::write_ccob(plain, 3, CcobMethod::Zstd);
+}
+
 // Entries not in ascending offset order: streamed selection falls back to the
 // whole bundle, with the same result.
 TEST(StreamSelect, OutOfOrderTableFallsBackToWholeBundle) {
-  Bytes a = entry_bytes(kGfx90a | testing::kXnackAny | testing::kSrameccAny, 1000, 4);
-  Bytes b = entry_bytes(kGfx942 | testing::kXnackAny | testing::kSrameccAny, 1000, 5);
-  testing::RawBundle raw;
-  raw.entries = {testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a", 0x2000, a.size()),
-                 testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx942", 0x1000, b.size())};
-  Bytes plain = testing::write_raw_bundle_header(raw);
-  testing::place(plain, 0x2000, a);
-  testing::place(plain, 0x1000, b);
-  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd);
+  Bytes a;
+  Bytes ccob = out_of_order_ccob(a);
   for (Hash mode : {Hash::Verify, Hash::Skip}) {
     auto result = select_ccob(ccob, "gfx90a", {.hash = mode});
     ASSERT_TRUE(Succeeds(result));
     EXPECT_TRUE(result->decompressed_whole);
+    EXPECT_EQ(result->hash, StreamSelection::Hash::Checked);  // read_bundle checks in either mode
     EXPECT_EQ(result->selection.selected, std::optional<std::size_t>(0));
     EXPECT_TRUE(result->chosen == a);
   }
@@ -379,6 +387,31 @@ TEST(StreamSelectMarks, SkipAndPlainBundlesNeitherReadNorWriteMarks) {
   auto unmarked = select_ccob(ccob, "gfx90a");
   ASSERT_TRUE(Succeeds(unmarked));
   EXPECT_EQ(unmarked->hash, StreamSelection::Hash::Checked);
+}
+
+// The whole-bundle fallback reports and keeps marks as the stream does:
+// Verify marks once and trusts the mark after; Skip neither reads nor
+// writes one (and read_bundle checks the hash).
+TEST(StreamSelectMarks, TheWholeBundleFallbackKeepsMarksAsTheStreamDoes) {
+  testing::ScratchDirectory cache;
+  Bytes a;
+  Bytes ccob = out_of_order_ccob(a);
+  auto skip = select_ccob(ccob, "gfx90a", {.hash = Hash::Skip, .read = {.verified_cache = cache.str()}});
+  ASSERT_TRUE(Succeeds(skip));
+  EXPECT_TRUE(skip->decompressed_whole);
+  EXPECT_EQ(skip->hash, StreamSelection::Hash::Checked);
+  EXPECT_TRUE(file_names(cache.path()).empty());
+  for (StreamSelection::Hash want : {StreamSelection::Hash::Checked, StreamSelection::Hash::CheckedEarlier}) {
+    auto verify = select_ccob(ccob, "gfx90a", {.read = {.verified_cache = cache.str()}});
+    ASSERT_TRUE(Succeeds(verify));
+    EXPECT_TRUE(verify->decompressed_whole);
+    EXPECT_EQ(verify->hash, want);
+    EXPECT_TRUE(verify->chosen == a);
+    EXPECT_EQ(file_names(cache.path()).size(), 1u);
+  }
+  auto skip_again = select_ccob(ccob, "gfx90a", {.hash = Hash::Skip, .read = {.verified_cache = cache.str()}});
+  ASSERT_TRUE(Succeeds(skip_again));
+  EXPECT_EQ(skip_again->hash, StreamSelection::Hash::Checked);
 }
 
 // A failed check leaves no mark, and a mark covers only the bytes it was made

@@ -90,7 +90,9 @@ struct StreamSelection {
   std::uint64_t decoded_bytes = 0;
   /// True when the entry table could not be streamed (entries out of offset
   /// order or overlapping, or a malformed table) and the bundle was
-  /// decompressed whole instead.
+  /// decompressed whole instead. read_bundle then checks the hash in either
+  /// mode (Checked), or in Verify mode trusts a mark (CheckedEarlier); Skip
+  /// mode still reads and writes no marks.
   bool decompressed_whole = false;
 };
 

@@ -282,8 +282,9 @@ class SelectingSink final : public detail::DecodeSink {
 };
 
 // The whole-bundle path: read_bundle, choose, copy the chosen entry.
+// `hash` says how read_bundle's hash check went, as the caller arranged it.
 Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, const BundleInfo& info,
-                                       const ReadOptions& read, std::uint64_t decoded) {
+                                       const ReadOptions& read, std::uint64_t decoded, StreamSelection::Hash hash) {
   auto bundle = read_bundle(source, info, read);
   if (!bundle) return std::move(bundle).error();
   StreamSelection result;
@@ -312,10 +313,7 @@ Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, con
   }
   result.decoded_bytes = decoded + (info.compressed ? info.compressed->uncompressed_size : 0);
   result.decompressed_whole = true;
-  // read_bundle checks a CCOB's hash whatever the mode, or trusts its mark;
-  // in Verify mode the stream above has just checked (and marked) it.
-  result.hash = info.format == BundleFormat::Compressed ? StreamSelection::Hash::Checked
-                                                        : StreamSelection::Hash::NotChecked;
+  result.hash = hash;
   return result;
 }
 
@@ -323,7 +321,9 @@ Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, con
 Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, const BundleInfo& info,
                                         const StreamOptions& stream) {
   std::string context = where(info);
-  if (info.format != BundleFormat::Compressed) return select_whole(chooser, source, info, stream.read, 0);
+  if (info.format != BundleFormat::Compressed) {
+    return select_whole(chooser, source, info, stream.read, 0, StreamSelection::Hash::NotChecked);
+  }
   if (auto fits = detail::check_range(context, info.offset, info.size, source.size(), "the input"); !fits) {
     return std::move(fits).error();
   }
@@ -369,7 +369,15 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
     }
     if (mark) mark->record();
   }
-  if (!sink.streamed()) return select_whole(chooser, source, info, stream.read, sink.decoded());
+  if (!sink.streamed()) {
+    // read_bundle checks the hash whatever the mode. In Verify mode it
+    // trusts the mark this call found (CheckedEarlier) or has just written
+    // (the stream checked); Skip mode reads and writes no marks, so it checks.
+    ReadOptions read = stream.read;
+    if (stream.hash == StreamOptions::HashCheck::Skip) read.verified_cache.clear();
+    return select_whole(chooser, source, info, read, sink.decoded(),
+                        checked_earlier ? StreamSelection::Hash::CheckedEarlier : StreamSelection::Hash::Checked);
+  }
 
   StreamSelection result;
   result.every_head = sink.every_head();
