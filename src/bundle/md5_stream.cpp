@@ -29,12 +29,15 @@ Md5Stream::Md5Stream(std::uint64_t expected_size) : md5_(std::make_unique<llvm::
   try {
     helper_ = std::thread(&Md5Stream::hash_slots, this);
   } catch (const std::system_error&) {
-    ring_.reset();  // no thread to be had: hash in place
+    ring_.reset();  // no thread to be had: hash on the calling thread
   }
 }
 
 Md5Stream::~Md5Stream() {
-  if (!helper_.joinable()) return;
+  if (helper_.joinable()) close_and_join();
+}
+
+void Md5Stream::close_and_join() {
   {
     std::lock_guard lock(mutex_);
     closing_ = true;
@@ -92,12 +95,7 @@ void Md5Stream::hash_slots() {
 std::uint64_t Md5Stream::low() {
   if (helper_.joinable()) {
     if (filled_ > 0) hand_over();
-    {
-      std::lock_guard lock(mutex_);
-      closing_ = true;
-    }
-    changed_.notify_all();
-    helper_.join();
+    close_and_join();  // the helper hashes every slot handed over first
   }
   return md5_->final().low();
 }

@@ -47,7 +47,8 @@ class Md5Stream {
 
  private:
   void hash_slots();
-  void hand_over();  // passes the filling slot to the helper
+  void hand_over();       // passes the filling slot to the helper
+  void close_and_join();  // no more slots: the helper hashes what it has and ends
 
   std::unique_ptr<llvm::MD5> md5_;
   std::unique_ptr<std::byte[]> ring_;
