@@ -188,26 +188,18 @@ Bytes compress(std::span<const std::byte> data, CcobMethod method, int level) {
       out.resize(bound);
       return out;
     }
-    case CcobMethod::Zstd: {
+    case CcobMethod::Zstd:
       // As the bundler: long-distance matching, whose 2^27 window makes every
       // frame up to 128 MiB single-segment (its window is its content).
-      std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> context(ZSTD_createCCtx(), &ZSTD_freeCCtx);
-      ZSTD_CCtx_setParameter(context.get(), ZSTD_c_compressionLevel, level < 0 ? kZstdDefaultLevel : level);
-      ZSTD_CCtx_setParameter(context.get(), ZSTD_c_enableLongDistanceMatching, 1);
-      out.resize(ZSTD_compressBound(data.size()));
-      std::size_t n = ZSTD_compress2(context.get(), out.data(), out.size(), data.data(), data.size());
-      if (ZSTD_isError(n))
-        throw std::runtime_error(std::string("ZSTD_compress2 failed: ") + ZSTD_getErrorName(n));
-      out.resize(n);
-      return out;
-    }
+      return compress_zstd(data, {.level = level < 0 ? kZstdDefaultLevel : level, .long_distance = true});
   }
   throw std::invalid_argument("unknown CcobMethod");
 }
 
 Bytes compress_zstd(std::span<const std::byte> data, ZstdFrame frame) {
   std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> context(ZSTD_createCCtx(), &ZSTD_freeCCtx);
-  ZSTD_CCtx_setParameter(context.get(), ZSTD_c_compressionLevel, kZstdDefaultLevel);
+  ZSTD_CCtx_setParameter(context.get(), ZSTD_c_compressionLevel, frame.level);
+  ZSTD_CCtx_setParameter(context.get(), ZSTD_c_enableLongDistanceMatching, frame.long_distance ? 1 : 0);
   if (frame.window_log > 0) ZSTD_CCtx_setParameter(context.get(), ZSTD_c_windowLog, frame.window_log);
   ZSTD_CCtx_setParameter(context.get(), ZSTD_c_contentSizeFlag, frame.content_size ? 1 : 0);
   ZSTD_CCtx_setParameter(context.get(), ZSTD_c_checksumFlag, frame.checksum ? 1 : 0);

@@ -5,9 +5,10 @@
 // rules follow shared/reference/bundle-formats.md:
 //   * plain bundle: §1.1 layout, §1.2 writer rules (running offset starting at
 //     the header size, rounded up to `align` per entry, zero-filled gaps);
-//   * CCOB: §2.1 headers v1/v2/v3, §2.2 payload (zlib via compress2, zstd via
-//     ZSTD_compress2 with long-distance matching), §2.3 hash (first 8 bytes of the MD5 digest of the plain
-//     bundle, stored as they are, i.e. MD5Result::low() little-endian).
+//   * CCOB: §2.1 headers v1/v2/v3, §2.2 payload (zlib via compress2, zstd
+//     with long-distance matching, as the bundler), §2.3 hash (first 8 bytes
+//     of the MD5 digest of the plain bundle, stored as they are, i.e.
+//     MD5Result::low() little-endian).
 // Every malformed-input knob is explicit: overrides for CCOB header fields, a
 // raw entry-table writer for arbitrary offset/size/id_len values, and helpers
 // to place payloads and concatenate bundles.
@@ -94,16 +95,19 @@ std::size_t ccob_header_size(int version);
 std::uint64_t ccob_hash(std::span<const std::byte> plain_bundle);
 
 // zlib: compress2 (RFC 1950 stream); zstd: one frame with the content size
-// and long-distance matching, as the bundler writes it. level < 0 picks the tools' defaults (zstd 3, zlib
-// Z_DEFAULT_COMPRESSION); other values are passed through (zlib 0 = stored
-// blocks, zstd 0 = libzstd's default). Throws std::runtime_error.
+// and long-distance matching, as the bundler writes it. level < 0 picks the
+// tools' defaults (zstd 3, zlib Z_DEFAULT_COMPRESSION); other values are
+// passed through (zlib 0 = stored blocks, zstd 0 = libzstd's default).
+// Throws std::runtime_error.
 Bytes compress(std::span<const std::byte> data, CcobMethod method, int level = -1);
 
-// One zstd frame at level 3 with the given parameters: `window_log` > 0
-// bounds the window (a frame larger than 2^window_log is then not
-// single-segment), `content_size` false leaves the content size out of the
-// frame header, `checksum` appends the XXH64 checksum. Throws std::runtime_error.
+// One zstd frame with the given parameters: `window_log` > 0 bounds the
+// window (a frame larger than 2^window_log is then not single-segment),
+// `content_size` false leaves the content size out of the frame header,
+// `checksum` appends the XXH64 checksum. Throws std::runtime_error.
 struct ZstdFrame {
+  int level = 3;  // the bundler's default
+  bool long_distance = false;
   int window_log = 0;
   bool content_size = true;
   bool checksum = false;
