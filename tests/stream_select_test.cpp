@@ -245,6 +245,41 @@ TEST(StreamSelect, SkipStopsAfterTheLastEntryItsIdsLeaveOpen) {
   expect_skip_stops_after_open_entries(kLarge);
 }
 
+// Without the chosen bytes (StreamOptions::keep_chosen false), the choice is
+// final once every entry is judged: Skip stops after the chosen entry's ELF
+// header instead of its end, and keeps nothing. Verify still decodes it all.
+TEST(StreamSelect, WithoutTheChosenBytesSkipStopsAtTheLastHeadItNeeds) {
+  for (std::size_t scale : {std::size_t{1}, kLarge}) {
+    Bytes plain = three_entry_bundle(scale);
+    auto parsed = parse_plain_bundle(plain);
+    ASSERT_TRUE(Succeeds(parsed));
+    for (CcobMethod method : {CcobMethod::Zlib, CcobMethod::Zstd}) {
+      Bytes ccob = testing::write_ccob(plain, 3, method);
+      for (auto [device_spec, chosen] : {std::pair{"gfx1030", 1}, std::pair{"gfx90a", 2}}) {
+        std::string label = std::string(device_spec) + " at scale " + std::to_string(scale);
+        auto kept = select_ccob(ccob, device_spec, {.hash = Hash::Skip});
+        auto bare = select_ccob(ccob, device_spec, {.hash = Hash::Skip, .keep_chosen = false});
+        ASSERT_TRUE(Succeeds(kept)) << label;
+        ASSERT_TRUE(Succeeds(bare)) << label;
+        EXPECT_EQ(describe(bare->selection), describe(kept->selection)) << label;
+        ASSERT_EQ(bare->selection.selected, std::optional<std::size_t>(chosen)) << label;
+        EXPECT_TRUE(bare->chosen.empty()) << label;
+        std::uint64_t head_end = parsed->entries[chosen].offset + 64;
+        EXPECT_GE(bare->decoded_bytes, head_end) << label;
+        EXPECT_LT(bare->decoded_bytes, head_end + (128u << 10) + 1) << label;
+        EXPECT_LT(bare->decoded_bytes, kept->decoded_bytes) << label;
+
+        auto verify = select_ccob(ccob, device_spec, {.keep_chosen = false});
+        ASSERT_TRUE(Succeeds(verify)) << label;
+        EXPECT_EQ(describe(verify->selection), describe(kept->selection)) << label;
+        EXPECT_TRUE(verify->chosen.empty()) << label;
+        EXPECT_EQ(verify->hash, StreamSelection::Hash::Checked) << label;
+        EXPECT_EQ(verify->decoded_bytes, plain.size()) << label;
+      }
+    }
+  }
+}
+
 // Two zstd frames: the bundle up to just past the last entry's ELF header,
 // then the rest, corrupted. Skip decides before the second frame; Verify fails.
 TEST(StreamSelect, SkipIgnoresCorruptTailVerifyRejectsIt) {
@@ -312,6 +347,10 @@ TEST(StreamSelect, OutOfOrderTableFallsBackToWholeBundle) {
     EXPECT_EQ(result->hash, StreamSelection::Hash::Checked);  // read_bundle checks in either mode
     EXPECT_EQ(result->selection.selected, std::optional<std::size_t>(0));
     EXPECT_TRUE(result->chosen == a);
+    auto bare = select_ccob(ccob, "gfx90a", {.hash = mode, .keep_chosen = false});
+    ASSERT_TRUE(Succeeds(bare));
+    EXPECT_EQ(bare->selection.selected, std::optional<std::size_t>(0));
+    EXPECT_TRUE(bare->chosen.empty());
   }
 }
 

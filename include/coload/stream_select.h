@@ -44,6 +44,11 @@ struct StreamOptions {
     Skip,
   };
   HashCheck hash = HashCheck::Verify;
+  /// False: the chosen entry's bytes are not kept (StreamSelection::chosen
+  /// stays empty), and Skip mode (or a mark) stops once every entry is
+  /// judged, without decoding the rest of the chosen entry. For callers that
+  /// only report the choice, such as `coload select` without `-o`.
+  bool keep_chosen = true;
   /// Caps as for read_bundle (max_decompressed_bytes bounds the declared and
   /// the produced size), and in Verify mode the marks of checked CCOBs
   /// (ReadOptions::verified_cache).
@@ -76,7 +81,8 @@ struct StreamSelection {
   };
   /// Every entry judged, identical to select_entry over the decompressed bundle.
   Selection selection;
-  /// The chosen entry's bytes; empty when nothing fits.
+  /// The chosen entry's bytes; empty when nothing fits, or when not kept
+  /// (StreamOptions::keep_chosen).
   std::vector<std::byte> chosen;
   /// Every entry's table fields and ELF header, in table order.
   std::vector<EntryHead> heads;

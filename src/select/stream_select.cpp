@@ -57,8 +57,10 @@ Candidate picked_candidate(std::size_t index, std::string id, bool picked) {
 class SelectingSink final : public detail::DecodeSink {
  public:
   /// `hash`: MD5 the whole stream (so never stop early); otherwise stop once
-  /// the choice is final.
-  SelectingSink(Chooser chooser, std::uint64_t extent, bool hash) : chooser_(chooser), extent_(extent) {
+  /// the choice is final. `keep_chosen`: buffer the chosen entry (the choice
+  /// is then final only once it is complete).
+  SelectingSink(Chooser chooser, std::uint64_t extent, bool hash, bool keep_chosen)
+      : chooser_(chooser), extent_(extent), keep_chosen_(keep_chosen) {
     if (hash) md5_.emplace(extent);
   }
 
@@ -187,7 +189,7 @@ class SelectingSink final : public detail::DecodeSink {
         std::size_t more = std::min(take, head_size - slot.head.size());
         slot.head.insert(slot.head.end(), data.begin(), data.begin() + more);
       }
-      if (keep_current_) {
+      if (keep_current_ && keep_chosen_) {
         if (buffer_.empty()) buffer_.reserve(std::min<std::uint64_t>(slot.size, 64u << 20));
         buffer_.insert(buffer_.end(), data.begin(), data.begin() + take);
       }
@@ -245,7 +247,9 @@ class SelectingSink final : public detail::DecodeSink {
   // Final once every entry is judged and the best one is complete: Skip mode
   // stops here; Verify mode decodes on for the hash, keeping only heads.
   void check_finished() {
-    if (finished_ || judged_ != slots_.size() || (best_ && !best_complete_) || (picked_ && !best_)) return;
+    if (finished_ || judged_ != slots_.size() || (keep_chosen_ && best_ && !best_complete_) || (picked_ && !best_)) {
+      return;
+    }
     finished_ = true;
     keep_current_ = false;
     if (!chooser_.pick) {
@@ -258,6 +262,7 @@ class SelectingSink final : public detail::DecodeSink {
 
   Chooser chooser_;
   std::uint64_t extent_;
+  bool keep_chosen_;
   std::optional<detail::Md5Stream> md5_;  // when hashing: never stop early
   std::uint64_t position_ = 0;
 
@@ -284,7 +289,8 @@ class SelectingSink final : public detail::DecodeSink {
 // The whole-bundle path: read_bundle, choose, copy the chosen entry.
 // `hash` says how read_bundle's hash check went, as the caller arranged it.
 Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, const BundleInfo& info,
-                                       const ReadOptions& read, std::uint64_t decoded, StreamSelection::Hash hash) {
+                                       const ReadOptions& read, bool keep_chosen, std::uint64_t decoded,
+                                       StreamSelection::Hash hash) {
   auto bundle = read_bundle(source, info, read);
   if (!bundle) return std::move(bundle).error();
   StreamSelection result;
@@ -307,7 +313,7 @@ Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, con
   } else {
     result.selection = select_entry(*chooser.device, bundle->entries(), *chooser.options);
   }
-  if (const Candidate* chosen = result.selection.chosen()) {
+  if (const Candidate* chosen = result.selection.chosen(); chosen && keep_chosen) {
     Bytes bytes = bundle->entries()[chosen->entry_index].bytes;
     result.chosen.assign(bytes.begin(), bytes.end());
   }
@@ -322,7 +328,7 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
                                         const StreamOptions& stream) {
   std::string context = where(info);
   if (info.format != BundleFormat::Compressed) {
-    return select_whole(chooser, source, info, stream.read, 0, StreamSelection::Hash::NotChecked);
+    return select_whole(chooser, source, info, stream.read, stream.keep_chosen, 0, StreamSelection::Hash::NotChecked);
   }
   if (auto fits = detail::check_range(context, info.offset, info.size, source.size(), "the input"); !fits) {
     return std::move(fits).error();
@@ -352,7 +358,7 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
   }
   bool checked_earlier = mark && mark->present();
   if (checked_earlier) verify = false;
-  SelectingSink sink(chooser, header->uncompressed_size, verify);
+  SelectingSink sink(chooser, header->uncompressed_size, verify, stream.keep_chosen);
   auto end_rule = header->total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
   auto consumed = detail::decode_stream(header->method, bytes.subspan(header->header_size, end - header->header_size),
                                         header->uncompressed_size, end_rule, sink);
@@ -375,7 +381,7 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
     // (the stream checked); Skip mode reads and writes no marks, so it checks.
     ReadOptions read = stream.read;
     if (stream.hash == StreamOptions::HashCheck::Skip) read.verified_cache.clear();
-    return select_whole(chooser, source, info, read, sink.decoded(),
+    return select_whole(chooser, source, info, read, stream.keep_chosen, sink.decoded(),
                         checked_earlier ? StreamSelection::Hash::CheckedEarlier : StreamSelection::Hash::Checked);
   }
 

@@ -223,6 +223,7 @@ int run_select(std::span<const std::string> args) {
   if (!device) return kExitUsage;
   StreamOptions stream_options = config->stream_options();
   if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
+  stream_options.keep_chosen = !output.empty();  // the report needs no bytes; -o does
   const ReadOptions& read_options = stream_options.read;
   // With hotswap on, the allowlist includes COLOAD_HOTSWAP_PLUGIN's pairs.
   SelectOptions select_options = config->select_options();
