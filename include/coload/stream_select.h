@@ -5,9 +5,9 @@
 // picks from the table). The plain bundle inside
 // is decoded as a stream; its header and entry table, the first 64 bytes of
 // each entry (its ELF header, all the selector reads) and the bytes of the
-// best entry so far are kept, nothing else. Peak memory is the header plus
-// about one entry (the chosen one) plus the decoder's buffers, not the
-// uncompressed bundle. Does not cover: plain bundles (read_bundle already
+// best entry so far (unless StreamOptions::keep_chosen is false) are kept,
+// nothing else. Peak memory is the header plus about one entry (the chosen
+// one) plus the decoder's window, not the uncompressed bundle. Does not cover: plain bundles (read_bundle already
 // views them in place; they are accepted here and read whole) or the comgr
 // unbundler (comgr cannot read compressed bundles).
 //
