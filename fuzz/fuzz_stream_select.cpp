@@ -1,7 +1,8 @@
 // Fuzzes streaming selection in compressed bundles against the whole-bundle
 // path: for any input, select_in_compressed_bundle must fail exactly when
 // read_bundle fails (in Verify mode), and otherwise agree with select_entry
-// on the chosen entry and its bytes, in both modes.
+// on the chosen entry and its bytes, in both modes, and on the choice alone
+// without the bytes.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -49,5 +50,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       coload::select_entry(other, coload::head_entries(skipped->heads)).selected != on_whole.selected) {
     std::abort();
   }
+  // Without the chosen bytes, Skip stops sooner: the same choice, nothing kept.
+  stream.keep_chosen = false;
+  auto bare = coload::select_in_compressed_bundle(device, bytes, info, {}, stream);
+  if (!bare || bare->selection.selected != expected.selected || !bare->chosen.empty()) std::abort();
+  if (bare->decoded_bytes > skipped->decoded_bytes) std::abort();
   return 0;
 }
