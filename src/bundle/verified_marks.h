@@ -7,9 +7,9 @@
 // xxh3 of the CCOB's bytes (header and payload): those exact bytes decode to
 // a stream whose MD5 prefix and size matched the header. Decoding is a
 // function of the bytes, so a CCOB with a mark needs no second MD5, and a
-// stream of it may stop as Skip mode does. Changed bytes give another name, so corruption
-// is still caught. Marks are best-effort: a mark that cannot be read or
-// written is a miss, never an error.
+// stream of it may stop as Skip mode does. Changed bytes give another name,
+// so corruption is still caught. Marks are best-effort: a mark that cannot be
+// read or written is a miss, never an error.
 #pragma once
 
 #include <string>
