@@ -315,17 +315,23 @@ struct ZstdRoute {
   const char* name;
   testing::ZstdFrame frame;
   bool sink_memory;  // the sink offers memory of the declared size
+  bool in_one_place;  // decoded into memory of the content's size, not through a window
 };
 
 // A window of 4 MiB holds the 3 MiB content: zstd writes the frame single-segment.
 constexpr testing::ZstdFrame kSingleSegment{.window_log = 22};
+// As `zstd --long=28` streaming from a pipe: no content size, a window past libzstd's limit (2^27).
+constexpr testing::ZstdFrame kHugeWindow{.window_log = 22, .content_size = false, .declared_window_log = 28};
 
 constexpr ZstdRoute kZstdRoutes[] = {
-    {"single-segment frame, scratch memory", kSingleSegment, false},
-    {"single-segment frame, the sink's memory", kSingleSegment, true},
-    {"128 KiB window, libzstd's window", {.window_log = 17}, false},
-    {"128 KiB window, the sink's memory", {.window_log = 17}, true},
-    {"no content size, libzstd's window", {.content_size = false}, false},
+    {"single-segment frame, scratch memory", kSingleSegment, false, true},
+    {"single-segment frame, the sink's memory", kSingleSegment, true, true},
+    {"128 KiB window, libzstd's window", {.window_log = 17}, false, false},
+    {"128 KiB window, the sink's memory", {.window_log = 17}, true, true},
+    {"no content size, 2 MiB window, libzstd's window", {.content_size = false}, false, false},
+    {"no content size, 4 MiB window, scratch memory", {.window_log = 22, .content_size = false}, false, true},
+    {"2^28 window, scratch memory", kHugeWindow, false, true},
+    {"2^28 window, the sink's memory", kHugeWindow, true, true},
 };
 
 /// Keeps what it is given, offering memory of `offered` bytes when asked;
@@ -370,15 +376,40 @@ TEST(ZstdDecoding, EveryRouteYieldsTheSameBytes) {
     EXPECT_EQ(*consumed, payload.size()) << route.name;
     EXPECT_TRUE(sink.kept() == content) << route.name;
     if (route.sink_memory) EXPECT_TRUE(sink.in_place()) << route.name;
+    // Chunks copied out of libzstd's window all start at its chunk buffer.
+    EXPECT_EQ(sink.contiguous(), route.in_one_place) << route.name;
   }
-  // A single-segment frame is decoded in one place, not copied out of a
-  // window chunk by chunk; a bounded window's chunks are.
-  KeepingSink single(content.size(), false);
-  ASSERT_TRUE(Succeeds(decode(testing::compress_zstd(content, kSingleSegment), content.size(), single)));
-  EXPECT_TRUE(single.contiguous());
-  KeepingSink windowed(content.size(), false);
-  ASSERT_TRUE(Succeeds(decode(testing::compress_zstd(content, {.window_log = 17}), content.size(), windowed)));
-  EXPECT_FALSE(windowed.contiguous());
+}
+
+// A later frame whose window passes libzstd's limit: the rest is decoded in
+// scratch memory, as read_bundle decodes it in its own, with the same errors.
+TEST(ZstdDecoding, ALaterFramePastTheWindowLimitIsDecodedInPlace) {
+  Bytes content = zstd_content();
+  Bytes small(1024, std::byte{7});
+  Bytes first = testing::compress_zstd(content, {.window_log = 17});
+  Bytes second = testing::compress_zstd(small, {.content_size = false, .declared_window_log = 28});
+  Bytes payload = first;
+  payload.insert(payload.end(), second.begin(), second.end());
+  Bytes whole = content;
+  whole.insert(whole.end(), small.begin(), small.end());
+  for (bool sink_memory : {false, true}) {
+    KeepingSink sink(whole.size(), sink_memory);
+    auto consumed = decode(payload, whole.size(), sink);
+    ASSERT_TRUE(Succeeds(consumed)) << sink_memory;
+    EXPECT_EQ(*consumed, payload.size()) << sink_memory;
+    EXPECT_TRUE(sink.kept() == whole) << sink_memory;
+
+    KeepingSink cut(whole.size(), sink_memory);
+    auto truncated = decode(Bytes(payload.begin(), payload.end() - 1), whole.size(), cut);
+    ASSERT_TRUE(FailsWith(truncated, ErrorKind::Truncated)) << sink_memory;
+    EXPECT_NE(truncated.error().message().find("(" + detail::hex(whole.size() - 1024) + " of " + detail::hex(whole.size())),
+              std::string::npos)
+        << truncated.error().message();
+    KeepingSink longer(whole.size() + 1, sink_memory);
+    EXPECT_TRUE(FailsWith(decode(payload, whole.size() + 1, longer), ErrorKind::SizeMismatch)) << sink_memory;
+    KeepingSink shorter(whole.size() - 1, sink_memory);
+    EXPECT_TRUE(FailsWith(decode(payload, whole.size() - 1, shorter), ErrorKind::SizeMismatch)) << sink_memory;
+  }
 }
 
 TEST(ZstdDecoding, EveryRouteFailsTheSameWay) {

@@ -321,6 +321,31 @@ TEST(StreamSelect, DecompressionBombIsCapped) {
   }
 }
 
+// A frame declaring a window past libzstd's limit (2^27), as `zstd --long=28`
+// writes from a pipe: the stream reads it as read_bundle does, small or large.
+TEST(StreamSelect, AFrameWindowPastTheDecodersLimitIsReadAsReadBundleReadsIt) {
+  for (std::size_t scale : {std::size_t{1}, kLarge}) {
+    Bytes plain = three_entry_bundle(scale);
+    auto parsed = parse_plain_bundle(plain);
+    ASSERT_TRUE(Succeeds(parsed));
+    Bytes want(parsed->entries[2].bytes.begin(), parsed->entries[2].bytes.end());
+    testing::CcobOptions options;
+    options.payload = testing::compress_zstd(plain, {.content_size = false, .declared_window_log = 28});
+    Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
+    auto binary = FatBinary::from_memory(ccob);
+    ASSERT_TRUE(Succeeds(binary));
+    auto whole = binary->read(0);
+    ASSERT_TRUE(Succeeds(whole)) << scale;
+    EXPECT_TRUE(std::ranges::equal(whole->uncompressed(), plain)) << scale;
+    for (Hash mode : {Hash::Verify, Hash::Skip}) {
+      auto result = select_ccob(ccob, "gfx90a", {.hash = mode});
+      ASSERT_TRUE(Succeeds(result)) << scale;
+      ASSERT_EQ(result->selection.selected, std::optional<std::size_t>(2)) << scale;
+      EXPECT_TRUE(result->chosen == want) << scale;
+    }
+  }
+}
+
 // A CCOB whose entries are not in ascending offset order: the gfx90a entry
 // (returned in `gfx90a`) comes after the gfx942 one.
 Bytes out_of_order_ccob(Bytes& gfx90a) {

@@ -16,6 +16,9 @@ namespace coload::detail {
 namespace {
 
 constexpr std::size_t kChunkSize = 128 * 1024;
+// libzstd's default window limit: every level LLVM writes, long-distance
+// matching included, stays within it.
+constexpr std::uint64_t kWindowLimit = std::uint64_t{1} << ZSTD_WINDOWLOG_LIMIT_DEFAULT;
 
 Error size_mismatch(std::string_view codec, std::uint64_t produced, std::uint64_t expected, std::uint64_t at) {
   return Error(ErrorKind::SizeMismatch, std::string(codec) + " payload: decompressed data reaches " + hex(produced) +
@@ -92,21 +95,27 @@ struct WindowRelease {
   void operator()(std::byte* buffer) const { window_memory::release(nullptr, buffer); }
 };
 
-// Decodes into `output`, exactly the expected size, with libzstd's
-// buffer-less API: a block at a time, each matched against the blocks before
-// it in `output`, so libzstd keeps no window and copies nothing, and the
-// sink sees the output block by block (a Skip-mode stop overshoots by at
-// most one block).
-Expected<std::uint64_t> decode_zstd_in_place(ZSTD_DCtx* context, std::span<std::byte> output, Bytes payload,
-                                             StreamEnd end, DecodeSink& sink) {
-  const std::uint64_t expected = output.size();
+// Where a decode stands: payload bytes read, bytes decoded.
+struct Position {
   std::size_t read = 0;
+  std::uint64_t written = 0;
+};
+
+// Decodes the payload from `from` on into `output`, exactly the bytes left
+// of the declared size, with libzstd's buffer-less API: a block at a time,
+// each matched against the blocks before it in `output`, so libzstd keeps no
+// window and copies nothing, and the sink sees the output block by block (a
+// Skip-mode stop overshoots by at most one block). `from` is a frame's start.
+Expected<std::uint64_t> decode_zstd_in_place(ZSTD_DCtx* context, std::span<std::byte> output, Bytes payload,
+                                             Position from, StreamEnd end, DecodeSink& sink) {
+  const std::uint64_t expected = from.written + output.size();
+  std::size_t read = from.read;
   std::size_t written = 0;
   for (;;) {  // a frame per pass
     std::size_t status = ZSTD_decompressBegin(context);
     if (ZSTD_isError(status)) return zstd_error(status, expected, read);
     for (std::size_t need; (need = ZSTD_nextSrcSizeToDecompress(context)) != 0;) {
-      if (need > payload.size() - read) return zstd_truncated(payload.size(), written, expected);
+      if (need > payload.size() - read) return zstd_truncated(payload.size(), from.written + written, expected);
       std::size_t made = ZSTD_decompressContinue(context, output.data() + written, output.size() - written,
                                                  payload.data() + read, need);
       if (ZSTD_isError(made)) return zstd_error(made, expected, read);
@@ -115,36 +124,48 @@ Expected<std::uint64_t> decode_zstd_in_place(ZSTD_DCtx* context, std::span<std::
       written += made;
       if (sink.done()) return static_cast<std::uint64_t>(read);
     }
-    if (end == StreamEnd::EndOfExpected && written == expected) break;
+    if (end == StreamEnd::EndOfExpected && written == output.size()) break;
     if (read == payload.size()) break;
   }
-  if (written != expected) return zstd_size_mismatch(written, expected);
+  if (written != output.size()) return zstd_size_mismatch(from.written + written, expected);
   return static_cast<std::uint64_t>(read);
+}
+
+// Decodes the rest into scratch memory of the size left.
+Expected<std::uint64_t> decode_zstd_in_scratch(ZSTD_DCtx* context, Bytes payload, Position from,
+                                               std::uint64_t expected, StreamEnd end, DecodeSink& sink) {
+  const std::uint64_t left = expected - from.written;
+  std::unique_ptr<std::byte, WindowRelease> scratch(
+      static_cast<std::byte*>(window_memory::allocate(nullptr, static_cast<std::size_t>(left))));
+  if (!scratch) return Error(ErrorKind::LimitExceeded, "zstd payload: cannot allocate " + hex(left) + " bytes");
+  return decode_zstd_in_place(context, {scratch.get(), static_cast<std::size_t>(left)}, payload, from, end, sink);
+}
+
+// libzstd refuses a frame whose window passes its limit; decoded in place,
+// such a frame costs no more than the declared size (bounded by
+// max_decompressed_bytes), as read_bundle takes it.
+bool window_past_limit(Bytes payload, std::size_t at) {
+  std::optional<ZSTD_frameHeader> frame = frame_header(payload.subspan(at));
+  return frame && frame->windowSize > kWindowLimit;
 }
 
 Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, StreamEnd end, DecodeSink& sink) {
   ZstdLease context;
   if (!context.get()) return Error(ErrorKind::LimitExceeded, "zstd payload: cannot allocate a decoder");
-  // In place when the output has a home of its own (read_bundle's bundle),
-  // or when the frame is single-segment, as the bundler writes it: its
-  // window is its content, so memory of the content's size replaces the
-  // window libzstd would allocate, at no extra cost. Past the decoder's
-  // window limit the frame is left to libzstd, which refuses it.
+  // In place when the output has a home of its own (read_bundle's bundle).
+  // Else in scratch memory of the content's size when the frame's window
+  // holds the whole content, as in the single-segment frame the bundler
+  // writes: that memory replaces the window libzstd would allocate, at no
+  // extra cost. Not below 2 MiB: small scratch, taken and freed per CCOB,
+  // would move glibc's mmap threshold under the host.
   std::optional<ZSTD_frameHeader> frame = frame_header(payload);
   if (std::span<std::byte> output = sink.output(); frame && output.size() == expected && expected > 0) {
-    return decode_zstd_in_place(context.get(), output, payload, end, sink);
+    return decode_zstd_in_place(context.get(), output, payload, {}, end, sink);
   }
-  if (frame && frame->frameContentSize == expected && frame->windowSize >= expected &&
-      expected >= window_memory::kHugePage && expected <= (std::uint64_t{1} << ZSTD_WINDOWLOG_LIMIT_DEFAULT)) {
-    std::unique_ptr<std::byte, WindowRelease> scratch(
-        static_cast<std::byte*>(window_memory::allocate(nullptr, static_cast<std::size_t>(expected))));
-    if (scratch) {
-      return decode_zstd_in_place(context.get(), {scratch.get(), static_cast<std::size_t>(expected)}, payload, end,
-                                  sink);
-    }
+  if ((frame && frame->windowSize >= expected && expected >= window_memory::kHugePage) ||
+      window_past_limit(payload, 0)) {
+    return decode_zstd_in_scratch(context.get(), payload, {}, expected, end, sink);
   }
-  // zstd's default window limit (2^27) covers every level LLVM writes, long
-  // distance matching included, and bounds what a hostile frame header can ask for.
   auto buffer = std::make_unique<std::byte[]>(kChunkSize);
   ZSTD_inBuffer in{payload.data(), payload.size(), 0};
   std::uint64_t produced = 0;
@@ -156,9 +177,12 @@ Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, Strea
     if (produced > expected) return size_mismatch("zstd", produced, expected, in.pos);
     if (out.pos > 0) sink.write(Bytes(buffer.get(), out.pos));
     if (sink.done()) return static_cast<std::uint64_t>(in.pos);
-    if (status == 0) {  // a frame ended
+    if (status == 0) {  // a frame ended; libzstd stops there
       if (end == StreamEnd::EndOfExpected && produced == expected) break;
       if (in.pos == in.size) break;
+      if (window_past_limit(payload, in.pos)) {
+        return decode_zstd_in_scratch(context.get(), payload, {in.pos, produced}, expected, end, sink);
+      }
       continue;
     }
     if (in.pos == in.size && out.pos < out.size) return zstd_truncated(in.size, produced, expected);

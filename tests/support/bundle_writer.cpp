@@ -207,6 +207,19 @@ Bytes compress_zstd(std::span<const std::byte> data, ZstdFrame frame) {
   std::size_t n = ZSTD_compress2(context.get(), out.data(), out.size(), data.data(), data.size());
   if (ZSTD_isError(n)) throw std::runtime_error(std::string("ZSTD_compress2 failed: ") + ZSTD_getErrorName(n));
   out.resize(n);
+  if (frame.declared_window_log > 0) {
+    // RFC 8878 3.1.1.1: after the 4-byte magic, the Frame_Header_Descriptor
+    // (bit 5: Single_Segment_flag), then the Window_Descriptor (exponent in
+    // the high 5 bits, windowLog = 10 + exponent; mantissa 0).
+    if (frame.content_size || (std::to_integer<unsigned>(out[4]) & 0x20) != 0 ||
+        frame.declared_window_log < 10 || frame.declared_window_log > 41) {
+      throw std::invalid_argument("declared_window_log needs a frame with a window descriptor");
+    }
+    if ((std::to_integer<unsigned>(out[5]) >> 3) + 10 > static_cast<unsigned>(frame.declared_window_log)) {
+      throw std::invalid_argument("declared_window_log is below the window the frame uses");
+    }
+    out[5] = std::byte(static_cast<std::uint8_t>((frame.declared_window_log - 10) << 3));
+  }
   return out;
 }
 

@@ -104,13 +104,17 @@ Bytes compress(std::span<const std::byte> data, CcobMethod method, int level = -
 // One zstd frame with the given parameters: `window_log` > 0 bounds the
 // window (a frame larger than 2^window_log is then not single-segment),
 // `content_size` false leaves the content size out of the frame header,
-// `checksum` appends the XXH64 checksum. Throws std::runtime_error.
+// `checksum` appends the XXH64 checksum, `declared_window_log` > 0 rewrites
+// the header's window to 2^declared_window_log (at least the window used, as
+// `zstd --long=N` declares when it streams from a pipe; needs content_size
+// false, or the frame has no window descriptor). Throws std::runtime_error.
 struct ZstdFrame {
   int level = 3;  // the bundler's default
   bool long_distance = false;
   int window_log = 0;
   bool content_size = true;
   bool checksum = false;
+  int declared_window_log = 0;
 };
 Bytes compress_zstd(std::span<const std::byte> data, ZstdFrame frame);
 
