@@ -46,6 +46,24 @@ for b in doc["bundles"]:
 ' "$work/ls.json" "$kind" "$count"
 done < "$fixtures/fixtures.tsv"
 
+# `ls` lists, per bundle, exactly the device entries clang-offload-bundler
+# lists, each as large as what the bundler unbundles for it.
+check "ls lists every bundle's entries as the bundler does" python3 -c '
+import collections, json, os, subprocess, sys
+coload, fixtures = sys.argv[1], sys.argv[2]
+want = collections.defaultdict(dict)
+for line in open(os.path.join(fixtures, "manifest.tsv")):
+    if line.startswith("#") or not line.strip():
+        continue
+    path, bundle, entry_id, expected = line.rstrip("\n").split("\t")
+    want[path].setdefault(int(bundle), {})[entry_id] = os.path.getsize(os.path.join(fixtures, expected))
+for path, bundles in want.items():
+    listed = subprocess.run([coload, "ls", "--json", os.path.join(fixtures, path)], capture_output=True, check=True)
+    for b in json.loads(listed.stdout)["bundles"]:
+        got = {e["id"]: e["size"] for e in b["entries"] if not e["host"]}
+        assert got == bundles.get(b["index"], {}), (path, b["index"], got, bundles.get(b["index"]))
+' "$coload" "$fixtures"
+
 # Several files give a JSON array; text output names each file.
 first=$(awk -F'\t' '!/^#/ {print $1; exit}' "$fixtures/fixtures.tsv")
 "$coload" ls --json "$fixtures/$first" "$fixtures/$first" > "$work/two.json"

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <thread>
 
 #include "bundle_order.h"
@@ -43,6 +44,14 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   return choice;
 }
 
+Error bundle_read_failure(std::string_view path, std::size_t index, const std::exception& exception) {
+  std::string where = std::string(path) + ": bundle " + std::to_string(index);
+  if (dynamic_cast<const std::bad_alloc*>(&exception)) {
+    return Error(ErrorKind::LimitExceeded, where + ": out of memory while reading it");
+  }
+  return Error(ErrorKind::InvalidArgument, where + ": reading it failed: " + exception.what());
+}
+
 std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler) {
   // Only decoding CCOBs is worth a thread: for plain bundles a second thread's
   // start and malloc arena cost more than the work it would share (measured:
@@ -68,12 +77,8 @@ void choose_in_bundles(const FatBinary& binary, std::span<const std::size_t> ind
   auto choose = [&](std::size_t index) -> Expected<BundleChoice> {
     try {
       return choose_in_bundle(binary, index, selector, stream, path, reuse);
-    } catch (const std::bad_alloc&) {  // an exception must not end a helper thread (std::terminate)
-      return Error(ErrorKind::LimitExceeded,
-                   std::string(path) + ": bundle " + std::to_string(index) + ": out of memory while reading it");
     } catch (const std::exception& exception) {
-      return Error(ErrorKind::InvalidArgument, std::string(path) + ": bundle " + std::to_string(index) +
-                                                   ": reading it failed: " + exception.what());
+      return bundle_read_failure(path, index, exception);
     }
   };
   auto take_back = [&](std::size_t index, Expected<BundleChoice>& choice) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <span>
@@ -70,6 +71,11 @@ struct BundleChoice {
 Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
                                         const StreamOptions& stream, std::string_view path,
                                         Selection* spent = nullptr);
+
+/// The error for an exception out of reading bundle `index` (caught, as on a
+/// helper thread it would end the process): LimitExceeded for bad_alloc,
+/// InvalidArgument otherwise, with "PATH: bundle INDEX" in front.
+Error bundle_read_failure(std::string_view path, std::size_t index, const std::exception& exception);
 
 /// Threads worth reading bundles `indices` of `binary` on: one per CCOB, up
 /// to the hardware's concurrency (at most 8), as the registry's decode

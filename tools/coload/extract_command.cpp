@@ -257,8 +257,8 @@ int run_extract(std::span<const std::string> args) {
         if (result.pick.index) result.hit.bytes = bundle->entries()[*result.pick.index].bytes;
         result.hit.bundle = std::move(*bundle);
       }
-    } catch (const std::exception& exception) {  // must not end a helper thread
-      result.error = path + ": bundle " + std::to_string(i) + ": reading it failed: " + exception.what();
+    } catch (const std::exception& exception) {
+      result.error = bundle_read_failure(path, i, exception).message();
     }
     return result;
   };

@@ -1,10 +1,15 @@
-// coload ls: every bundle and entry of each input, as text or JSON.
+// coload ls: every bundle and entry of each input, as text or JSON. Only
+// the tables are kept: a host image's CCOBs are streamed, on one thread per
+// core, and none is held whole.
 #include <cstdio>
+#include <numeric>
 #include <string>
 #include <vector>
 
+#include "bundle_order.h"
 #include "coload/config.h"
 #include "coload/fat_binary.h"
+#include "coload/stream_select.h"
 #include "commands.h"
 #include "json_writer.h"
 
@@ -22,11 +27,53 @@ std::string entry_uri(const std::string& path, std::uint64_t offset, std::uint64
   return "file://" + path + "#offset=" + std::to_string(offset) + "&size=" + std::to_string(size);
 }
 
+/// A bundle's table as the listing shows it: a plain bundle read in place
+/// (its entries view the mapped file), or a CCOB's table, streamed.
+struct ListedBundle {
+  std::optional<Bundle> plain;
+  std::vector<EntryHead> streamed;
+};
+
+/// Calls fn(index, id, offset, size, is_host) for each entry, in table order.
+template <class Fn>
+void for_each_entry(const ListedBundle& bundle, Fn fn) {
+  std::size_t index = 0;
+  if (bundle.plain) {
+    for (const BundleEntry& entry : bundle.plain->entries()) {
+      fn(index++, entry.id, entry.offset, entry.size, entry.is_host);
+    }
+  }
+  for (const EntryHead& head : bundle.streamed) {
+    fn(index++, std::string_view(head.id), head.offset, head.size, head.is_host);
+  }
+}
+
 struct Listing {
   std::string path;
   std::optional<FatBinary> binary;
-  std::vector<Expected<Bundle>> bundles;
+  std::vector<Expected<ListedBundle>> bundles;
 };
+
+/// Bundle `index`'s table. A CCOB is streamed and nothing of it kept: its
+/// hash is checked over the whole stream, or, with a mark, decoding stops
+/// once the table is complete.
+Expected<ListedBundle> list_bundle(const FatBinary& binary, std::size_t index, const ReadOptions& read) {
+  const BundleInfo& info = binary.bundles()[index];
+  ListedBundle listed;
+  if (info.format == BundleFormat::Compressed) {
+    auto nothing = [](std::span<const BundleEntry>) { return std::optional<std::size_t>(); };
+    auto streamed = extract_from_compressed_bundle(binary.source().bytes(), info, nothing, {.read = read});
+    if (!streamed) {  // named as FatBinary::read names its errors
+      return Error(streamed.error().kind(), binary.source().name() + ": " + streamed.error().message());
+    }
+    listed.streamed = std::move(streamed->heads);
+    return listed;
+  }
+  auto bundle = binary.read(index);
+  if (!bundle) return std::move(bundle).error();
+  listed.plain = std::move(*bundle);
+  return listed;
+}
 
 void print_text(const Listing& listing) {
   const FatBinary& binary = *listing.binary;
@@ -54,15 +101,14 @@ void print_text(const Listing& listing) {
       std::printf("  error: %s\n", bundle.error().message().c_str());
       continue;
     }
-    for (std::size_t e = 0; e < bundle->entries().size(); ++e) {
-      const BundleEntry& entry = bundle->entries()[e];
-      std::printf("  entry %zu: %-48.*s offset %s size %s", e, static_cast<int>(entry.id.size()), entry.id.data(),
-                  hex(entry.offset).c_str(), hex(entry.size).c_str());
-      if (info.format != BundleFormat::Compressed && entry.size > 0) {
-        std::printf("  %s", entry_uri(listing.path, info.offset + entry.offset, entry.size).c_str());
+    for_each_entry(*bundle, [&](std::size_t e, std::string_view id, std::uint64_t offset, std::uint64_t size, bool) {
+      std::printf("  entry %zu: %-48.*s offset %s size %s", e, static_cast<int>(id.size()), id.data(),
+                  hex(offset).c_str(), hex(size).c_str());
+      if (info.format != BundleFormat::Compressed && size > 0) {
+        std::printf("  %s", entry_uri(listing.path, info.offset + offset, size).c_str());
       }
       std::printf("\n");
-    }
+    });
   }
 }
 
@@ -116,24 +162,25 @@ void write_json(JsonWriter& json, const Listing& listing) {
     json.key("entries");
     json.begin_array();
     if (bundle) {
-      for (const BundleEntry& entry : bundle->entries()) {
+      for_each_entry(*bundle, [&](std::size_t, std::string_view id, std::uint64_t offset, std::uint64_t size,
+                                  bool is_host) {
         json.begin_object();
         json.key("id");
-        json.value(entry.id);
+        json.value(id);
         json.key("offset");
-        json.value(entry.offset);
+        json.value(offset);
         json.key("size");
-        json.value(entry.size);
+        json.value(size);
         json.key("host");
-        json.value(entry.is_host);
+        json.value(is_host);
         json.key("uri");
         if (info.format != BundleFormat::Compressed) {
-          json.value(entry_uri(listing.path, info.offset + entry.offset, entry.size));
+          json.value(entry_uri(listing.path, info.offset + offset, size));
         } else {
           json.null();
         }
         json.end_object();
-      }
+      });
     }
     json.end_array();
     json.end_object();
@@ -175,13 +222,24 @@ int run_ls(std::span<const std::string> args) {
       continue;
     }
     Listing listing{path, std::move(*binary), {}};
-    for (std::size_t i = 0; i < listing.binary->bundles().size(); ++i) {
-      listing.bundles.push_back(listing.binary->read(i));
-      if (!listing.bundles.back()) {
-        std::fprintf(stderr, "coload: %s\n", listing.bundles.back().error().message().c_str());
+    std::vector<std::size_t> indices(listing.binary->bundles().size());
+    std::iota(indices.begin(), indices.end(), std::size_t{0});
+    auto list = [&](std::size_t index) -> Expected<ListedBundle> {
+      try {
+        return list_bundle(*listing.binary, index, options);
+      } catch (const std::exception& exception) {
+        return bundle_read_failure(path, index, exception);
+      }
+    };
+    auto take = [&](std::size_t, Expected<ListedBundle>& listed) {
+      if (!listed) {
+        std::fprintf(stderr, "coload: %s\n", listed.error().message().c_str());
         status = kExitInputError;
       }
-    }
+      listing.bundles.push_back(std::move(listed));
+      return true;
+    };
+    in_bundle_order(indices, decode_threads(*listing.binary, indices, Unbundler::Builtin), list, take);
     listings.push_back(std::move(listing));
   }
 
