@@ -96,6 +96,29 @@ TEST_F(WindowMemory, AtMostTwoMappingsAreKeptTheLargest) {
   release(nullptr, smaller);
 }
 
+// Mappings are kept largest first within kKeptBytes; one larger than that is
+// never kept. (Untouched mappings: the sizes cost address space only.)
+TEST_F(WindowMemory, KeptMappingsStayWithinTheirByteCap) {
+  ASSERT_EQ(detail::window_memory::kKeptBytes, 64 * kMiB);
+  void* a = allocate(nullptr, 40 * kMiB);  // mapped: 42 MiB with the header
+  void* b = allocate(nullptr, 20 * kMiB);  // 22 MiB
+  void* c = allocate(nullptr, 30 * kMiB);  // 32 MiB
+  ASSERT_TRUE(a && b && c);
+  release(nullptr, c);
+  EXPECT_EQ(kept_bytes(), 32 * kMiB);
+  release(nullptr, a);  // 42 + 32 passes the cap: the smaller goes
+  EXPECT_EQ(kept_bytes(), 42 * kMiB);
+  release(nullptr, b);  // 42 + 22 is the cap
+  EXPECT_EQ(kept_bytes(), 64 * kMiB);
+  void* huge = allocate(nullptr, 64 * kMiB);  // fits no kept mapping: mapped afresh, 66 MiB
+  ASSERT_NE(huge, nullptr);
+  release(nullptr, huge);
+  EXPECT_EQ(kept_bytes(), 64 * kMiB);
+  void* again = allocate(nullptr, 40 * kMiB);
+  EXPECT_EQ(again, a);
+  release(nullptr, again);
+}
+
 TEST_F(WindowMemory, ASizeThatCannotBeMappedIsNull) {
   EXPECT_EQ(allocate(nullptr, SIZE_MAX), nullptr);
   EXPECT_EQ(allocate(nullptr, SIZE_MAX - 64), nullptr);

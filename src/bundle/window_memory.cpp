@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -53,24 +54,28 @@ class KeptMappings {
     return std::exchange(*best, Mapping{});
   }
 
-  /// Keeps `mapping` in a free slot, or in place of a smaller one; unmaps
-  /// whichever is left out.
+  /// Keeps the largest of the kept mappings and `mapping`, at most
+  /// kKeptMappings of them and kKeptBytes in all; unmaps the others.
   void give(Mapping mapping) {
-    madvise(mapping.block, mapping.length, MADV_FREE);
-    Mapping evicted = mapping;
+    std::array<Mapping, kKeptMappings + 1> all{};
+    all[kKeptMappings] = mapping;
+    if (mapping.length <= kKeptBytes) madvise(mapping.block, mapping.length, MADV_FREE);
     {
       std::lock_guard lock(mutex_);
-      Mapping* slot = nullptr;
-      for (Mapping& kept : kept_) {
-        if (kept.block == nullptr) {
-          slot = &kept;
-          break;
-        }
-        if (kept.length < mapping.length && (slot == nullptr || kept.length < slot->length)) slot = &kept;
+      std::copy(kept_.begin(), kept_.end(), all.begin());
+      std::sort(all.begin(), all.end(), [](const Mapping& a, const Mapping& b) { return a.length > b.length; });
+      kept_ = {};
+      std::size_t count = 0;
+      std::size_t total = 0;
+      for (Mapping& candidate : all) {
+        if (candidate.block == nullptr || count == kKeptMappings || total + candidate.length > kKeptBytes) continue;
+        total += candidate.length;
+        kept_[count++] = std::exchange(candidate, Mapping{});
       }
-      if (slot != nullptr) evicted = std::exchange(*slot, mapping);
     }
-    if (evicted.block != nullptr) munmap(evicted.block, evicted.length);
+    for (const Mapping& left : all) {
+      if (left.block != nullptr) munmap(left.block, left.length);
+    }
   }
 
   void drop() {

@@ -9,10 +9,11 @@
 // own, 2 MiB aligned, and marked for transparent huge pages, so a fault maps
 // 2 MiB; pages are still faulted only as the decoder reaches them, so an early
 // stop holds at most one huge page more than it touched. A freed mapping is
-// kept (at most kKeptMappings of them) for the next large frame, lazily freed
-// (MADV_FREE): the kernel may take its pages back under memory pressure, and
-// until it does, the next frame reuses them without faulting or zeroing.
-// Smaller buffers come from malloc.
+// kept (the largest, at most kKeptMappings of them and kKeptBytes in all) for
+// the next large frame, lazily freed (MADV_FREE): the kernel may take its
+// pages back under memory pressure, and until it does, the next frame reuses
+// them without faulting or zeroing. They count in the process's RSS until
+// then, hence the cap. Smaller buffers come from malloc.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,9 @@ namespace coload::detail::window_memory {
 
 inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
 inline constexpr std::size_t kKeptMappings = 2;
+// Twice the window of a large bundle (29.4 MiB in bench/'s large.ccob); a
+// process that decoded a 1 GiB bundle does not hold on to it.
+inline constexpr std::size_t kKeptBytes = std::size_t{64} << 20;
 
 /// ZSTD_allocFunction and ZSTD_freeFunction (`opaque` is unused).
 void* allocate(void* opaque, std::size_t size);
