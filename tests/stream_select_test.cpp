@@ -642,6 +642,43 @@ TEST(StreamExtract, SkipStopsAtThePickedEntry) {
   EXPECT_EQ(skip->selection.candidates[2].verdict, Verdict::Rejected);
 }
 
+// What `coload ls` asks for: the table and nothing else. A first check
+// decodes and hashes it all; a marked CCOB (or Skip mode) stops within a
+// block of the table's end, before any entry's bytes.
+TEST(StreamExtract, NoPickStopsAfterTheTableOnceMarked) {
+  Bytes plain = three_entry_bundle(kLarge);
+  auto parsed = parse_plain_bundle(plain);
+  ASSERT_TRUE(Succeeds(parsed));
+  const std::uint64_t first_entry = parsed->entries[1].offset;
+  EntryPicker nothing = [](std::span<const BundleEntry>) { return std::optional<std::size_t>(); };
+  for (CcobMethod method : {CcobMethod::Zlib, CcobMethod::Zstd}) {
+    testing::ScratchDirectory cache;
+    StreamOptions marked{.read = {.verified_cache = (cache.path() / "verified").string()}};
+    Bytes ccob = testing::write_ccob(plain, 3, method);
+    auto binary = FatBinary::from_memory(ccob);
+    ASSERT_TRUE(Succeeds(binary));
+    auto first = extract_from_compressed_bundle(ccob, binary->bundles()[0], nothing, marked);
+    ASSERT_TRUE(Succeeds(first));
+    EXPECT_EQ(first->hash, StreamSelection::Hash::Checked);
+    EXPECT_EQ(first->decoded_bytes, plain.size());
+    for (auto [options, hash] : {std::pair{marked, StreamSelection::Hash::CheckedEarlier},
+                                 std::pair{StreamOptions{.hash = Hash::Skip}, StreamSelection::Hash::NotChecked}}) {
+      auto table = extract_from_compressed_bundle(ccob, binary->bundles()[0], nothing, options);
+      ASSERT_TRUE(Succeeds(table));
+      EXPECT_EQ(table->hash, hash);
+      EXPECT_LE(table->decoded_bytes, first_entry + (128u << 10));
+      EXPECT_TRUE(table->chosen.empty());
+      ASSERT_EQ(table->heads.size(), parsed->entries.size());
+      for (std::size_t i = 0; i < parsed->entries.size(); ++i) {
+        EXPECT_EQ(table->heads[i].id, parsed->entries[i].id) << i;
+        EXPECT_EQ(table->heads[i].offset, parsed->entries[i].offset) << i;
+        EXPECT_EQ(table->heads[i].size, parsed->entries[i].size) << i;
+        EXPECT_EQ(table->heads[i].is_host, parsed->entries[i].is_host) << i;
+      }
+    }
+  }
+}
+
 TEST(StreamExtract, NoPickKeepsNothingAndVerifyStillChecksTheHash) {
   Bytes plain = three_entry_bundle();
   Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd);
