@@ -125,7 +125,8 @@ TEST(ScanBundles, RegionOutsideTheSourceIsOutOfBounds) {
 }
 
 // v1 bundles of `plains` (zstd and zlib in turn) with a v3 one third, which
-// is measured by its total_size and so never charged to the v1 budget.
+// is measured by its total_size and so never charged to the v1 budget. Only
+// the zlib ones are charged: a zstd frame's headers tell its length.
 Bytes v1_chain(const std::vector<Bytes>& plains, std::vector<std::uint64_t>& starts) {
   Bytes region;
   for (std::size_t i = 0; i < plains.size(); ++i) {
@@ -144,9 +145,9 @@ TEST(ScanBundles, V1BundlesWithinTheWalkBudgetAreAllFound) {
                                bundle_for("gfx1200", 4)};
   std::vector<std::uint64_t> starts;
   Bytes region = v1_chain(plains, starts);
-  ReadOptions options;  // exactly the v1 bundles' sum: the budget is inclusive
-  options.max_decompressed_bytes = 0;
-  for (const Bytes& plain : plains) options.max_decompressed_bytes += plain.size();
+  ReadOptions options;  // exactly the zlib v1 bundles' sum: the budget is inclusive
+  options.max_decompressed_bytes = plains[1].size() + plains[3].size();
+  for (const Bytes& plain : plains) ASSERT_LE(plain.size(), options.max_decompressed_bytes);
 
   auto binary = FatBinary::from_memory(region, "v1.bin", options);
   ASSERT_TRUE(Succeeds(binary));
@@ -163,8 +164,8 @@ TEST(ScanBundles, V1ChainPastTheWalkBudgetIsLimitExceededAtTheLaterBundle) {
                                bundle_for("gfx1200", 4)};
   std::vector<std::uint64_t> starts;
   Bytes region = v1_chain(plains, starts);
-  std::uint64_t before_last = plains[0].size() + plains[1].size() + plains[2].size();
-  ReadOptions options;  // each bundle fits on its own; the four v1 together miss by one byte
+  std::uint64_t before_last = plains[1].size();  // the zlib bundles are charged
+  ReadOptions options;  // each bundle fits on its own; the two zlib v1 together miss by one byte
   options.max_decompressed_bytes = before_last + plains[3].size() - 1;
   for (std::uint64_t start : starts) {
     EXPECT_TRUE(Succeeds(parse_compressed_header(std::span(region).subspan(start), options))) << start;
@@ -196,6 +197,8 @@ TEST(ScanBundles, V1ChainPastTheWalkBudgetIsLimitExceededAtTheLaterBundle) {
 // A file of v1 bombs: each declares just over half the default limit (1 GiB)
 // of zeros from a small stream. The walk decodes the first and refuses the
 // second before decoding it, instead of decoding every bomb in the file.
+// (zlib: zstd bombs whose frames declare their size are not decoded at all,
+// V1ZstdStreamsAreMeasuredFromTheirFrameHeaders.)
 class V1Bombs : public ::testing::TestWithParam<CcobMethod> {};
 
 TEST_P(V1Bombs, ChainDecodesOneLimitAtMost) {
@@ -220,8 +223,54 @@ TEST_P(V1Bombs, ChainDecodesOneLimitAtMost) {
                 detail::hex(declared) + " of the limit " + detail::hex(limit) + " (max_decompressed_bytes)");
 }
 
-INSTANTIATE_TEST_SUITE_P(Ccob, V1Bombs, ::testing::Values(CcobMethod::Zstd, CcobMethod::Zlib),
-                         [](const auto& info) { return info.param == CcobMethod::Zstd ? "zstd" : "zlib"; });
+INSTANTIATE_TEST_SUITE_P(Ccob, V1Bombs, ::testing::Values(CcobMethod::Zlib), [](const auto&) { return "zlib"; });
+
+// A v1 zstd stream whose frames declare their content size is measured from
+// its frame and block headers (reference: "walk frames with the frame-size
+// query"): nothing is decoded or charged to the v1 budget when the file opens.
+TEST(ScanBundles, V1ZstdStreamsAreMeasuredFromTheirFrameHeaders) {
+  // 16 bombs that would cost 8 limits of decoding: all found.
+  const std::uint64_t declared = ReadOptions{}.max_decompressed_bytes / 2 + (1u << 20);
+  testing::CcobOptions bomb_options;
+  bomb_options.payload = testing::compress_zeros(declared, CcobMethod::Zstd);
+  bomb_options.overrides.uncompressed_size = declared;
+  Bytes bomb = testing::write_ccob(bundle_for("gfx90a", 1), 1, CcobMethod::Zstd, bomb_options);
+  Bytes bombs;
+  for (int i = 0; i < 16; ++i) testing::append(bombs, bomb);
+  auto opened = FatBinary::from_memory(bombs, "bombs.bin");
+  ASSERT_TRUE(Succeeds(opened));
+  ASSERT_EQ(opened->bundles().size(), 16u);
+  EXPECT_EQ(opened->bundles()[15].offset, 15 * bomb.size());
+
+  // Corrupt block contents behind intact headers: found, the bundle after it
+  // too; reading it names the corruption.
+  Bytes plain = bundle_for("gfx90a", 1);
+  Bytes good = testing::write_ccob(plain, 1, CcobMethod::Zstd);
+  Bytes bad = good;
+  bad[bad.size() - 2] ^= std::byte{0x5a};  // inside the last block (no checksum follows)
+  Bytes region = bad;
+  std::uint64_t second = testing::append_aligned(region, good, 16);
+  auto binary = FatBinary::from_memory(region, "corrupt.bin");
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_EQ(binary->bundles().size(), 2u);
+  EXPECT_EQ(binary->bundles()[0].size, bad.size());
+  EXPECT_EQ(binary->bundles()[1].offset, second);
+  EXPECT_TRUE(FailsWith(binary->read(0), ErrorKind::CorruptData));
+  EXPECT_TRUE(Succeeds(binary->read(1)));
+
+  // Without the content size in the frame, the stream is decoded to be
+  // measured, and charged: two such bundles pass a budget of one.
+  testing::CcobOptions unsized;
+  unsized.payload = testing::compress_zstd(plain, {.content_size = false});
+  Bytes decoded = testing::write_ccob(plain, 1, CcobMethod::Zstd, unsized);
+  Bytes pair = decoded;
+  testing::append(pair, decoded);
+  ReadOptions one{.max_decompressed_bytes = plain.size()};
+  EXPECT_TRUE(FailsWith(FatBinary::from_memory(pair, "unsized.bin", one), ErrorKind::LimitExceeded));
+  Bytes sized_pair = good;
+  testing::append(sized_pair, good);
+  EXPECT_TRUE(Succeeds(FatBinary::from_memory(sized_pair, "sized.bin", one)));
+}
 
 TEST(FatBinary, ErrorsNameTheSourceAndBundle) {
   Bytes plain = bundle_for("gfx90a", 1);

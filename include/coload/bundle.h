@@ -120,8 +120,11 @@ Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> by
                                                    const ReadOptions& options = {});
 
 /// Bytes the CCOB at bytes[0] occupies: total_size for v2/v3, and for v1 the
-/// header plus the length of the compressed stream (measured by decoding it,
-/// without keeping the output, at most uncompressed_size bytes).
+/// header plus the length of the compressed stream: read from its zstd frame
+/// and block headers when every frame declares its content size (nothing is
+/// decoded, so corrupt block contents show only when the bundle is read),
+/// else measured by decoding it, without keeping the output, at most
+/// uncompressed_size bytes.
 /// Errors (v1): Truncated, CorruptData, SizeMismatch, and LimitExceeded for an
 /// uncompressed_size above options.max_decompressed_bytes.
 Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes,

@@ -95,10 +95,11 @@ Expected<PlainTable> read_plain_table(const SourceReader& source, std::uint64_t 
   }
 }
 
-/// A v1 CCOB has no total_size, so the walk measures it by decoding its stream,
-/// which stops at the declared uncompressed_size. All v1 streams of one walk
-/// share one max_decompressed_bytes: a file of N v1 bombs costs one limit of
-/// decoding, not N. `used` is what earlier v1 bundles declared (never above the limit).
+/// A v1 CCOB has no total_size, so the walk measures it: from its zstd frame
+/// headers where they tell, else by decoding its stream, which stops at the
+/// declared uncompressed_size. All v1 streams one walk decodes share one
+/// max_decompressed_bytes: a file of N v1 bombs costs one limit of decoding,
+/// not N. `used` is what earlier decoded v1 bundles declared (never above the limit).
 Expected<void> charge_v1(const CompressedHeader& header, std::uint64_t& used, const ReadOptions& options) {
   std::uint64_t left = options.max_decompressed_bytes - used;
   if (header.uncompressed_size > left) {
@@ -135,7 +136,11 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
   if (detail::starts_with(bytes, kCompressedMagic)) {
     auto header = parse_compressed_header(bytes, options);
     if (!header) return std::move(header).error();
-    if (!header->total_size) {
+    // Only a v1 stream measured by decoding it is charged: one whose zstd
+    // frame headers tell its length costs no decoding.
+    Bytes payload = bytes.subspan(std::min<std::size_t>(bytes.size(), header->header_size));
+    if (!header->total_size &&
+        !detail::measure_from_frame_headers(header->method, payload, header->uncompressed_size)) {
       if (auto charged = charge_v1(*header, v1_used, options); !charged) return std::move(charged).error();
     }
     auto size = compressed_bundle_size(bytes, *header, options);

@@ -202,8 +202,12 @@ Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes,
                                                " exceeds the limit " + hex(options.max_decompressed_bytes) +
                                                " (max_decompressed_bytes)");
   }
+  Bytes payload = bytes.subspan(header.header_size);
+  if (auto length = detail::measure_from_frame_headers(header.method, payload, header.uncompressed_size)) {
+    return header.header_size + *length;
+  }
   DiscardSink discard;
-  auto consumed = detail::decode_stream(header.method, bytes.subspan(header.header_size), header.uncompressed_size,
+  auto consumed = detail::decode_stream(header.method, payload, header.uncompressed_size,
                                         detail::StreamEnd::EndOfExpected, discard);
   if (!consumed) return std::move(consumed).error().with_context("CCOB v1 (measuring the stream)");
   return header.header_size + *consumed;

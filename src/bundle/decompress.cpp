@@ -240,6 +240,29 @@ Expected<std::uint64_t> decode_zlib(Bytes payload, std::uint64_t expected, Strea
 
 }  // namespace
 
+std::optional<std::uint64_t> measure_from_frame_headers(Compression method, Bytes payload,
+                                                        std::uint64_t expected_size) {
+  if (method != Compression::Zstd) return std::nullopt;  // deflate blocks end only where decoding ends them
+  std::size_t at = 0;
+  std::uint64_t declared = 0;
+  while (at < payload.size()) {
+    Bytes rest = payload.subspan(at);
+    ZSTD_frameHeader frame;
+    if (ZSTD_getFrameHeader(&frame, rest.data(), rest.size()) != 0) return std::nullopt;
+    if (frame.frameType == ZSTD_frame) {
+      if (frame.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN || frame.frameContentSize > expected_size - declared) {
+        return std::nullopt;
+      }
+      declared += frame.frameContentSize;
+    }
+    std::size_t length = ZSTD_findFrameCompressedSize(rest.data(), rest.size());  // walks the block headers
+    if (ZSTD_isError(length)) return std::nullopt;
+    at += length;
+    if (declared == expected_size) return static_cast<std::uint64_t>(at);
+  }
+  return std::nullopt;
+}
+
 Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::uint64_t expected_size,
                                       StreamEnd end, DecodeSink& sink) {
   switch (method) {

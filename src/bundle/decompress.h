@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "coload/bundle.h"
@@ -41,6 +42,17 @@ enum class StreamEnd {
 /// SizeMismatch (more or fewer than expected_size bytes, or input left over).
 Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::uint64_t expected_size,
                                       StreamEnd end, DecodeSink& sink);
+
+/// The length of a v1 payload (as StreamEnd::EndOfExpected ends it) from its
+/// zstd frame and block headers alone, without decoding: the frames up to the
+/// one whose declared content sizes reach `expected_size`, a skippable frame
+/// counting as a frame with no content. nullopt where the headers cannot tell
+/// (zlib; a frame without its content size; a malformed or cut frame; sizes
+/// that pass `expected_size` or never reach it): decode_stream measures the
+/// payload then, and names what is wrong. Corrupt block contents go unnoticed
+/// here; decoding the bundle finds them.
+std::optional<std::uint64_t> measure_from_frame_headers(Compression method, Bytes payload,
+                                                        std::uint64_t expected_size);
 
 /// A bundle decompressed into memory from window_memory: a large one on huge
 /// pages, so reading it faults a few hundred times instead of once per 4 KiB.
