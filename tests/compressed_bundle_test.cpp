@@ -268,12 +268,20 @@ TEST(CompressedBundle, SkippableFrameHoldingTheMagicIsSkipped) {
   Bytes plain = sample_plain_bundle();
   testing::CcobOptions options;
   options.payload_prefix = testing::zstd_skippable_frame(testing::to_bytes("CCOB CCOB __CLANG_OFFLOAD_BUNDLE__"));
-  Bytes ccob = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
-  auto header = parse_compressed_header(ccob);
-  ASSERT_TRUE(Succeeds(header));
-  auto decompressed = decompress_bundle(ccob, *header);
-  ASSERT_TRUE(Succeeds(decompressed));
-  EXPECT_EQ(*decompressed, plain);
+  for (int version : {1, 3}) {
+    Bytes ccob = testing::write_ccob(plain, version, CcobMethod::Zstd, options);
+    auto header = parse_compressed_header(ccob);
+    ASSERT_TRUE(Succeeds(header));
+    // v1: the frame walk counts the skippable frame as a frame, as decoding does.
+    Bytes followed = ccob;
+    testing::append(followed, ccob);
+    auto size = compressed_bundle_size(followed, *header);
+    ASSERT_TRUE(Succeeds(size)) << version;
+    EXPECT_EQ(*size, ccob.size()) << version;
+    auto decompressed = decompress_bundle(ccob, *header);
+    ASSERT_TRUE(Succeeds(decompressed)) << version;
+    EXPECT_EQ(*decompressed, plain);
+  }
 }
 
 TEST(CompressedBundle, TrailingBytesInsideTotalSizeAreSizeMismatchOrCorrupt) {
