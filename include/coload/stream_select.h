@@ -7,9 +7,10 @@
 // each entry (its ELF header, all the selector reads) and the bytes of the
 // best entry so far (unless StreamOptions::keep_chosen is false) are kept,
 // nothing else. Peak memory is the header plus about one entry (the chosen
-// one) plus the decoder's window, not the uncompressed bundle. Does not cover: plain bundles (read_bundle already
-// views them in place; they are accepted here and read whole) or the comgr
-// unbundler (comgr cannot read compressed bundles).
+// one) plus the decoder's window, not the uncompressed bundle. Does not
+// cover: plain bundles (read_bundle already views them in place; they are
+// accepted here and read whole) or the comgr unbundler (comgr cannot read
+// compressed bundles).
 //
 // Ownership: the result owns its bytes; `source` is only read during the call.
 // Thread-safe: calls share no state.

@@ -2,6 +2,7 @@
 // declared sizes) and reading one bundle's entries.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bundle/decompress.h"
@@ -136,15 +137,20 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
   if (detail::starts_with(bytes, kCompressedMagic)) {
     auto header = parse_compressed_header(bytes, options);
     if (!header) return std::move(header).error();
-    // Only a v1 stream measured by decoding it is charged: one whose zstd
-    // frame headers tell its length costs no decoding.
-    Bytes payload = bytes.subspan(std::min<std::size_t>(bytes.size(), header->header_size));
-    if (!header->total_size &&
-        !detail::measure_from_frame_headers(header->method, payload, header->uncompressed_size)) {
-      if (auto charged = charge_v1(*header, v1_used, options); !charged) return std::move(charged).error();
+    std::optional<std::uint64_t> size = header->total_size;
+    if (!size) {
+      // A v1 stream whose zstd frame headers tell its length costs no
+      // decoding; only one measured by decoding it is charged.
+      Bytes payload = bytes.subspan(std::min<std::size_t>(bytes.size(), header->header_size));
+      if (auto walked = detail::measure_from_frame_headers(header->method, payload, header->uncompressed_size)) {
+        size = header->header_size + *walked;
+      } else {
+        if (auto charged = charge_v1(*header, v1_used, options); !charged) return std::move(charged).error();
+        auto measured = compressed_bundle_size(bytes, *header, options);
+        if (!measured) return std::move(measured).error();
+        size = *measured;
+      }
     }
-    auto size = compressed_bundle_size(bytes, *header, options);
-    if (!size) return std::move(size).error();
     info.format = BundleFormat::Compressed;
     info.size = *size;
     info.compressed = *header;

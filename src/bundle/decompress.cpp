@@ -157,13 +157,14 @@ Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, Strea
   // holds the whole content, as in the single-segment frame the bundler
   // writes: that memory replaces the window libzstd would allocate, at no
   // extra cost. Not below 2 MiB: small scratch, taken and freed per CCOB,
-  // would move glibc's mmap threshold under the host.
+  // would move glibc's mmap threshold under the host. A frame whose window
+  // passes libzstd's limit goes there at any size (window_past_limit).
   std::optional<ZSTD_frameHeader> frame = frame_header(payload);
   if (std::span<std::byte> output = sink.output(); frame && output.size() == expected && expected > 0) {
     return decode_zstd_in_place(context.get(), output, payload, {}, end, sink);
   }
-  if ((frame && frame->windowSize >= expected && expected >= window_memory::kHugePage) ||
-      window_past_limit(payload, 0)) {
+  if (frame && ((frame->windowSize >= expected && expected >= window_memory::kHugePage) ||
+                frame->windowSize > kWindowLimit)) {
     return decode_zstd_in_scratch(context.get(), payload, {}, expected, end, sink);
   }
   auto buffer = std::make_unique<std::byte[]>(kChunkSize);

@@ -4,9 +4,10 @@
 // the entry table parses, then walks the entries in offset order, judges each
 // from its first 64 bytes with the selector's own rules (select/rank.h), and
 // keeps the bytes of the best entry so far (unless the caller wants none),
-// dropping them when a better one appears. Anything the walk cannot follow (entries out of offset order or
-// overlapping, a table that does not parse) falls back to read_bundle +
-// select_entry, so errors and results stay those of the whole-bundle path.
+// dropping them when a better one appears. Anything the walk cannot follow
+// (entries out of offset order or overlapping, a table that does not parse)
+// falls back to read_bundle + select_entry, so errors and results stay those
+// of the whole-bundle path.
 #include "coload/stream_select.h"
 
 #include <algorithm>
