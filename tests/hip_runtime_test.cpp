@@ -150,11 +150,25 @@ TEST_F(HipRuntimeTest, UnknownArchNameNamesTheDevice) {
   EXPECT_TRUE(Contains(runtime.error().message(), "gcnArchName 'gfx9999' of device 1"));
 }
 
-TEST_F(HipRuntimeTest, ArchNameWithoutFeatureModesIsMalformed) {
-  fake.add_device("gfx90a", 65536, 64);
+// A mode gcnArchName leaves out is one the device does not report (gfx90c under current ROCm).
+TEST_F(HipRuntimeTest, ArchNameWithoutFeatureModesHasNoSuchModes) {
+  fake.add_device("gfx90c", 65536, 64);
+  fake.add_device("gfx90a:xnack-", 65536, 64);
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  auto devices = (*runtime)->devices();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].target.xnack, FeatureState::Unsupported);
+  EXPECT_EQ(devices[1].target.xnack, FeatureState::Off);
+  EXPECT_EQ(devices[1].target.sramecc, FeatureState::Unsupported);
+}
+
+TEST_F(HipRuntimeTest, GenericArchNameIsMalformed) {
+  fake.add_device("gfx9-generic", 65536, 64);
   auto runtime = open();
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::Malformed));
-  EXPECT_TRUE(Contains(runtime.error().message(), "not a concrete device target ID"));
+  EXPECT_TRUE(Contains(runtime.error().message(), "gcnArchName 'gfx9-generic' of device 0"));
+  EXPECT_TRUE(Contains(runtime.error().message(), "names the generic target gfx9-generic, not a device"));
 }
 
 TEST_F(HipRuntimeTest, AttributeFailureNamesTheFunction) {

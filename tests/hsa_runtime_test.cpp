@@ -146,13 +146,51 @@ TEST_F(FakeHsaTest, FailureAfterInitShutsDownOnce) {
   EXPECT_EQ(counter("shut_down"), 1);
 }
 
-TEST_F(FakeHsaTest, UnknownIsaNamesTheAgentAndTheIsa) {
-  script("gpu gfx90a:sramecc+:xnack-; gpu gfx9999");
+TEST_F(FakeHsaTest, AGpuOfAnUnknownProcessorIsLeftOutAndTheOthersStay) {
+  script("gpu gfx90a:sramecc+:xnack-; gpu gfx9999; gpu gfx1100 wave=32");
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  auto devices = (*runtime)->devices();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].str(), "gfx90a:sramecc+:xnack-");
+  EXPECT_EQ(devices[1].str(), "gfx1100");
+  Fixture fixture = read_fixture("gfx1100.co");
+  auto module = (*runtime)->load(1, fixture.image(), fixture.code_object);  // the gfx1100 agent, not gfx9999's
+  ASSERT_TRUE(Succeeds(module));
+}
+
+TEST_F(FakeHsaTest, OnlyUnknownProcessorsIsNotFoundNamingTheAgentAndTheIsa) {
+  script("cpu; gpu gfx9999");
   auto runtime = open();
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
-  EXPECT_TRUE(Contains(runtime.error().message(), "HSA agent 1 (GPU 1)"));
+  EXPECT_TRUE(Contains(runtime.error().message(), "no GPU agent coload can describe (1 left out)"));
+  EXPECT_TRUE(Contains(runtime.error().message(), "HSA agent 1 (GPU 0)"));
   EXPECT_TRUE(Contains(runtime.error().message(), "ISA name 'amdgcn-amd-amdhsa--gfx9999'"));
   EXPECT_EQ(counter("shut_down"), 1);
+}
+
+// ROCr lists an agent's native ISA first; read in whatever order, the processor is the device.
+TEST_F(FakeHsaTest, AGenericIsaListedFirstIsNotTheDevice) {
+  script("gpu gfx9-4-generic:sramecc+:xnack-,gfx942:sramecc+:xnack-");
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  ASSERT_EQ((*runtime)->devices().size(), 1u);
+  EXPECT_EQ((*runtime)->devices()[0].str(), "gfx942:sramecc+:xnack-");
+}
+
+// Since ROCm PR #8237 ROCr reports gfx902/gfx909/gfx90c bare (xnack unsupported):
+// such a GPU is usable, and only code leaving xnack "any" fits it, as in ROCr.
+TEST_F(FakeHsaTest, AnApuReportedWithoutXnackIsADeviceWithoutXnackMode) {
+  script("gpu gfx1100 wave=32; gpu gfx90c");
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  auto devices = (*runtime)->devices();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[1].str(), "gfx90c");
+  EXPECT_EQ(devices[1].target.xnack, FeatureState::Unsupported);
+  EXPECT_EQ(feature_mismatch(target("gfx90c"), devices[1].target), "");
+  EXPECT_EQ(feature_mismatch(target("gfx90c:xnack-"), devices[1].target), "device has no xnack mode");
+  EXPECT_EQ(feature_mismatch(target("gfx90c:xnack+"), devices[1].target), "device has no xnack mode");
 }
 
 TEST_F(FakeHsaTest, WaveSizeTheProcessorLacksIsAnError) {
@@ -388,8 +426,19 @@ TEST(HsaRuntime, IsaNames) {
   EXPECT_TRUE(FailsWith(hsa::parse_isa_name("gfx90a:sramecc+:xnack-"), ErrorKind::Malformed));
   EXPECT_TRUE(FailsWith(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx9-4-generic:sramecc+:xnack-"),
                         ErrorKind::Malformed));
-  EXPECT_TRUE(FailsWith(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx90a"), ErrorKind::Malformed));
   EXPECT_TRUE(FailsWith(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx9999"), ErrorKind::NotFound));
+  // A mode the name leaves out is one the device does not report.
+  auto bare = hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx90a");
+  ASSERT_TRUE(Succeeds(bare));
+  EXPECT_EQ(bare->xnack, FeatureState::Unsupported);
+  EXPECT_EQ(bare->sramecc, FeatureState::Unsupported);
+  EXPECT_EQ(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx90a:xnack+")->sramecc, FeatureState::Unsupported);
+  EXPECT_EQ(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx90c")->xnack, FeatureState::Unsupported);
+  // Always-on xnack written out (ROCr PR #7300's any/any registry) is the bare processor; off is not.
+  auto gfx1250 = hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx1250:xnack+");
+  ASSERT_TRUE(Succeeds(gfx1250));
+  EXPECT_EQ(*gfx1250, target("gfx1250"));
+  EXPECT_TRUE(FailsWith(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx1250:xnack-"), ErrorKind::Malformed));
 }
 
 TEST(HsaRuntime, CodeObjectVersionsFollowTheLibraryVersion) {

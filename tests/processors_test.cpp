@@ -87,13 +87,21 @@ TEST(ProcessorTable, IsaVersionFeaturesAndWavesAgreeWithLlvm22TargetParser) {
   EXPECT_GE(checked, 53u);
 }
 
-TEST(ProcessorTable, AliasesAgreeWithLlvm22) {
-  for (const char* alias : {"tahiti", "pitcairn", "verde", "oland", "hainan", "kaveri", "hawaii", "kabini", "mullins",
-                            "bonaire", "carrizo", "iceland", "tonga", "fiji", "polaris10", "polaris11", "stoney"}) {
-    const Processor* row = find_processor(alias);
-    ASSERT_NE(row, nullptr) << alias;
-    EXPECT_EQ(row->name, llvm::AMDGPU::getArchNameAMDGCN(llvm::AMDGPU::parseArchAMDGCN(alias)).str()) << alias;
+// Every name LLVM 22 accepts for -mcpu, aliases included, names the row of its canonical processor.
+TEST(ProcessorTable, EveryLlvm22NameAndAliasIsKnown) {
+  llvm::SmallVector<llvm::StringRef> names;
+  llvm::AMDGPU::fillValidArchListAMDGCN(names);
+  std::size_t aliases = 0;
+  for (llvm::StringRef name : names) {
+    llvm::StringRef canonical = llvm::AMDGPU::getArchNameAMDGCN(llvm::AMDGPU::parseArchAMDGCN(name));
+    if (canonical.empty()) continue;  // "generic", "generic-hsa": no processor
+    const Processor* row = find_processor(std::string_view(name.data(), name.size()));
+    ASSERT_NE(row, nullptr) << name.str();
+    EXPECT_EQ(row->name, canonical.str()) << name.str();
+    if (name != canonical) ++aliases;
   }
+  EXPECT_GE(aliases, 18u);  // tahiti ... tongapro
+  EXPECT_EQ(find_processor("tongapro")->name, "gfx805");
 }
 
 // Every processor in a family points at a generic row of the table, and the
@@ -117,6 +125,17 @@ TEST(ProcessorTable, GenericFamiliesAreGenericRows) {
   EXPECT_EQ(find_processor("gfx90a")->generic_family, "");
   EXPECT_EQ(find_processor("gfx950")->lds_bytes, 163840u);
   EXPECT_EQ(find_processor("gfx1250")->wave_sizes, kWave32);
+}
+
+// What ROCr reports as HSA_AGENT_INFO_WAVEFRONT_SIZE (isa-matching.md section 6).
+TEST(ProcessorTable, DefaultWaveSizeIsWhatTheRuntimeReports) {
+  EXPECT_EQ(find_processor("gfx803")->default_wave_size, 64);
+  EXPECT_EQ(find_processor("gfx90a")->default_wave_size, 64);
+  EXPECT_EQ(find_processor("gfx942")->default_wave_size, 64);
+  EXPECT_EQ(find_processor("gfx1030")->default_wave_size, 32);
+  EXPECT_EQ(find_processor("gfx1100")->default_wave_size, 32);
+  EXPECT_EQ(find_processor("gfx1201")->default_wave_size, 32);
+  EXPECT_EQ(find_processor("gfx1250")->default_wave_size, 32);
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ TEST(Select, GenericFeaturesFollowTheSameRule) {
 TEST(Select, CodeObjectVersionMustBeOneTheRuntimeLoads) {
   Entries entries;
   entries.code("gfx90a", kGfx90a | kXnackAny | kSrameccAny, kAbiV6)
-      .code("gfx90a", kGfx90a, kAbiV3);
+      .code("gfx90a:sramecc-:xnack-", kGfx90a, kAbiV3);  // v3: clear bits are off
   Selection selection = select_entry(device("gfx90a", {.code_object_versions = std::vector<unsigned>{4, 5}}),
                                      entries.get());
   EXPECT_FALSE(selection.selected);
@@ -168,7 +168,8 @@ TEST(Select, EquivalentIsaOnlyWhenTheDeviceOptsIn) {
   entries.code("gfx1030", kGfx1030, kAbiV5);
   Selection off = select_entry(device("gfx1031"), entries.get());
   EXPECT_FALSE(off.selected);
-  EXPECT_EQ(off.candidates[0].reason, "runs on gfx1031 only with extended ISA compatibility, which is off for this device");
+  EXPECT_EQ(off.candidates[0].reason,
+            "runs on gfx1031 only with extended ISA compatibility, which is off for this device");
   Selection on = select_entry(device("gfx1031", {.extended_isa_compat = true}), entries.get());
   ASSERT_TRUE(on.selected);
   EXPECT_EQ(on.chosen()->tier, Tier::Equivalent);
@@ -220,6 +221,58 @@ TEST(Select, HotswapOnlyWhenNothingNativeOrGenericFits) {
   Entries reverse;
   reverse.code("gfx942", kGfx942 | kXnackAny | kSrameccAny);
   EXPECT_FALSE(select_entry(device("gfx1250"), reverse.get(), options).selected);
+}
+
+// The built-in pass's pairs are same-ISA pairs: allowlisted, they reach the
+// hotswap tier without the extended-ISA opt-in, and with it are "equivalent".
+TEST(Select, AnAllowlistedSameIsaPairIsHotswapWithoutTheOptIn) {
+  SelectOptions options{.hotswap = true};
+  ASSERT_TRUE(Succeeds(options.hotswap_allowlist.add("gfx1030", "gfx1031")));
+  Entries entries;
+  entries.code("gfx1030", kGfx1030, kAbiV5);
+  Selection hotswap = select_entry(device("gfx1031"), entries.get(), options);
+  ASSERT_TRUE(hotswap.selected);
+  EXPECT_EQ(hotswap.chosen()->tier, Tier::Hotswap);
+  EXPECT_EQ(hotswap.chosen()->reason, "hotswap source gfx1030 -> gfx1031");
+  Selection equivalent = select_entry(device("gfx1031", {.extended_isa_compat = true}), entries.get(), options);
+  ASSERT_TRUE(equivalent.selected);
+  EXPECT_EQ(equivalent.chosen()->tier, Tier::Equivalent);
+  options.hotswap = false;
+  Selection off = select_entry(device("gfx1031"), entries.get(), options);
+  EXPECT_FALSE(off.selected);
+  EXPECT_EQ(off.candidates[0].reason,
+            "runs on gfx1031 only with extended ISA compatibility, which is off for this device");
+}
+
+// Rule 1.2 holds in the hotswap tier too: code built for xnack- is not run with xnack+.
+TEST(Select, HotswapSourceMustFitTheDevicesFeatureModes) {
+  SelectOptions options{.hotswap = true};
+  ASSERT_TRUE(Succeeds(options.hotswap_allowlist.add("gfx942", "gfx90a")));
+  Entries entries;
+  entries.code("gfx942:xnack-", kGfx942 | kXnackOff | kSrameccAny)
+      .code("gfx942:xnack+", kGfx942 | kXnackOn | kSrameccAny);
+  Selection selection = select_entry(device("gfx90a:xnack+"), entries.get(), options);
+  ASSERT_TRUE(selection.selected);
+  EXPECT_EQ(*selection.selected, 1u);
+  EXPECT_EQ(selection.candidates[0].verdict, Verdict::Rejected);
+  EXPECT_EQ(selection.candidates[0].reason, "device runs with xnack+");
+  EXPECT_EQ(selection.chosen()->tier, Tier::Hotswap);
+}
+
+// A relocatable object (ET_REL) is not what a loader takes, however well its target fits.
+TEST(Select, OnlyLinkedCodeObjectsAreChosen) {
+  std::vector<std::byte> relocatable = amdgpu_elf_header(kGfx90a | kXnackOff | kSrameccOn);
+  relocatable[16] = std::byte{1};  // e_type ET_REL
+  Entries entries;
+  entries.add("hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-", relocatable)
+      .code("gfx90a", kGfx90a | kXnackAny | kSrameccAny);
+  Selection selection = select_entry(device("gfx90a:sramecc+:xnack-"), entries.get());
+  ASSERT_TRUE(selection.selected);
+  EXPECT_EQ(*selection.selected, 1u);
+  EXPECT_EQ(selection.candidates[0].verdict, Verdict::Rejected);
+  EXPECT_EQ(selection.candidates[0].reason,
+            "not a loadable AMDGPU code object: e_type 1 at offset 0x10 is not ET_DYN (3); the loader takes only "
+            "linked code objects");
 }
 
 TEST(Select, HotswapAllowlistRefusesIdentityGenericAndUnknownPairs) {

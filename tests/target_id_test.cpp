@@ -164,12 +164,15 @@ TEST(CodeObjectTarget, DecodesV4FlagsAndVersions) {
   auto v5_generic = read(0x51 | generic_version(7), kAbiV5);
   ASSERT_TRUE(Succeeds(v5_generic));
   EXPECT_EQ(v5_generic->generic_version, 0u);
-  // v3: one "on" bit per feature; clear means any where the mode exists.
+  // v3: one bit per feature, read as ROCr and comgr read it: set is on, clear is off where the mode exists.
   auto v3 = read(0x3f | 0x100, kAbiV3);
   ASSERT_TRUE(Succeeds(v3));
   EXPECT_EQ(v3->target.xnack, FeatureState::On);
-  EXPECT_EQ(v3->target.sramecc, FeatureState::Any);
+  EXPECT_EQ(v3->target.sramecc, FeatureState::Off);
+  EXPECT_EQ(v3->target.str(), "gfx90a:sramecc-:xnack+");
   EXPECT_EQ(v3->code_object_version, 3u);
+  EXPECT_EQ(read(0x2f | 0x200, kAbiV3)->target.str(), "gfx906:sramecc+:xnack-");
+  EXPECT_EQ(read(0x36, kAbiV3)->target.str(), "gfx1030");  // no modes to be off
   // Newer processors than LLVM 22 are named from coload's table.
   auto gfx1250 = read(0x49 | kXnackOn, kAbiV6);
   ASSERT_TRUE(Succeeds(gfx1250));
@@ -260,6 +263,34 @@ TEST(Device, SpecFillsTableDefaultsAndOverrides) {
   ASSERT_TRUE(Succeeds(gfx1250));
   EXPECT_EQ(gfx1250->lds_bytes, 327680u);
   EXPECT_EQ(gfx1250->wave_sizes, kWave32);
+}
+
+// What rocminfo and ROCr print is accepted as a spec, and means the same device.
+TEST(Device, SpecMayBeTheIsaNameARuntimePrints) {
+  auto named = device_from_spec("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
+  ASSERT_TRUE(Succeeds(named));
+  EXPECT_EQ(named->target, device_from_spec("gfx90a:sramecc+:xnack-")->target);
+  EXPECT_EQ(device_from_spec("amdgcn-amd-amdhsa--gfx1100")->str(), "gfx1100");
+  EXPECT_TRUE(FailsWith(device_from_spec("amdgcn-amd-amdhsa--gfx9-generic"), ErrorKind::InvalidArgument));
+  EXPECT_TRUE(FailsWith(device_from_spec("amdgcn-amd-amdhsa-gfx90a"), ErrorKind::NotFound));
+  // gfx1250's xnack is always on: saying so changes nothing; saying off is an error.
+  auto gfx1250 = device_from_spec("gfx1250:xnack+");
+  ASSERT_TRUE(Succeeds(gfx1250));
+  EXPECT_EQ(gfx1250->target, device_from_spec("gfx1250")->target);
+  EXPECT_TRUE(FailsWith(device_from_spec("gfx1250:xnack-"), ErrorKind::Malformed));
+}
+
+// ROCr reports gfx902/gfx909/gfx90c bare (PR #8237): a bare spec is that
+// device, which runs only code leaving xnack "any"; `:xnack-` names an older ROCr's.
+TEST(Device, ClientApusLeftBareHaveNoXnackMode) {
+  for (const char* apu : {"gfx902", "gfx909", "gfx90c"}) {
+    auto device = device_from_spec(apu);
+    ASSERT_TRUE(Succeeds(device)) << apu;
+    EXPECT_EQ(device->target.xnack, FeatureState::Unsupported) << apu;
+    EXPECT_EQ(device->str(), apu);
+  }
+  EXPECT_EQ(device_from_spec("gfx90c:xnack-")->target.xnack, FeatureState::Off);
+  EXPECT_EQ(device_from_spec("gfx900")->target.xnack, FeatureState::Off);
 }
 
 TEST(Device, SpecRejectsGenericTargetsAndBadVersions) {

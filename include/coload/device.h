@@ -18,7 +18,8 @@ namespace coload {
 
 /// A device, as the selector and validator see it.
 struct Device {
-  /// Concrete: every feature the processor supports is On or Off.
+  /// Every feature the processor supports is On or Off, or Unsupported
+  /// where the runtime reports no mode for it (gfx90c under current ROCr).
   TargetId target;
   /// Bytes of LDS a work-group may use; 0 when unknown.
   std::uint64_t lds_bytes = 0;
@@ -42,11 +43,23 @@ struct DeviceOverrides {
   bool extended_isa_compat = false;
 };
 
-/// A device from a target ID spec. Features left out take the table's device
-/// default (xnack off; sramecc on where the processor has it). Errors:
-/// InvalidArgument for a generic target (not a device), an empty version
-/// list or an unknown code object version, plus the errors of TargetId::parse.
+/// A device from a target ID spec ("gfx942:sramecc+:xnack-", or the ISA name
+/// "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-" that rocminfo prints). Features
+/// left out take the table's device default (xnack off; sramecc on where the
+/// processor has it; no xnack mode for gfx902/gfx909/gfx90c, which ROCr
+/// reports bare). `xnack+` on gfx1250/gfx1251 is accepted as redundant.
+/// Errors: InvalidArgument for a generic target (not a device), an empty
+/// version list or an unknown code object version, plus the errors of
+/// TargetId::parse.
 Expected<Device> device_from_spec(std::string_view spec, const DeviceOverrides& overrides = {});
+
+/// The target of a device as a runtime names it: an HSA ISA name without its
+/// "amdgcn-amd-amdhsa--" prefix, or HIP's gcnArchName. A feature the name
+/// leaves out is one the device reports no mode for (Unsupported), so only
+/// code leaving it Any fits, as in ROCr: since ROCm PR #8237, gfx902, gfx909
+/// and gfx90c are reported bare. Errors: those of TargetId::parse, and
+/// InvalidArgument for a generic target.
+Expected<TargetId> device_target_from_runtime(std::string_view name);
 
 /// Parses "4,5,6" into ascending unique versions, each 3..6 (what coload reads).
 /// Errors: InvalidArgument naming the bad item.

@@ -82,10 +82,13 @@ struct HsaOptions {
   /// dlopen'ed at run time; a test HSA library can stand in.
   std::string library = "libhsa-runtime64.so.1";
 };
-/// Opens ROCr: hsa_init, then every GPU agent as a Device (ISA name → target
-/// ID, LDS from the group memory pool, wave size). Errors: Io when the
-/// library cannot be loaded; NotFound with hsa_init's status when there is no
-/// GPU (no /dev/kfd), never a crash.
+/// Opens ROCr: hsa_init, then every GPU agent as a Device (its first
+/// processor ISA name → target ID, a mode the name leaves out being one the
+/// device lacks; LDS from the group memory pool; wave size). A GPU whose
+/// processor coload does not know is left out, as CLR leaves it out; device
+/// numbers count the GPUs kept. Errors: Io when the library cannot be loaded;
+/// NotFound with hsa_init's status when there is no GPU (no /dev/kfd), or
+/// when no GPU's processor is known, never a crash.
 Expected<std::unique_ptr<Runtime>> open_hsa_runtime(const HsaOptions& options = {});
 
 struct HipOptions {

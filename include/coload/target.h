@@ -128,6 +128,7 @@ struct CodeObjectTarget {
   /// EF_AMDGPU_GENERIC_VERSION for v6+ objects, otherwise 0.
   unsigned generic_version = 0;
   std::uint32_t e_flags = 0;
+  std::uint16_t e_type = 0;  ///< ET_DYN (3) for what a loader takes
 };
 
 /// Reads the target from an AMDHSA code object's ELF header (only the header

@@ -156,15 +156,12 @@ Expected<Device> describe_device(const HipLibrary& library, int index) {
                                            std::to_string(length) + " bytes");
   }
   std::string_view arch_name(arch, length);
-  auto target = TargetId::parse(arch_name);
+  auto target = device_target_from_runtime(arch_name);
   if (!target) {
-    return std::move(target).error().with_context("HIP hipGetDeviceProperties: gcnArchName '" + std::string(arch_name) +
-                                                  "' of " + where);
-  }
-  if (target->processor->is_generic || !target->is_concrete()) {
-    return Error(ErrorKind::Malformed, "HIP hipGetDeviceProperties: gcnArchName '" + std::string(arch_name) + "' of " +
-                                           where + " is not a concrete device target ID (every xnack/sramecc mode "
-                                           "the processor has must be + or -)");
+    Error error = std::move(target).error();
+    ErrorKind kind = error.kind() == ErrorKind::InvalidArgument ? ErrorKind::Malformed : error.kind();
+    return Error(kind, "HIP hipGetDeviceProperties: gcnArchName '" + std::string(arch_name) + "' of " + where + ": " +
+                           error.message());
   }
   auto lds = attribute(library, hipDeviceAttributeMaxSharedMemoryPerBlock, "hipDeviceAttributeMaxSharedMemoryPerBlock",
                        index);

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -44,14 +45,12 @@ Expected<TargetId> parse_isa_name(std::string_view isa_name) {
   if (!isa_name.starts_with(kIsaPrefix)) {
     return Error(ErrorKind::Malformed, quoted + " does not start with " + std::string(kIsaPrefix));
   }
-  auto target = TargetId::parse(isa_name.substr(kIsaPrefix.size()));
-  if (!target) return std::move(target).error().with_context(quoted);
-  if (target->processor->is_generic) {
-    return Error(ErrorKind::Malformed, quoted + " names the generic target " + std::string(target->processor_name()) +
-                                           ", not a processor");
-  }
-  if (!target->is_concrete()) {
-    return Error(ErrorKind::Malformed, quoted + " leaves xnack or sramecc unspecified; a device reports both");
+  auto target = device_target_from_runtime(isa_name.substr(kIsaPrefix.size()));
+  if (!target) {
+    Error error = std::move(target).error();
+    // A generic name is a malformed answer from the runtime, not a caller's mistake.
+    ErrorKind kind = error.kind() == ErrorKind::InvalidArgument ? ErrorKind::Malformed : error.kind();
+    return Error(kind, quoted + ": " + error.message());
   }
   return target;
 }
@@ -310,16 +309,11 @@ Expected<T> symbol_info(const HsaLibrary& library, hsa_executable_symbol_t symbo
   return value;
 }
 
-/// The agent's native ISA: the first hsa_agent_iterate_isas reports.
-Expected<TargetId> agent_target(const HsaLibrary& library, hsa_agent_t agent) {
-  std::vector<hsa_isa_t> isas;
-  auto iterated = COLOAD_HSA_CALL(library, hsa_agent_iterate_isas, agent, &collect<hsa_isa_t>,
-                                  static_cast<void*>(&isas));
-  if (!iterated) return std::move(iterated).error();
-  if (isas.empty()) return Error(ErrorKind::NotFound, "hsa_agent_iterate_isas reported no ISA");
+/// One ISA's name, as hsa_isa_get_info_alt gives it.
+Expected<std::string> isa_name(const HsaLibrary& library, hsa_isa_t isa) {
   std::uint32_t length = 0;  // includes the NUL
-  auto got_length = call(library, "hsa_isa_get_info_alt(NAME_LENGTH)", library.api().hsa_isa_get_info_alt,
-                         isas.front(), HSA_ISA_INFO_NAME_LENGTH, static_cast<void*>(&length));
+  auto got_length = call(library, "hsa_isa_get_info_alt(NAME_LENGTH)", library.api().hsa_isa_get_info_alt, isa,
+                         HSA_ISA_INFO_NAME_LENGTH, static_cast<void*>(&length));
   if (!got_length) return std::move(got_length).error();
   constexpr std::uint32_t kMaxIsaName = 256;
   if (length == 0 || length > kMaxIsaName) {
@@ -327,11 +321,31 @@ Expected<TargetId> agent_target(const HsaLibrary& library, hsa_agent_t agent) {
                                                ", outside 1.." + std::to_string(kMaxIsaName));
   }
   std::string name(length, '\0');
-  auto got_name = call(library, "hsa_isa_get_info_alt(NAME)", library.api().hsa_isa_get_info_alt, isas.front(),
+  auto got_name = call(library, "hsa_isa_get_info_alt(NAME)", library.api().hsa_isa_get_info_alt, isa,
                        HSA_ISA_INFO_NAME, static_cast<void*>(name.data()));
   if (!got_name) return std::move(got_name).error();
   name.resize(name.find('\0') == std::string::npos ? name.size() : name.find('\0'));
-  return hsa::parse_isa_name(name);
+  return name;
+}
+
+/// The agent's native ISA: the first processor (not generic) ISA that
+/// hsa_agent_iterate_isas reports. ROCr lists the native one first and its
+/// generic after it; every one is read, in case a runtime orders them otherwise.
+Expected<TargetId> agent_target(const HsaLibrary& library, hsa_agent_t agent) {
+  std::vector<hsa_isa_t> isas;
+  auto iterated = COLOAD_HSA_CALL(library, hsa_agent_iterate_isas, agent, &collect<hsa_isa_t>,
+                                  static_cast<void*>(&isas));
+  if (!iterated) return std::move(iterated).error();
+  if (isas.empty()) return Error(ErrorKind::NotFound, "hsa_agent_iterate_isas reported no ISA");
+  std::optional<Error> first_error;
+  for (hsa_isa_t isa : isas) {
+    auto name = isa_name(library, isa);
+    if (!name) return std::move(name).error();
+    auto target = hsa::parse_isa_name(*name);
+    if (target) return target;
+    if (!first_error) first_error = std::move(target).error();
+  }
+  return std::move(*first_error);
 }
 
 /// The GROUP segment pool's size (what clr reports as shared memory per
@@ -356,12 +370,10 @@ Expected<std::uint64_t> agent_lds(const HsaLibrary& library, hsa_agent_t agent) 
   return std::uint64_t{0};
 }
 
-Expected<Device> describe_agent(const HsaLibrary& library, hsa_agent_t agent,
+Expected<Device> describe_agent(const HsaLibrary& library, hsa_agent_t agent, const TargetId& target,
                                 const std::vector<unsigned>& code_object_versions) {
   Device device;
-  auto target = agent_target(library, agent);
-  if (!target) return std::move(target).error();
-  device.target = *target;
+  device.target = target;
   const Processor& processor = *device.target.processor;
 
   auto wave = agent_info<std::uint32_t>(library, agent, HSA_AGENT_INFO_WAVEFRONT_SIZE, "WAVEFRONT_SIZE");
@@ -538,18 +550,32 @@ Expected<std::unique_ptr<Runtime>> open_hsa_runtime(const HsaOptions& options) {
   const std::vector<unsigned> versions = hsa::code_object_versions_for_library(library->file());
   std::vector<hsa_agent_t> agents;
   std::vector<Device> devices;
+  std::size_t skipped = 0;
+  std::optional<Error> first_skipped;
   for (std::size_t i = 0; i < all_agents.size(); ++i) {
     // Enums are read as their 32-bit values: no HSA type reaches an exported template.
     auto type = agent_info<std::uint32_t>(*library, all_agents[i], HSA_AGENT_INFO_DEVICE, "DEVICE");
     if (!type) return std::move(type).error().with_context("HSA agent " + std::to_string(i));
     if (*type != HSA_DEVICE_TYPE_GPU) continue;
-    auto device = describe_agent(*library, all_agents[i], versions);
-    if (!device) {
-      return std::move(device).error().with_context("HSA agent " + std::to_string(i) + " (GPU " +
-                                                    std::to_string(devices.size()) + ")");
+    const std::string where =
+        "HSA agent " + std::to_string(i) + " (GPU " + std::to_string(devices.size() + skipped) + ")";
+    auto target = agent_target(*library, all_agents[i]);
+    if (!target && target.error().kind() == ErrorKind::NotFound) {
+      // A GPU of a processor coload does not know is left out, as CLR leaves
+      // out GPUs missing from its table; the others stay usable.
+      if (!first_skipped) first_skipped = std::move(target).error().with_context(where);
+      ++skipped;
+      continue;
     }
+    if (!target) return std::move(target).error().with_context(where);
+    auto device = describe_agent(*library, all_agents[i], *target, versions);
+    if (!device) return std::move(device).error().with_context(where);
     agents.push_back(all_agents[i]);
     devices.push_back(std::move(*device));
+  }
+  if (devices.empty() && first_skipped) {
+    return std::move(*first_skipped).with_context("no GPU agent coload can describe (" + std::to_string(skipped) +
+                                                  " left out)");
   }
   return std::unique_ptr<Runtime>(new HsaRuntime(std::move(library), std::move(agents), std::move(devices)));
 }

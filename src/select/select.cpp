@@ -11,6 +11,9 @@
 #include "target/entry_id_view.h"
 
 namespace coload {
+namespace {
+constexpr std::uint16_t kElfTypeShared = 3;  // ET_DYN
+}  // namespace
 
 // What the entry ID alone says: a rejection, or (`target` set) the target
 // of an entry whose ELF header decides. Depends on the ID's text, the device
@@ -109,6 +112,12 @@ void judge_entry(Candidate& candidate, std::string& id_note, const Device& devic
   auto code_object = read_code_object_target(*head);
   if (!code_object) {
     candidate.reason = "not a loadable AMDGPU code object: " + code_object.error().message();
+    return;
+  }
+  // What no loader takes is not chosen over an entry it does (isa-matching.md 1.3).
+  if (code_object->e_type != kElfTypeShared) {
+    candidate.reason = "not a loadable AMDGPU code object: e_type " + std::to_string(code_object->e_type) +
+                       " at offset 0x10 is not ET_DYN (3); the loader takes only linked code objects";
     return;
   }
   const TargetId& elf = code_object->target;

@@ -106,12 +106,14 @@ std::optional<TargetJudgement> rule_out_processor(const Processor& code, const D
                   (mine->generic_family.empty() ? " (it has no generic family)"
                                                 : " (its family is " + std::string(mine->generic_family) + ")"));
   }
+  bool hotswap_pair = options.hotswap_allowlist.contains(code.name, mine->name);
   if (runs_equivalently(code, *mine)) {
-    if (device.extended_isa_compat) return std::nullopt;
+    // Without the opt-in, an allowlisted pair may still reach the hotswap tier.
+    if (device.extended_isa_compat || (hotswap_pair && options.hotswap)) return std::nullopt;
     return reject("runs on " + std::string(mine->name) +
                   " only with extended ISA compatibility, which is off for this device");
   }
-  if (options.hotswap_allowlist.contains(code.name, mine->name)) {
+  if (hotswap_pair) {
     if (options.hotswap) return std::nullopt;
     return reject("allowlisted hotswap source, but hotswap is off");
   }
@@ -174,8 +176,9 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
     return fit(Tier::Generic, "generic " + std::string(theirs->name) + " v" + std::to_string(code.generic_version) +
                                   ": " + feature_summary(code.target));
   }
-  if (runs_equivalently(*theirs, *mine)) {  // and the device opted in
-    if (!mismatch.empty()) return target_mismatch(mismatch);
+  // Rule 1.2 holds in every tier: a hotswap source built for xnack- does not become xnack+ code.
+  if (!mismatch.empty()) return target_mismatch(mismatch);
+  if (device.extended_isa_compat && runs_equivalently(*theirs, *mine)) {
     return fit(Tier::Equivalent, "same ISA as " + std::string(mine->name) + " (extended ISA compatibility): " +
                                      feature_summary(code.target));
   }

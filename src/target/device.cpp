@@ -29,15 +29,55 @@ Expected<std::vector<unsigned>> parse_code_object_versions(std::string_view text
   return versions;
 }
 
+namespace {
+
+constexpr std::string_view kIsaPrefix = "amdgcn-amd-amdhsa--";
+
+// A device's target ID as a runtime or a user writes it: the ISA-name prefix
+// (rocminfo, hsa_isa_get_info) is dropped, and so is `xnack+` on a processor
+// whose xnack is always on (gfx1250 under ROCr PR #7300's any/any registry):
+// it says what the bare name already means.
+Expected<TargetId> parse_device_target(std::string_view text) {
+  std::string_view id = text.starts_with(kIsaPrefix) ? text.substr(kIsaPrefix.size()) : text;
+  std::string_view name = id.substr(0, id.find(':'));
+  const Processor* processor = find_processor(name);
+  std::string without_xnack;
+  if (processor && processor->xnack == XnackSupport::AlwaysOn) {
+    without_xnack = name;
+    std::string_view rest = id.substr(name.size());
+    while (!rest.empty()) {
+      std::size_t next = rest.find(':', 1);
+      std::string_view token = rest.substr(0, next);
+      if (token != ":xnack+") without_xnack += token;
+      rest.remove_prefix(token.size());
+    }
+    id = without_xnack;
+  }
+  auto target = TargetId::parse(id);
+  if (!target) return std::move(target).error();
+  if (target->processor->is_generic) {
+    return Error(ErrorKind::InvalidArgument, "target ID '" + std::string(id) + "' names the generic target " +
+                                                 std::string(target->processor_name()) +
+                                                 ", not a device; name a processor");
+  }
+  return target;
+}
+
+}  // namespace
+
+Expected<TargetId> device_target_from_runtime(std::string_view name) {
+  auto target = parse_device_target(name);
+  if (!target) return std::move(target).error();
+  // ROCr names every mode a device has; what it leaves out the device lacks.
+  if (target->xnack == FeatureState::Any) target->xnack = FeatureState::Unsupported;
+  if (target->sramecc == FeatureState::Any) target->sramecc = FeatureState::Unsupported;
+  return target;
+}
+
 Expected<Device> device_from_spec(std::string_view spec, const DeviceOverrides& overrides) {
-  auto target = TargetId::parse(spec);
+  auto target = parse_device_target(spec);
   if (!target) return std::move(target).error().with_context("device spec");
   const Processor& processor = *target->processor;
-  if (processor.is_generic) {
-    return Error(ErrorKind::InvalidArgument, "device spec '" + std::string(spec) + "': " +
-                                                 std::string(processor.name) +
-                                                 " is a generic target, not a device; name a processor");
-  }
   Device device;
   device.target = *target;
   if (device.target.xnack == FeatureState::Any) device.target.xnack = processor.default_xnack;

@@ -45,8 +45,9 @@ Expected<std::uint64_t> code_object_size(Bytes unaligned) {
   if (!sections) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(sections.takeError()));
   if (!sections->empty()) end = std::max<std::uint64_t>(end, header.e_shoff + sections->size() * header.e_shentsize);
   for (const auto& section : *sections) {
-    if (section.sh_type == llvm::ELF::SHT_NOBITS) continue;
-    if (auto fits = extend("code object section", section.sh_offset, section.sh_size); !fits) {
+    // A NOBITS section occupies no bytes, but its offset still counts (ROCr's ElfSize).
+    std::uint64_t size = section.sh_type == llvm::ELF::SHT_NOBITS ? 0 : section.sh_size;
+    if (auto fits = extend("code object section", section.sh_offset, size); !fits) {
       return std::move(fits).error();
     }
   }
@@ -122,6 +123,7 @@ Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> el
   }
   CodeObjectTarget result;
   result.e_flags = header.e_flags;
+  result.e_type = header.e_type;
   result.code_object_version = abi + 2;
   std::uint32_t mach = header.e_flags & E::EF_AMDGPU_MACH;
   const Processor* processor = find_processor_by_mach(mach);
@@ -137,9 +139,11 @@ Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> el
     result.target.xnack = v4_state(header.e_flags & E::EF_AMDGPU_FEATURE_XNACK_V4, E::EF_AMDGPU_FEATURE_XNACK_ANY_V4,
                                    E::EF_AMDGPU_FEATURE_XNACK_OFF_V4, E::EF_AMDGPU_FEATURE_XNACK_ON_V4);
   } else {
-    // v3 has one "on" bit per feature; clear means any where the processor has the mode.
+    // v3 has one bit per feature. LLVM sets it for on and for any; ROCr, CLR
+    // and comgr read it as `+` and a clear bit as `-` where the processor has
+    // the mode, and so does coload: an object they refuse is not chosen.
     auto v3_state = [](bool on, bool supported) {
-      return on ? FeatureState::On : supported ? FeatureState::Any : FeatureState::Unsupported;
+      return on ? FeatureState::On : supported ? FeatureState::Off : FeatureState::Unsupported;
     };
     result.target.sramecc = v3_state(header.e_flags & E::EF_AMDGPU_FEATURE_SRAMECC_V3, processor->sramecc);
     result.target.xnack =

@@ -10,10 +10,18 @@ constexpr std::uint8_t W64 = kWave64;
 constexpr std::uint8_t W32_64 = kWave32 | kWave64;
 constexpr std::uint8_t W32 = kWave32;
 
-constexpr std::uint8_t first_wave(std::uint8_t waves) { return waves & kWave64 ? 64 : 32; }
+// ROCr reports wave32 for every processor that has it (gfx10 and later), wave64 for gfx6-gfx9.
+constexpr std::uint8_t first_wave(std::uint8_t waves) { return waves & kWave32 ? 32 : 64; }
+
+// ROCr treats xnack as unsupported on these client APUs (ROCm PR #8237) and
+// reports them bare, though LLVM still compiles `xnack+-` for them.
+constexpr bool reported_without_xnack(std::string_view name) {
+  return name == "gfx902" || name == "gfx909" || name == "gfx90c";
+}
 
 // Device defaults for features a spec leaves out: xnack off (ROCr's default
-// process mode), sramecc on (the data-centre parts that have it ship with ECC).
+// process mode) where ROCr reports a mode, sramecc on (the data-centre parts
+// that have it ship with ECC).
 constexpr Processor processor(std::string_view name, std::uint32_t mach, std::uint8_t major, std::uint8_t minor,
                               std::uint8_t stepping, std::string_view generic, std::uint8_t min_generic,
                               XnackSupport xnack, bool sramecc, std::uint8_t waves, std::uint32_t lds,
@@ -29,7 +37,8 @@ constexpr Processor processor(std::string_view name, std::uint32_t mach, std::ui
       .min_generic_version = min_generic,
       .xnack = xnack,
       .sramecc = sramecc,
-      .default_xnack = xnack == XnackSupport::OnOff ? FeatureState::Off : FeatureState::Unsupported,
+      .default_xnack = xnack == XnackSupport::OnOff && !reported_without_xnack(name) ? FeatureState::Off
+                                                                                      : FeatureState::Unsupported,
       .default_sramecc = sramecc ? FeatureState::On : FeatureState::Unsupported,
       .wave_sizes = waves,
       .default_wave_size = first_wave(waves),
