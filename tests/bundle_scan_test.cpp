@@ -94,6 +94,22 @@ TEST(ScanBundles, GarbageBetweenBundlesIsBadMagicNamingTheOffset) {
       << bundles.error().message();
 }
 
+// The walk jumps by total_size: a short one lands inside the CCOB's own
+// payload, and the error says which size led there.
+TEST(ScanBundles, AShortTotalSizeIsNamedWhereTheWalkLands) {
+  Bytes real = testing::write_ccob(bundle_for("gfx90a", 1), 3, CcobMethod::Zstd);
+  testing::CcobOptions options;
+  options.overrides.total_size = real.size() - 10;
+  Bytes region = testing::write_ccob(bundle_for("gfx90a", 1), 3, CcobMethod::Zstd, options);
+  auto bundles = scan_bundles(region, whole(region));
+  ASSERT_TRUE(FailsWith(bundles, ErrorKind::BadMagic));
+  EXPECT_NE(bundles.error().message().find("bundle 1 at offset " + detail::hex(real.size() - 10) +
+                                           " (after bundle 0, whose total_size " + detail::hex(real.size() - 10) +
+                                           " ends there): bytes "),
+            std::string::npos)
+      << bundles.error().message();
+}
+
 TEST(ScanBundles, AllZeroRegionHoldsNoBundle) {
   Bytes region(8192);
   EXPECT_TRUE(FailsWith(scan_bundles(region, whole(region)), ErrorKind::NotFound));

@@ -206,11 +206,26 @@ expect_exit 1 "check of a missing file" "$coload" check /nonexistent/file.co
 # Exit codes: 1 for input errors, 2 for usage errors.
 expect_exit 1 "ls of a missing file" "$coload" ls /nonexistent/file.so
 expect_exit 1 "ls of a non-fat-binary" "$coload" ls /bin/sh
+# An object whose device code waits for a link step (-fgpu-rdc, the new driver) says so.
+if command -v llvm-objcopy-22 >/dev/null; then
+  printf x > "$work/payload"
+  llvm-objcopy-22 --add-section "__CLANG_OFFLOAD_BUNDLE__hip-amdgcn-amd-amdhsa--gfx90a=$work/payload" /bin/true \
+    "$work/rdc.o"
+  "$coload" ls "$work/rdc.o" 2>"$work/err"
+  check "ls of an -fgpu-rdc object exits 1" test $? -eq 1
+  check "ls of an -fgpu-rdc object names its bundle section" \
+    grep -q "its section __CLANG_OFFLOAD_BUNDLE__hip-amdgcn-amd-amdhsa--gfx90a holds device code for a link step" \
+    "$work/err"
+fi
 expect_exit 2 "no command" "$coload"
 expect_exit 2 "unknown command" "$coload" frobnicate
 expect_exit 2 "unknown ls option" "$coload" ls --bogus "$fixtures/$first"
 expect_exit 2 "extract without --target" "$coload" extract -o "$work/x" "$fixtures/$first"
 expect_exit 1 "extract of an absent target" "$coload" extract --target gfx000 -o "$work/x" "$fixtures/$first"
+# A host entry named by its whole ID is written empty, as clang-offload-bundler writes it.
+"$coload" extract --target host-x86_64-unknown-linux-gnu- --bundle 0 -o "$work/host.out" \
+  "$fixtures/bundles/bundler_plain.hipfb"
+check "extract of the host entry writes an empty file" test -f "$work/host.out" -a ! -s "$work/host.out"
 expect_exit 0 "help" "$coload" --help
 expect_exit 2 "select without --device" "$coload" select "$fixtures/$first"
 expect_exit 2 "select with an unknown processor" "$coload" select --device gfx9999 "$fixtures/$first"
@@ -232,6 +247,7 @@ if [ -n "$ccob" ]; then
     "$coload" $command "$work/bad.hipfb" >"$work/err" 2>&1
     check "$command verifies the hash by default (exit 1)" test $? -eq 1
     check "$command names the stored hash" grep -q "CCOB v3: stored hash 0x" "$work/err"
+    check "$command names the bundle once" bash -c '! grep -q "bundle 0: bundle 0" "$1"' _ "$work/err"
     # shellcheck disable=SC2086
     expect_exit_env 0 "$command with COLOAD_HASH_CHECK=skip" COLOAD_HASH_CHECK=skip "$coload" $command "$work/bad.hipfb"
   done

@@ -417,6 +417,11 @@ TEST(CodeObjectElf, SectionAndSegmentRangesOutsideTheBytes) {
   spec = valid_spec();
   spec.section_patches = {SectionPatch{.name = ".shstrtab", .sh_type = testing::kShtNobits, .sh_size = 0x100000}};
   EXPECT_TRUE(Succeeds(read(spec)));
+  // But its offset counts: ROCr's ElfSize would take this object for 1 GiB.
+  spec.section_patches = {SectionPatch{.name = ".shstrtab", .sh_type = testing::kShtNobits, .sh_offset = 0x40000000}};
+  auto far = read(spec);
+  ASSERT_TRUE(FailsWith(far, ErrorKind::OutOfBounds));
+  EXPECT_NE(far.error().message().find("0x40000000"), std::string::npos) << far.error().message();
 }
 
 // ---------------------------------------------------------------------------
@@ -710,6 +715,43 @@ TEST(CodeObjectDescriptor, ReservedBytesMustBeZero) {
     spec.kernels[0].descriptor[offset] = std::byte{0x80};
     EXPECT_TRUE(HasOneProblem(read(spec), ErrorKind::Malformed, field, {"offset " + std::to_string(offset)}));
   }
+}
+
+TEST(CodeObjectDescriptor, ReservedKernelCodePropertiesMustBeZero) {
+  for (auto [bit, shown] :
+       {std::pair<unsigned, std::string>{7, "0x80"}, {9, "0x200"}, {12, "0x1000"}, {15, "0x8000"}}) {
+    SCOPED_TRACE(bit);
+    ElfSpec spec = valid_spec();
+    std::uint16_t properties = 0x0008 | (1u << bit);
+    std::memcpy(spec.kernels[0].descriptor.data() + 56, &properties, sizeof properties);
+    EXPECT_TRUE(HasOneProblem(read(spec), ErrorKind::Malformed, "kernel_code_properties",
+                              {"offset 56", "reserved bits " + shown}));
+  }
+}
+
+// compute_pgm_rsrc3 and kernarg preloading by processor, as clang-22 writes them.
+TEST(CodeObjectDescriptor, Rsrc3AndKernargPreloadOnlyWhereTheProcessorHasThem) {
+  auto with = [](std::uint32_t e_flags, std::string target, std::uint32_t rsrc3, std::uint16_t preload) {
+    Meta meta;
+    meta.target = "amdgcn-amd-amdhsa--" + target;
+    ElfSpec spec = valid_spec(meta);
+    spec.e_flags = e_flags;
+    set_u32(spec.kernels[0].descriptor, 44, rsrc3);
+    std::memcpy(spec.kernels[0].descriptor.data() + 58, &preload, sizeof preload);
+    return read(spec);
+  };
+  constexpr std::uint32_t kGfx906 = 0x2f, kGfx942 = 0x4c, kGfx1030 = 0x36, kGfx1250 = 0x49;
+  // gfx90a and the gfx940 family use both (ACCUM_OFFSET, a 4-dword preload).
+  constexpr std::uint32_t kAny = testing::kXnackAny | testing::kSrameccAny;
+  EXPECT_TRUE(with(testing::kMachGfx90a | kAny, "gfx90a", 0x1, 4)->problems().empty());
+  EXPECT_TRUE(with(kGfx942 | kAny, "gfx942", 0x1, 4)->problems().empty());
+  EXPECT_TRUE(with(kGfx1250, "gfx1250", 0, 4)->problems().empty());
+  EXPECT_TRUE(with(kGfx1030, "gfx1030", 0x3c0, 0)->problems().empty());  // GFX10+ rsrc3 fields
+  EXPECT_TRUE(HasOneProblem(with(kGfx906 | kAny, "gfx906", 0x1, 0),
+                            ErrorKind::Malformed, "compute_pgm_rsrc3", {"offset 44", "gfx906"}));
+  EXPECT_TRUE(HasOneProblem(with(kGfx906 | kAny, "gfx906", 0, 4),
+                            ErrorKind::Malformed, "kernarg_preload", {"offset 58", "gfx906"}));
+  EXPECT_TRUE(HasOneProblem(with(kGfx1030, "gfx1030", 0, 4), ErrorKind::Malformed, "kernarg_preload", {"gfx1030"}));
 }
 
 // ---------------------------------------------------------------------------

@@ -640,5 +640,24 @@ TEST(RegistryHotswap, EquivalentEntryIsRetargetedForTheDevice) {
   EXPECT_EQ(loaded_processor(registry, *binary, 0), "gfx1031");  // what ROCr needs to see
 }
 
+// The registry checks every code object before a runtime sees it, native ones
+// included: ROCr would take a kernel whose LDS the device lacks and fail only
+// at dispatch. The counting runtime is never called.
+TEST(RegistryChecks, ACodeObjectTheValidatorRefusesIsNotHandedToTheRuntime) {
+  auto small = device_from_spec("gfx90a:sramecc+:xnack-", {.lds_bytes = 512});
+  ASSERT_TRUE(Succeeds(small));
+  auto runtime = std::make_shared<CountingRuntime>(std::vector<Device>{*small});
+  Registry registry{runtime, Config{}};
+  auto binary = registry.register_file(fixture("bundles/bundler_plain.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  auto kernel = registry.lookup_kernel(*binary, 0, "_Z9block_sumPKfPfj");
+  ASSERT_TRUE(FailsWith(kernel, ErrorKind::LimitExceeded));
+  const std::string& message = kernel.error().message();
+  EXPECT_NE(message.find("entry 2 (hipv4-amdgcn-amd-amdhsa--gfx90a) refused by the validator"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("group_segment_fixed_size 1024 exceeds the 512"), std::string::npos) << message;
+  EXPECT_EQ(runtime->total_loads(), 0u);
+}
+
 }  // namespace
 }  // namespace coload

@@ -282,7 +282,13 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
     auto info = measure(reader, position, end, options, v1_used, scratch, ids);
     if (!info) {
       std::string context = where(index, position);
-      if (index > 0) context += " (after bundle " + std::to_string(index - 1) + ")";
+      if (index > 0) {
+        // A CCOB whose total_size is short ends inside its own payload: say whose size led here.
+        const BundleInfo& before = bundles.back();
+        bool sized = before.compressed && before.compressed->total_size;
+        context += " (after bundle " + std::to_string(index - 1) +
+                   (sized ? ", whose total_size " + hex(*before.compressed->total_size) + " ends there" : "") + ")";
+      }
       return std::move(info).error().with_context(context);
     }
     info->index = index;

@@ -142,11 +142,11 @@ Expected<Layout> read_layout(const llvm::object::ELF64LEFile& file, Bytes elf) {
   for (const auto& shdr : *sections) {
     Section section{index++,      shdr.sh_type, shdr.sh_flags, shdr.sh_addr,      shdr.sh_offset,
                     shdr.sh_size, shdr.sh_link, shdr.sh_addralign, shdr.sh_entsize};
-    if (section.type != E::SHT_NOBITS) {
-      auto what = [&] { return section.label() + " (sh_type " + std::to_string(section.type) + ")"; };
-      if (auto fits = check_range_lazily(what, section.offset, section.size, elf.size(), kContainer); !fits) {
-        return std::move(fits).error();
-      }
+    // A NOBITS section occupies no bytes, but its offset still counts (ROCr's ElfSize).
+    std::uint64_t bytes = section.type == E::SHT_NOBITS ? 0 : section.size;
+    auto what = [&] { return section.label() + " (sh_type " + std::to_string(section.type) + ")"; };
+    if (auto fits = check_range_lazily(what, section.offset, bytes, elf.size(), kContainer); !fits) {
+      return std::move(fits).error();
     }
     layout.sections.push_back(section);
   }

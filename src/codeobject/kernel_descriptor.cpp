@@ -47,6 +47,21 @@ constexpr ReservedRun kReserved[] = {
 
 std::string_view yes_no(bool value) { return value ? "set" : "clear"; }
 
+// GFX6-9 before gfx90a: compute_pgm_rsrc3 does not exist (gfx90a and the
+// gfx940 family carry ACCUM_OFFSET and TG_SPLIT there).
+bool before_gfx90a(const Processor& processor) {
+  return processor.isa_major < 9 ||
+         (processor.isa_major == 9 && processor.isa_minor == 0 && processor.isa_stepping != 10);
+}
+
+// Kernarg preloading came with gfx90a and the gfx940 family, and returned
+// with gfx1250 (clang-22 writes it there); gfx10, gfx11 and gfx12.0 lack it.
+// Later processors are not judged.
+bool lacks_kernarg_preload(const Processor& processor) {
+  return before_gfx90a(processor) || processor.isa_major == 10 || processor.isa_major == 11 ||
+         (processor.isa_major == 12 && processor.isa_minor == 0);
+}
+
 }  // namespace
 
 KernelDescriptor decode_kernel_descriptor(Bytes bytes, std::uint64_t address) {
@@ -105,6 +120,26 @@ void cross_check_descriptor(const Kernel& kernel, const KernelDescriptor& kd, By
     report.add(ErrorKind::Malformed, "compute_pgm_rsrc2",
                "compute_pgm_rsrc2 " + hex(kd.compute_pgm_rsrc2) + " sets GRANULATED_LDS_SIZE (bits 15-23) to " +
                    std::to_string(lds_granules) + "; it must be 0 (the dispatch packet gives the LDS size)");
+  }
+  constexpr std::uint32_t kReservedProperties =
+      K::KERNEL_CODE_PROPERTY_RESERVED0 | K::KERNEL_CODE_PROPERTY_RESERVED1;  // bits 7-9, 12-15
+  if (kd.kernel_code_properties & kReservedProperties) {
+    report.add(ErrorKind::Malformed, "kernel_code_properties",
+               "kernel_code_properties " + hex(kd.kernel_code_properties) + " at descriptor offset 56 sets " +
+                   "reserved bits " + hex(kd.kernel_code_properties & kReservedProperties) +
+                   " (bits 7-9 and 12-15 must be 0)");
+  }
+  if (const Processor* processor = target.target.processor) {
+    if (kd.compute_pgm_rsrc3 != 0 && before_gfx90a(*processor)) {
+      report.add(ErrorKind::Malformed, "compute_pgm_rsrc3",
+                 "compute_pgm_rsrc3 " + hex(kd.compute_pgm_rsrc3) + " at descriptor offset 44 must be 0 on " +
+                     std::string(processor->name) + " (GFX6-9 before gfx90a have no such register)");
+    }
+    if (kd.kernarg_preload != 0 && lacks_kernarg_preload(*processor)) {
+      report.add(ErrorKind::Malformed, "kernarg_preload",
+                 "kernarg_preload " + hex(kd.kernarg_preload) + " at descriptor offset 58 must be 0 on " +
+                     std::string(processor->name) + ", which cannot preload kernel arguments");
+    }
   }
   for (const ReservedRun& run : kReserved) {
     for (std::size_t i = 0; i < run.size; ++i) {

@@ -135,6 +135,24 @@ struct Binary {
   }
 };
 
+// What `coload check` refuses is not handed to a runtime: ROCr checks little
+// of it at load and fails the rest at dispatch, if at all.
+Expected<void> check_before_load(const CodeObject& code_object, const Device& device, const std::string& where) {
+  if (!code_object.problems().empty()) {
+    const Problem& problem = code_object.problems().front();
+    return Error(problem.kind, where + " has " + std::to_string(code_object.problems().size()) +
+                                   " problem(s), first: " + problem.message);
+  }
+  std::vector<Violation> violations = validate(code_object, device);
+  if (!violations.empty()) {
+    return Error(violations.front().kind, where + " refused by the validator: " + violations.front().message +
+                                              (violations.size() > 1
+                                                   ? " (and " + std::to_string(violations.size() - 1) + " more)"
+                                                   : std::string()));
+  }
+  return {};
+}
+
 // "; 2 bundles have no code object for this device, e.g. <why>".
 std::string skipped_note(const std::vector<std::string>& skipped) {
   if (skipped.empty()) return {};
@@ -445,18 +463,7 @@ struct Registry::Impl {
     code_objects_read.fetch_add(1, std::memory_order_relaxed);
     auto read = CodeObject::read(out->bytes);
     if (!read) return std::move(read).error().with_context(where + ": output");
-    if (!read->problems().empty()) {
-      const Problem& problem = read->problems().front();
-      return Error(problem.kind, where + ": output has " + std::to_string(read->problems().size()) +
-                                     " problem(s), first: " + problem.message);
-    }
-    std::vector<Violation> violations = validate(*read, device);
-    if (!violations.empty()) {
-      return Error(violations.front().kind, where + ": output refused by the validator: " + violations.front().message +
-                                                (violations.size() > 1
-                                                     ? " (and " + std::to_string(violations.size() - 1) + " more)"
-                                                     : std::string()));
-    }
+    if (auto checked = check_before_load(*read, device, where + ": output"); !checked) return checked.error();
     out->code_object = std::move(*read);
     return std::shared_ptr<const TransformedImage>(std::move(out));
   }
@@ -523,7 +530,11 @@ struct Registry::Impl {
     for (std::size_t i = 0; i < count; ++i) {
       const std::string where = binary.name + ": bundle " + std::to_string(i);
       Expected<Choice>& choice = *choices[i];
-      if (!choice) return choice.error().with_context(where);
+      if (!choice) {
+        // The bundle reader names the bundle itself ("bundle 0 at offset 0x0: ...").
+        bool named = choice.error().message().starts_with("bundle " + std::to_string(i) + " at offset ");
+        return choice.error().with_context(named ? binary.name : where);
+      }
       const Candidate* chosen = choice->selection.chosen();
       if (!chosen) {
         state.skipped.push_back(no_fit_error(device, choice->selection).with_context(where).message());
@@ -552,6 +563,7 @@ struct Registry::Impl {
         state.modules.push_back(std::move(*module));
         continue;
       }
+      if (auto checked = check_before_load(image->code_object, device, entry_where); !checked) return checked.error();
       auto module = runtime->load(index, Image{image->bytes, image}, image->code_object);
       if (!module) return module.error().with_context(entry_where);
       modules_loaded.fetch_add(1, std::memory_order_relaxed);

@@ -45,6 +45,7 @@ class HostImageReader {
     auto sections = elf_.sections();
     if (!sections) return from_llvm(sections.takeError(), ErrorKind::Malformed, "host ELF section table");
     sections_ = *sections;
+    std::string_view other_offload;  // __CLANG_OFFLOAD_BUNDLE__<id> (-fgpu-rdc) or .llvm.offloading (new driver)
     for (std::size_t index = 0; index < sections_.size(); ++index) {
       auto name = elf_.getSectionName(sections_[index]);
       if (!name) return from_llvm(name.takeError(), ErrorKind::Malformed, "host ELF section " + std::to_string(index));
@@ -54,11 +55,17 @@ class HostImageReader {
       } else if (*name == ".hipFatBinSegment" && found_.wrappers == nullptr) {
         found_.wrappers = &sections_[index];
         found_.wrappers_index = index;
+      } else if (other_offload.empty() &&
+                 (name->starts_with("__CLANG_OFFLOAD_BUNDLE__") || *name == ".llvm.offloading")) {
+        other_offload = *name;
       }
     }
     if (found_.fatbin == nullptr) {
-      return Error(ErrorKind::NotFound,
-                   "host ELF has no .hip_fatbin section (not a HIP fat binary host image)");
+      // Objects not linked yet carry device code another way; say which, not only what is missing.
+      std::string why = other_offload.empty() ? " (not a HIP fat binary host image)"
+                                              : "; its section " + std::string(other_offload) +
+                                                    " holds device code for a link step, which coload does not read";
+      return Error(ErrorKind::NotFound, "host ELF has no .hip_fatbin section" + why);
     }
     const ElfShdr& fatbin = *found_.fatbin;
     if (fatbin.sh_type == llvm::ELF::SHT_NOBITS) {

@@ -29,7 +29,7 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   BundleChoice choice;
   if (info.format == BundleFormat::Compressed && select.unbundler == Unbundler::Builtin) {
     auto streamed = select_in_compressed_bundle(device, binary.source().bytes(), info, select, stream);
-    if (!streamed) return std::move(streamed).error().with_context(where());
+    if (!streamed) return in_bundle(std::move(streamed).error(), path, index);
     choice.selection = std::move(streamed->selection);
     choice.streamed = std::move(streamed->chosen);
     return choice;
@@ -42,6 +42,12 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   }
   choice.bundle = std::move(*bundle);
   return choice;
+}
+
+Error in_bundle(Error error, std::string_view path, std::size_t index) {
+  std::string named = "bundle " + std::to_string(index) + " at offset ";
+  if (error.message().starts_with(named)) return std::move(error).with_context(path);
+  return std::move(error).with_context(std::string(path) + ": bundle " + std::to_string(index));
 }
 
 Error bundle_read_failure(std::string_view path, std::size_t index, const std::exception& exception) {

@@ -76,6 +76,9 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
 /// helper thread it would end the process): LimitExceeded for bad_alloc,
 /// InvalidArgument otherwise, with "PATH: bundle INDEX" in front.
 Error bundle_read_failure(std::string_view path, std::size_t index, const std::exception& exception);
+/// `error` prefixed with "<path>: bundle <index>: ", or with "<path>: " alone
+/// when the reader already named the bundle ("bundle 0 at offset 0x0: ...").
+Error in_bundle(Error error, std::string_view path, std::size_t index);
 
 /// Threads worth reading bundles `indices` of `binary` on: one per CCOB, up
 /// to the hardware's concurrency (at most 8), as the registry's decode

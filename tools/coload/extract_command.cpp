@@ -38,9 +38,8 @@ std::vector<std::size_t> matching(std::span<const BundleEntry> entries, std::str
   std::vector<std::size_t> by_id;
   std::vector<std::size_t> by_target;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].is_host) continue;
-    if (entries[i].id == wanted) by_id.push_back(i);
-    else if (target_part(entries[i].id) == wanted) by_target.push_back(i);
+    if (entries[i].id == wanted) by_id.push_back(i);  // a host entry only by its whole ID
+    else if (!entries[i].is_host && target_part(entries[i].id) == wanted) by_target.push_back(i);
   }
   return by_id.empty() ? by_target : by_id;
 }
@@ -243,7 +242,7 @@ int run_extract(std::span<const std::string> args) {
         };
         auto streamed = extract_from_compressed_bundle(binary->source().bytes(), info, picker, stream_options);
         if (!streamed) {
-          result.error = path + ": bundle " + std::to_string(i) + ": " + streamed.error().message();
+          result.error = in_bundle(std::move(streamed).error(), path, i).message();
           return result;
         }
         result.hit.streamed = std::move(streamed->chosen);

@@ -23,7 +23,10 @@ commands:
   extract --target ENTRY_OR_TARGET_ID [--bundle N] -o OUT [--max-decompressed-bytes N] FILE
       Write the bytes of the entry whose bundle entry ID (hipv4-amdgcn-amd-amdhsa--gfx90a)
       or target ID (gfx90a, gfx90a:xnack-) equals the one given; byte-identical to
-      clang-offload-bundler --unbundle. Matching is exact: no compatibility rules.
+      clang-offload-bundler --unbundle, except that of entries sharing one ID the
+      first is written (as comgr does; the bundler writes the last). A host entry
+      is written when named by its full ID (empty, as the bundler writes it).
+      Matching is exact: no compatibility rules.
       With --bundle N, only bundle N is searched and OUT is written. Without it, a
       file whose only one bundle holds the entry writes OUT; when several bundles
       hold it, each is written to OUT.N (N = bundle index) and the names printed.
