@@ -90,8 +90,13 @@ TEST(CApiContract, CreateChecksItsArguments) {
   EXPECT_EQ(coload_registry_create(&empty, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
   auto generic = dry_run_options("gfx9-generic");
   EXPECT_EQ(coload_registry_create(&generic, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
+  // Every bad spec is the caller's argument (coload.h), not "no GPU" or malformed input.
+  for (const char* bad : {"gfx90a,gfx9999", "gfx90A", "gfx90a:xnack+:xnack-", "gfx90a:foo+", ":"}) {
+    auto options_for_bad = dry_run_options(bad);
+    EXPECT_EQ(coload_registry_create(&options_for_bad, &registry), COLOAD_ERROR_INVALID_ARGUMENT) << bad;
+  }
   auto unknown = dry_run_options("gfx90a,gfx9999");
-  EXPECT_NE(coload_registry_create(&unknown, &registry), COLOAD_OK);
+  EXPECT_EQ(coload_registry_create(&unknown, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(coload_last_error_message()).find("gfx9999"), std::string::npos);
   auto bad_kind = dry_run_options("gfx90a");
   bad_kind.runtime = static_cast<coload_runtime_kind>(42);

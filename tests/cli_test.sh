@@ -232,6 +232,38 @@ expect_exit 2 "select with an unknown processor" "$coload" select --device gfx99
 expect_exit 2 "select with a generic device" "$coload" select --device gfx9-generic "$fixtures/$first"
 expect_exit 2 "select with a feature the processor lacks" "$coload" select --device gfx1030:xnack+ "$fixtures/$first"
 expect_exit 2 "select with bad --co-versions" "$coload" select --device gfx90a --co-versions 4,9 "$fixtures/$first"
+expect_exit 2 "a negative --lds behind a space" "$coload" select --device gfx90a --lds " -1" "$fixtures/$first"
+expect_exit 2 "a --lds with a sign" "$coload" select --device gfx90a --lds +5 "$fixtures/$first"
+# select, check and extract --device choose alike: a hotswap plugin that cannot be loaded fails each.
+for command in "select --device gfx90a" "check --device gfx90a" "extract --device gfx90a -o $work/hs.co"; do
+  # shellcheck disable=SC2086
+  COLOAD_HOTSWAP=1 COLOAD_HOTSWAP_PLUGIN=/nonexistent/plugin.so "$coload" $command "$fixtures/$first" \
+    >/dev/null 2>"$work/err"
+  check "$command with an unusable hotswap plugin exits 1" test $? -eq 1
+  check "$command names the plugin" grep -q "coload: hotswap: .*nonexistent/plugin.so" "$work/err"
+done
+# An entry's URI percent-encodes the path: a '#' in a file name is not the fragment.
+cp "$fixtures/bundles/bundler_plain.hipfb" "$work/a#b c.hipfb"
+"$coload" ls "$work/a#b c.hipfb" >"$work/out"
+check "ls percent-encodes the path of a URI" grep -q "file://.*/a%23b%20c.hipfb#offset=4096&size=" "$work/out"
+# A file load cannot read is a failed load: --json still prints its document.
+: > "$work/empty.bin"
+"$coload" load --json --runtime dry-run --device gfx90a "$work/empty.bin" >"$work/load.json" 2>/dev/null
+check "load --json of an unreadable file exits 1" test $? -eq 1
+check "load --json of an unreadable file prints a failed load" python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["ok"] is False and "input is empty" in doc["error"] and doc["code_objects"] == [], doc
+' "$work/load.json"
+# Output that cannot be written is an error, not a success.
+if [ -w /dev/full ]; then
+  "$coload" ls "$fixtures/$first" >/dev/full 2>"$work/err"
+  check "ls to a full device exits 1" test $? -eq 1
+  check "ls to a full device says so" grep -q "writing the output failed" "$work/err"
+fi
+# Numbers are decimal or 0x-prefixed: a leading zero is not octal.
+"$coload" check --device gfx90a --lds 0100 "$fixtures/bundles/bundler_plain.hipfb" >"$work/out" 2>&1
+check "a leading zero is decimal (--lds 0100 is 100 bytes)" grep -q "exceeds the 100-byte LDS" "$work/out"
 
 # A corrupted hash is reported with the file, bundle and offset.
 ccob=$(awk -F'\t' '!/^#/ && $1 ~ /v3/ {print $1; exit}' "$fixtures/fixtures.tsv")

@@ -120,11 +120,13 @@ TEST_F(FakeHsaTest, DevicesFromSeveralAgentsSkipCpus) {
   EXPECT_EQ(counter("refcount"), 0);
 }
 
-TEST_F(FakeHsaTest, NoGpuAgentIsAnEmptyDeviceList) {
-  script("cpu");
+// As HIP's hipErrorNoDevice: a caller (the C API's example) falls back to another runtime.
+TEST_F(FakeHsaTest, NoGpuAgentIsNotFound) {
+  script("cpu; cpu");
   auto runtime = open();
-  ASSERT_TRUE(Succeeds(runtime));
-  EXPECT_TRUE((*runtime)->devices().empty());
+  ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
+  EXPECT_EQ(runtime.error().message(), "no AMD GPU: hsa_iterate_agents reported 2 agent(s), none of them a GPU");
+  EXPECT_EQ(counter("shut_down"), 1);
 }
 
 TEST_F(FakeHsaTest, HsaInitFailingIsNotFoundWithoutShutDown) {

@@ -7,14 +7,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstring>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "coload/code_object.h"
 #include "coload/fat_binary.h"
 #include "registry_test_support.h"
 #include "test_util.h"
@@ -657,6 +662,110 @@ TEST(RegistryChecks, ACodeObjectTheValidatorRefusesIsNotHandedToTheRuntime) {
       << message;
   EXPECT_NE(message.find("group_segment_fixed_size 1024 exceeds the 512"), std::string::npos) << message;
   EXPECT_EQ(runtime->total_loads(), 0u);
+}
+
+// Metadata strings no runtime reads (an old amdhsa.version, as hand-written
+// assembly kernels carry) do not refuse a code object; a kernel whose
+// descriptor disagrees with its metadata does, before the runtime sees it.
+TEST(RegistryChecks, KernelProblemsRefuseTheObjectMetadataStringsDoNot) {
+  const std::vector<std::byte> good = file_bytes(fixture("co/gfx90a.co"));
+  auto good_object = CodeObject::read(good);
+  ASSERT_TRUE(Succeeds(good_object));
+  ASSERT_TRUE(good_object->problems().empty());
+  const std::string kernel_name = good_object->kernels()[0].name;
+
+  std::vector<std::byte> old_version = good;  // amdhsa.version [1, 2] -> [1, 0]
+  const std::string key = "amdhsa.version";
+  auto key_at = std::search(old_version.begin(), old_version.end(), key.begin(), key.end(),
+                            [](std::byte b, char c) { return b == static_cast<std::byte>(c); });
+  ASSERT_NE(key_at, old_version.end());
+  std::size_t value = static_cast<std::size_t>(key_at - old_version.begin()) + key.size();
+  ASSERT_EQ(old_version[value], std::byte{0x92});  // fixarray of 2
+  ASSERT_EQ(old_version[value + 2], std::byte{0x02});
+  old_version[value + 2] = std::byte{0x00};
+  auto old_object = CodeObject::read(old_version);
+  ASSERT_TRUE(Succeeds(old_object));
+  ASSERT_EQ(old_object->problems().size(), 1u);
+  EXPECT_EQ(old_object->problems()[0].field, "amdhsa.version");
+
+  std::vector<std::byte> mismatch = good;  // descriptor private_segment_fixed_size + 16
+  const Kernel& kernel = good_object->kernels()[0];
+  std::uint64_t kd = kernel.descriptor->address;  // lld places .rodata at its file offset
+  std::uint32_t private_size = kernel.private_segment_fixed_size + 16;
+  std::memcpy(mismatch.data() + kd + 4, &private_size, sizeof private_size);
+  auto mismatch_object = CodeObject::read(mismatch);
+  ASSERT_TRUE(Succeeds(mismatch_object));
+  ASSERT_EQ(mismatch_object->problems().size(), 1u);
+  ASSERT_EQ(mismatch_object->problems()[0].field, "private_segment_fixed_size");
+
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a"}));
+  Registry registry{runtime, Config{}};
+  auto loads = registry.register_memory(old_version, "old_version.co");
+  ASSERT_TRUE(Succeeds(loads));
+  EXPECT_TRUE(Succeeds(registry.lookup_kernel(*loads, 0, kernel_name)));
+  EXPECT_EQ(runtime->total_loads(), 1u);
+
+  auto refused = registry.register_memory(mismatch, "mismatch.co");
+  ASSERT_TRUE(Succeeds(refused));
+  auto lookup = registry.lookup_kernel(*refused, 0, kernel_name);
+  ASSERT_TRUE(FailsWith(lookup, ErrorKind::SizeMismatch));
+  EXPECT_NE(lookup.error().message().find("mismatch.co: bundle 0 entry 0"), std::string::npos)
+      << lookup.error().message();
+  EXPECT_NE(lookup.error().message().find("has 1 kernel problem(s), first: "), std::string::npos)
+      << lookup.error().message();
+  EXPECT_EQ(runtime->total_loads(), 1u);
+}
+
+// A runtime whose load waits until the test lets it go.
+class GatedRuntime final : public Runtime {
+ public:
+  explicit GatedRuntime(std::vector<Device> devices) : inner_(open_dry_run_runtime(std::move(devices))) {}
+  std::string_view name() const override { return inner_->name(); }
+  std::span<const Device> devices() const override { return inner_->devices(); }
+  Expected<std::unique_ptr<LoadedModule>> load(std::size_t device, const Image& image,
+                                               const CodeObject& code_object) override {
+    entered.set_value();
+    gate.wait();
+    return inner_->load(device, image, code_object);
+  }
+  std::promise<void> entered;
+  std::shared_future<void> gate;
+
+ private:
+  std::unique_ptr<Runtime> inner_;
+};
+
+// A memory registration's bytes may go once unregister returns (registry.h):
+// so unregister waits for a lookup of the binary running on another thread.
+TEST(RegistryUnregister, WaitsForALookupInFlightBeforeReturning) {
+  auto runtime = std::make_shared<GatedRuntime>(dry_run_devices({"gfx90a"}));
+  std::promise<void> open_gate;
+  runtime->gate = open_gate.get_future().share();
+  std::future<void> entered = runtime->entered.get_future();
+  Registry registry{runtime, Config{}};
+  auto bytes = std::make_unique<std::vector<std::byte>>(file_bytes(fixture("bundles/driver_two_arch.hipfb")));
+  auto binary = registry.register_memory(*bytes, "two_arch");
+  ASSERT_TRUE(Succeeds(binary));
+
+  std::optional<Expected<LoadedKernel>> looked_up;
+  std::thread lookup([&] { looked_up.emplace(registry.lookup_kernel_copy(*binary, 0, "_Z5saxpyfPKfPfi")); });
+  entered.wait();  // the lookup is inside Runtime::load, holding the binary
+  std::atomic<bool> returned{false};
+  std::thread unregister([&] {
+    EXPECT_TRUE(Succeeds(registry.unregister(*binary)));
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(returned.load()) << "unregister returned while a lookup still used the bytes";
+  open_gate.set_value();
+  lookup.join();
+  unregister.join();
+  EXPECT_TRUE(returned.load());
+  bytes.reset();  // what the caller may do now; ASan would see a later read
+  ASSERT_TRUE(looked_up.has_value());
+  ASSERT_TRUE(Succeeds(*looked_up));
+  EXPECT_EQ((*looked_up)->name, "_Z5saxpyfPKfPfi");
+  EXPECT_TRUE(FailsWith(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi"), ErrorKind::NotFound));
 }
 
 }  // namespace

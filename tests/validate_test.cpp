@@ -563,6 +563,21 @@ TEST(CheckDispatch, KernelWithoutArgumentsTakesAnEmptyBuffer) {
   EXPECT_TRUE(FailsWith(check_dispatch(k, device("gfx942"), {.kernarg_bytes = 1}), ErrorKind::SizeMismatch));
 }
 
+// Seed 004: an explicit size of 0 must not mean "take the caller's length".
+// Without `.args` the layout is unknown, so the buffer is the whole segment.
+TEST(CheckDispatch, KernelWithoutArgsMetadataTakesTheWholeSegment) {
+  Kernel k = kernel("asm_kernel", 24, {});
+  Device gfx942 = device("gfx942");
+  EXPECT_TRUE(Succeeds(check_dispatch(k, gfx942, {.kernarg_bytes = 24})));
+  for (std::uint64_t bytes : {0u, 4u, 23u, 25u}) {
+    auto result = check_dispatch(k, gfx942, {.kernarg_bytes = bytes});
+    ASSERT_TRUE(FailsWith(result, ErrorKind::SizeMismatch)) << bytes;
+    EXPECT_EQ(result.error().message(), "kernel \"asm_kernel\": kernarg_bytes " + std::to_string(bytes) +
+                                            " is not .kernarg_segment_size 24, which the buffer must cover: the "
+                                            "metadata lists no .args");
+  }
+}
+
 TEST(CheckDispatch, StaticPlusDynamicLds) {
   Kernel k = dispatchable();
   Device gfx942 = device("gfx942");

@@ -7,7 +7,12 @@
 // device) pair selects an entry in every bundle (select_in_bundle with the
 // Config's SelectOptions; the Config's extended ISA compatibility applied to
 // each device), reads and validates the chosen code objects and loads them
-// with the Runtime; later lookups are a hash-map hit. Does not cover:
+// with the Runtime; later lookups are a hash-map hit. Validation is what
+// `coload check --device` reports: a kernel's problems (descriptor against
+// metadata, kernarg layout) and every violation against the device (static
+// LDS, wave size, code object version) refuse the code object before
+// Runtime::load; the metadata's object-wide strings and orphan `.kd` symbols
+// do not. Does not cover:
 // launching kernels, or choosing which runtime to use (coload/runtime.h).
 //
 // Cost of registering: the fat binary's headers are read (FatBinary::open /
@@ -43,7 +48,9 @@
 // registration maps the file until it is unregistered; a memory registration
 // borrows the caller's bytes, which must stay valid and unchanged until
 // unregister() returns or the Registry is destroyed. unregister() and the
-// destructor unload every module of the binary before releasing the bytes.
+// destructor unload every module of the binary before releasing the bytes;
+// unregister() waits for lookups of the binary running on other threads
+// (so it must not be called from within one, e.g. from a log callback).
 //
 // Threads: every member function may be called from many threads at once.
 // A first lookup may read a host image's bundles on helper threads
@@ -118,7 +125,7 @@ struct RegistryOptions {
 /// validated for (entry processor → device processor) runs (device_check,
 /// then transform); when it is Equivalent, the built-in same-ISA retarget
 /// relabels the object for the device so a strict runtime (ROCr) accepts it.
-/// Either output is read (CodeObject::read) and validated (coload::validate)
+/// Either output is read (CodeObject::read) and validated as any entry is
 /// before Runtime::load; errors name the pass, the entry and the device. A
 /// native or generic entry is never transformed.
 class Registry {
@@ -145,7 +152,8 @@ class Registry {
   /// Registers a caller's buffer (bundle file, code object or host image),
   /// which must outlive the registration. `name` appears in errors.
   Expected<BinaryHandle> register_memory(std::span<const std::byte> bytes, std::string name = "<memory>");
-  /// Unloads the binary's modules on every device and releases its bytes.
+  /// Unloads the binary's modules on every device and releases its bytes,
+  /// once lookups of it already running on other threads have returned.
   /// Errors: NotFound for an unknown (or already unregistered) handle.
   Expected<void> unregister(BinaryHandle binary);
 
@@ -157,6 +165,10 @@ class Registry {
   /// InvalidArgument for a device out of range; otherwise the first error of
   /// reading, selecting, reading the code object, or Runtime::load.
   Expected<const LoadedKernel*> lookup_kernel(BinaryHandle binary, std::size_t device, std::string_view kernel);
+  /// As lookup_kernel, but a copy taken while the binary is held: safe even
+  /// when another thread unregisters the binary as this returns (the handle
+  /// is then stale, but reading the fields is not a use after free).
+  Expected<LoadedKernel> lookup_kernel_copy(BinaryHandle binary, std::size_t device, std::string_view kernel);
   /// The modules loaded for (binary, device), loading them first if needed;
   /// in bundle order. Valid as lookup_kernel's pointers are. Same errors.
   Expected<std::vector<const LoadedModule*>> modules(BinaryHandle binary, std::size_t device);

@@ -87,8 +87,8 @@ struct HsaOptions {
 /// device lacks; LDS from the group memory pool; wave size). A GPU whose
 /// processor coload does not know is left out, as CLR leaves it out; device
 /// numbers count the GPUs kept. Errors: Io when the library cannot be loaded;
-/// NotFound with hsa_init's status when there is no GPU (no /dev/kfd), or
-/// when no GPU's processor is known, never a crash.
+/// NotFound with hsa_init's status when there is no GPU (no /dev/kfd), when
+/// no agent is a GPU, or when no GPU's processor is known, never a crash.
 Expected<std::unique_ptr<Runtime>> open_hsa_runtime(const HsaOptions& options = {});
 
 struct HipOptions {

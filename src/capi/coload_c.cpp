@@ -109,7 +109,10 @@ coload::Expected<std::vector<coload::Device>> parse_devices(std::string_view spe
     while (!spec.empty() && spec.back() == ' ') spec.remove_suffix(1);
     if (!spec.empty()) {
       auto device = coload::device_from_spec(spec);
-      if (!device) return device.error().with_context("dry_run_devices \"" + std::string(spec) + "\"");
+      if (!device) {  // a bad spec is the caller's argument, whatever the parser called it (coload.h)
+        return coload::Error(coload::ErrorKind::InvalidArgument,
+                             "dry_run_devices \"" + std::string(spec) + "\": " + device.error().message());
+      }
       devices.push_back(std::move(*device));
     }
     if (comma == std::string_view::npos) break;
@@ -280,9 +283,9 @@ coload_status coload_lookup_kernel(coload_registry* registry, coload_binary bina
                                                     std::to_string(sizeof(coload_kernel_info)));
     }
     if (!kernel_name) return null_argument(function, "kernel_name");
-    auto kernel = cxx->lookup_kernel(coload::BinaryHandle{binary}, device, kernel_name);
+    auto kernel = cxx->lookup_kernel_copy(coload::BinaryHandle{binary}, device, kernel_name);
     if (!kernel) return fail(kernel.error());
-    const coload::LoadedKernel& found = **kernel;
+    const coload::LoadedKernel& found = *kernel;
     out->handle = found.handle;
     out->kernarg_segment_size = found.kernarg_segment_size;
     out->kernarg_segment_align = found.kernarg_segment_align;

@@ -56,10 +56,6 @@ class DryRunRuntime final : public Runtime {
     }
     const Device& target = devices_[device];
     std::vector<Violation> violations = validate(code_object, target);
-    // What the code object says against itself refuses it as `coload check` does.
-    for (const Problem& problem : code_object.problems()) {
-      violations.push_back(Violation{problem.kind, problem.kernel, problem.field, 0, 0, problem.message});
-    }
     // A kernel without a descriptor is what a real runtime's symbol probe refuses.
     for (const Kernel& kernel : code_object.kernels()) {
       if (kernel.descriptor) continue;

@@ -577,6 +577,10 @@ Expected<std::unique_ptr<Runtime>> open_hsa_runtime(const HsaOptions& options) {
     return std::move(*first_skipped).with_context("no GPU agent coload can describe (" + std::to_string(skipped) +
                                                   " left out)");
   }
+  if (devices.empty()) {  // as HIP's hipErrorNoDevice: a caller falls back to another runtime
+    return Error(ErrorKind::NotFound, "no AMD GPU: hsa_iterate_agents reported " + std::to_string(all_agents.size()) +
+                                          " agent(s), none of them a GPU");
+  }
   return std::unique_ptr<Runtime>(new HsaRuntime(std::move(library), std::move(agents), std::move(devices)));
 }
 

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -123,6 +124,14 @@ struct DeviceSlot {
 };
 
 struct Binary {
+  /// Set by unregister: told once everything below is destroyed (declared
+  /// first, so destroyed last).
+  struct Release {
+    std::promise<void>* promise = nullptr;
+    ~Release() {
+      if (promise) promise->set_value();
+    }
+  } release;
   std::string name;
   std::shared_ptr<const FatBinary> fat;
   std::vector<std::unique_ptr<BundleSlot>> bundles;
@@ -135,13 +144,23 @@ struct Binary {
   }
 };
 
-// What `coload check` refuses is not handed to a runtime: ROCr checks little
-// of it at load and fails the rest at dispatch, if at all.
+// What `coload check --device` finds wrong with a kernel, or with the object
+// against the device, is not handed to a runtime: ROCr checks little at load
+// and fails the rest at dispatch, if at all. The metadata's object-wide
+// strings (amdhsa.target, amdhsa.version, printf formats) and `.kd` symbols
+// no kernel names refuse nothing: no runtime reads them to load, and
+// hand-written assembly kernels often carry an old amdhsa.version.
 Expected<void> check_before_load(const CodeObject& code_object, const Device& device, const std::string& where) {
-  if (!code_object.problems().empty()) {
-    const Problem& problem = code_object.problems().front();
-    return Error(problem.kind, where + " has " + std::to_string(code_object.problems().size()) +
-                                   " problem(s), first: " + problem.message);
+  std::size_t kernel_problems = 0;
+  const Problem* first = nullptr;
+  for (const Problem& problem : code_object.problems()) {
+    if (problem.kernel.empty()) continue;
+    if (!first) first = &problem;
+    ++kernel_problems;
+  }
+  if (first) {
+    return Error(first->kind, where + " has " + std::to_string(kernel_problems) +
+                                  " kernel problem(s), first: " + first->message);
   }
   std::vector<Violation> violations = validate(code_object, device);
   if (!violations.empty()) {
@@ -578,6 +597,19 @@ struct Registry::Impl {
     return no_fit_error(device, *first_miss).with_context(where);
   }
 
+  /// The kernel `name` of (binary, device), valid while `binary` is held.
+  Expected<const LoadedKernel*> kernel(BinaryHandle handle, std::size_t device, std::string_view name,
+                                       std::shared_ptr<Binary>& binary) {
+    auto state = this->state(handle, device, binary);
+    if (!state) return std::move(state).error();
+    auto it = (*state)->kernels.find(name);
+    if (it != (*state)->kernels.end()) return it->second;
+    return Error(ErrorKind::NotFound, "kernel \"" + std::string(name) + "\" not found in " + binary->name +
+                                          " for device " + std::to_string(device) + " (" + devices[device].str() +
+                                          "; " + std::to_string((*state)->kernels.size()) + " kernels loaded)" +
+                                          skipped_note((*state)->skipped));
+  }
+
   /// The loaded state of (binary, device), built on first use.
   Expected<const DeviceState*> state(BinaryHandle handle, std::size_t device, std::shared_ptr<Binary>& binary) {
     auto found = find(handle);
@@ -631,25 +663,29 @@ Expected<void> Registry::unregister(BinaryHandle binary) {
     impl_->binaries.erase(it);
   }
   // Released outside the lock: unloading may take a while. A lookup still
-  // running on this binary holds its own reference and finishes first.
+  // running on this binary holds its own reference, and whichever thread lets
+  // go last unloads; this one waits for that, so that the caller's bytes are
+  // free to go when unregister returns.
+  std::promise<void> released;
+  std::future<void> done = released.get_future();
+  removed->release.promise = &released;
   removed.reset();
+  done.wait();
   return {};
 }
 
 Expected<const LoadedKernel*> Registry::lookup_kernel(BinaryHandle binary, std::size_t device,
                                                       std::string_view kernel) {
   std::shared_ptr<Binary> held;
-  auto state = impl_->state(binary, device, held);
-  if (!state) return std::move(state).error();
-  auto it = (*state)->kernels.find(kernel);
-  if (it == (*state)->kernels.end()) {
-    return Error(ErrorKind::NotFound, "kernel \"" + std::string(kernel) + "\" not found in " + held->name +
-                                          " for device " + std::to_string(device) + " (" +
-                                          impl_->devices[device].str() + "; " +
-                                          std::to_string((*state)->kernels.size()) + " kernels loaded)" +
-                                          skipped_note((*state)->skipped));
-  }
-  return it->second;
+  return impl_->kernel(binary, device, kernel, held);
+}
+
+Expected<LoadedKernel> Registry::lookup_kernel_copy(BinaryHandle binary, std::size_t device,
+                                                    std::string_view kernel) {
+  std::shared_ptr<Binary> held;  // copied while held: an unregister on another thread waits for it
+  auto found = impl_->kernel(binary, device, kernel, held);
+  if (!found) return std::move(found).error();
+  return **found;
 }
 
 Expected<std::vector<const LoadedModule*>> Registry::modules(BinaryHandle binary, std::size_t device) {

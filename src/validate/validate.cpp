@@ -167,6 +167,14 @@ class Validator {
 };
 
 Expected<void> check_kernarg_bytes(const Kernel& kernel, const KernargLayout& layout, std::uint64_t bytes) {
+  // No `.args` (hand-written metadata often lists none) says nothing about
+  // where the explicit arguments end: an explicit size of 0 must not mean
+  // "whatever the caller passes", so the buffer is the whole segment.
+  if (kernel.args.empty() && bytes != layout.segment_size) {
+    return Error(ErrorKind::SizeMismatch, prefix(kernel) + "kernarg_bytes " + std::to_string(bytes) +
+                                              " is not .kernarg_segment_size " + std::to_string(layout.segment_size) +
+                                              ", which the buffer must cover: the metadata lists no .args");
+  }
   if (bytes < layout.explicit_size) {
     return Error(ErrorKind::SizeMismatch, prefix(kernel) + "kernarg_bytes " + std::to_string(bytes) +
                                               " is shorter than the explicit arguments, which end at byte " +

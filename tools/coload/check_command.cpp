@@ -61,7 +61,7 @@ void print_text(const std::string& path, const FatBinary& binary, const Device* 
   std::printf("\n");
   for (const Checked& checked : results) {
     if (checked.bundle) {
-      std::printf("bundle %zu:", *checked.bundle);
+      std::printf("bundle %zu", *checked.bundle);
       if (checked.entry_index) {
         std::printf(" entry %zu %s (%s)", *checked.entry_index, checked.id.c_str(),
                     std::string(to_string(*checked.tier)).c_str());
@@ -262,6 +262,11 @@ int run_check(std::span<const std::string> args) {
   }
   StreamOptions stream_options = config->stream_options();
   if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
+  std::optional<SelectOptions> select_options;  // as `select` chooses: checked before anything is read
+  if (device) {
+    select_options = cli_select_options(*config);
+    if (!select_options) return kExitInputError;
+  }
 
   auto binary = FatBinary::open(path, stream_options.read);
   if (!binary) {
@@ -312,7 +317,7 @@ int run_check(std::span<const std::string> args) {
     };
     std::vector<std::size_t> every(binary->bundles().size());
     std::iota(every.begin(), every.end(), std::size_t{0});
-    choose_in_bundles(*binary, every, *device, config->select_options(), stream_options, path, take);
+    choose_in_bundles(*binary, every, *device, *select_options, stream_options, path, take);
   }
 
   bool ok = !results.empty();

@@ -1,6 +1,7 @@
 // Helpers the subcommands share: numbers, usage errors, output files.
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "bundle_order.h"
+#include "coload/hotswap.h"
 #include "commands.h"
 
 namespace coload::cli {
@@ -27,7 +29,8 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   auto where = [&] { return std::string(path) + ": bundle " + std::to_string(index); };
   const BundleInfo& info = binary.bundles()[index];
   BundleChoice choice;
-  if (info.format == BundleFormat::Compressed && select.unbundler == Unbundler::Builtin) {
+  // Streamed, or with comgr refused before anything is decoded (comgr cannot read a CCOB).
+  if (info.format == BundleFormat::Compressed) {
     auto streamed = select_in_compressed_bundle(device, binary.source().bytes(), info, select, stream);
     if (!streamed) return in_bundle(std::move(streamed).error(), path, index);
     choice.selection = std::move(streamed->selection);
@@ -42,6 +45,16 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   }
   choice.bundle = std::move(*bundle);
   return choice;
+}
+
+std::optional<SelectOptions> cli_select_options(const Config& config) {
+  if (!config.hotswap) return config.select_options();
+  auto registry = hotswap_registry(config);
+  if (!registry) {
+    std::fprintf(stderr, "coload: hotswap: %s\n", registry.error().message().c_str());
+    return std::nullopt;
+  }
+  return config.select_options(*registry);
 }
 
 Error in_bundle(Error error, std::string_view path, std::size_t index) {
@@ -108,11 +121,14 @@ bool write_file(const std::string& path, std::span<const std::byte> bytes) {
 }
 
 std::optional<std::uint64_t> parse_number(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text.c_str(), &end, 0);
-  if (errno != 0 || end != text.c_str() + text.size() || text.front() == '-') return std::nullopt;
+  // Digits only: strtoull alone would take a leading 0 as octal, and skip
+  // spaces before a minus sign (" -1" would be 2^64-1).
+  bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  std::string_view digits = std::string_view(text).substr(hex ? 2 : 0);
+  if (digits.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  auto [end, status] = std::from_chars(digits.data(), digits.data() + digits.size(), value, hex ? 16 : 10);
+  if (status != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
   return value;
 }
 

@@ -80,6 +80,11 @@ Error bundle_read_failure(std::string_view path, std::size_t index, const std::e
 /// when the reader already named the bundle ("bundle 0 at offset 0x0: ...").
 Error in_bundle(Error error, std::string_view path, std::size_t index);
 
+/// The select options of `config`, with COLOAD_HOTSWAP_PLUGIN's pairs on the
+/// allowlist when hotswap is on (what `select`, `check` and `extract --device`
+/// all choose with). A plugin that cannot be used is printed; nullopt then.
+std::optional<SelectOptions> cli_select_options(const Config& config);
+
 /// Threads worth reading bundles `indices` of `binary` on: one per CCOB, up
 /// to the hardware's concurrency (at most 8), as the registry's decode
 /// threads; 1 when fewer than two are compressed (the core count is then

@@ -115,7 +115,8 @@ int extract_for_device(const std::string& path, const std::string& output, std::
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     if (!only_bundle || i == *only_bundle) indices.push_back(i);
   }
-  const SelectOptions select_options = config->select_options();
+  const std::optional<SelectOptions> select_options = cli_select_options(*config);
+  if (!select_options) return kExitInputError;
   bool failed = false;
   // Stops at the first bundle without a usable entry, as the loop did.
   auto take = [&](std::size_t i, Expected<BundleChoice>& choice) {
@@ -154,7 +155,7 @@ int extract_for_device(const std::string& path, const std::string& output, std::
     }
     return true;
   };
-  choose_in_bundles(*binary, indices, *device, select_options, stream_options, path, take);
+  choose_in_bundles(*binary, indices, *device, *select_options, stream_options, path, take);
   if (failed) return kExitInputError;
   if (chosen.size() == 1) return write_file(output, chosen.front().bytes) ? kExitOk : kExitInputError;
   for (const Chosen& hit : chosen) {

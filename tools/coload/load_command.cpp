@@ -18,13 +18,21 @@ namespace coload::cli {
 namespace {
 
 /// The index of the runtime device `spec` names: a number, or the first
-/// device whose target ID or processor is `spec`.
+/// device of the spec's processor whose modes agree with every mode the spec
+/// states (`gfx90a`, `gfx90a:xnack-`, or the ISA name rocminfo prints).
 std::optional<std::size_t> find_device(const Runtime& runtime, const std::string& spec) {
   if (spec.empty()) return 0;
   if (auto number = parse_number(spec)) return static_cast<std::size_t>(*number);
+  auto wanted = device_target_from_runtime(spec);  // modes left out stay unconstrained below
+  if (!wanted) return std::nullopt;
+  auto agrees = [](FeatureState stated, FeatureState has) {
+    return stated == FeatureState::Unsupported || stated == has;
+  };
   auto devices = runtime.devices();
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    if (devices[i].str() == spec || (devices[i].target.processor && devices[i].target.processor->name == spec)) {
+    const TargetId& target = devices[i].target;
+    if (target.processor == wanted->processor && agrees(wanted->xnack, target.xnack) &&
+        agrees(wanted->sramecc, target.sramecc)) {
       return i;
     }
   }
@@ -161,7 +169,12 @@ int run_load(std::span<const std::string> args) {
   const Device& device = registry.devices()[*index];
   auto binary = registry.register_file(path);
   if (!binary) {
-    std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
+    // A file that cannot be read is a failed load: --json still prints its document.
+    if (json) {
+      print_json(path, runtime_name, *index, device, Expected<std::vector<const LoadedModule*>>(binary.error()));
+    } else {
+      std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
+    }
     return kExitInputError;
   }
   auto modules = registry.modules(*binary, *index);

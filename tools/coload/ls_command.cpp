@@ -22,9 +22,23 @@ std::string hex(std::uint64_t value) {
   return text;
 }
 
-/// roc-obj-ls style URI of an entry that lies in the file as is.
+/// roc-obj-ls style URI of an entry that lies in the file as is. The path is
+/// percent-encoded (RFC 3986) so that a `#`, `&` or `%` in it cannot be read
+/// as the fragment.
 std::string entry_uri(const std::string& path, std::uint64_t offset, std::uint64_t size) {
-  return "file://" + path + "#offset=" + std::to_string(offset) + "&size=" + std::to_string(size);
+  std::string uri = "file://";
+  for (unsigned char c : path) {
+    bool plain = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '/' ||
+                 c == '-' || c == '.' || c == '_' || c == '~';
+    if (plain) {
+      uri += static_cast<char>(c);
+    } else {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+      uri += escaped;
+    }
+  }
+  return uri + "#offset=" + std::to_string(offset) + "&size=" + std::to_string(size);
 }
 
 /// A bundle's table as the listing shows it: a plain bundle read in place

@@ -1,4 +1,5 @@
 // coload: list, extract, select, check and load the code objects of AMD GPU fat binaries.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -96,11 +97,18 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return coload::cli::kExitOk;
   }
-  if (command == "ls") return coload::cli::run_ls(args);
-  if (command == "extract") return coload::cli::run_extract(args);
-  if (command == "select") return coload::cli::run_select(args);
-  if (command == "check") return coload::cli::run_check(args);
-  if (command == "devices") return coload::cli::run_devices(args);
-  if (command == "load") return coload::cli::run_load(args);
-  return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
+  int status = coload::cli::kExitOk;
+  if (command == "ls") status = coload::cli::run_ls(args);
+  else if (command == "extract") status = coload::cli::run_extract(args);
+  else if (command == "select") status = coload::cli::run_select(args);
+  else if (command == "check") status = coload::cli::run_check(args);
+  else if (command == "devices") status = coload::cli::run_devices(args);
+  else if (command == "load") status = coload::cli::run_load(args);
+  else return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
+  // A report that did not reach its reader (a full disk, a closed pipe) is not a success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "coload: writing the output failed: %s\n", std::strerror(errno));
+    if (status == coload::cli::kExitOk) status = coload::cli::kExitInputError;
+  }
+  return status;
 }

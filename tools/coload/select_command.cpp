@@ -10,7 +10,6 @@
 
 #include "coload/config.h"
 #include "coload/fat_binary.h"
-#include "coload/hotswap.h"
 #include "coload/select.h"
 #include "coload/stream_select.h"
 #include "commands.h"
@@ -225,16 +224,8 @@ int run_select(std::span<const std::string> args) {
   if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
   stream_options.keep_chosen = !output.empty();  // the report needs no bytes; -o does
   const ReadOptions& read_options = stream_options.read;
-  // With hotswap on, the allowlist includes COLOAD_HOTSWAP_PLUGIN's pairs.
-  SelectOptions select_options = config->select_options();
-  if (config->hotswap) {
-    auto registry = hotswap_registry(*config);
-    if (!registry) {
-      std::fprintf(stderr, "coload: hotswap: %s\n", registry.error().message().c_str());
-      return kExitInputError;
-    }
-    select_options = config->select_options(*registry);
-  }
+  std::optional<SelectOptions> select_options = cli_select_options(*config);
+  if (!select_options) return kExitInputError;
 
   auto binary = FatBinary::open(path, read_options);
   if (!binary) {
@@ -265,8 +256,8 @@ int run_select(std::span<const std::string> args) {
     }
     return true;
   };
-  choose_in_bundles(*binary, every, *device, select_options, stream_options, path, take);
-  if (json) print_json(*device, select_options.unbundler, results);
+  choose_in_bundles(*binary, every, *device, *select_options, stream_options, path, take);
+  if (json) print_json(*device, select_options->unbundler, results);
   else text->flush();
 
   if (!output.empty()) {
