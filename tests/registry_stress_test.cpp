@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cstddef>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -158,6 +160,45 @@ TEST(RegistryStress, RegisterLookUpAndUnregisterConcurrently) {
     for (auto& thread : threads) thread.join();
     EXPECT_EQ(failures.load(), 0);
   }
+  EXPECT_EQ(runtime->live_modules(), 0);
+}
+
+// A memory registration's bytes may go once unregister returns, while other
+// threads still look its kernels up (they get NotFound once it is gone):
+// ASan or TSan would see a read of the freed buffer.
+TEST(RegistryStress, UnregisterFreesTheBytesWhileOthersLookUp) {
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a", "gfx1100"}));
+  const std::vector<std::byte> image = file_bytes(fixture("host/libkernels_compressed.so"));
+  ASSERT_FALSE(image.empty());
+  Registry registry(runtime, Config{});
+  constexpr int kLookers = 4;
+  std::atomic<int> unexpected{0};
+  for (int round = 0; round < 8; ++round) {
+    auto bytes = std::make_unique<std::vector<std::byte>>(image);
+    auto handle = registry.register_memory(*bytes, "round");
+    ASSERT_TRUE(handle.has_value());
+    std::barrier start(kLookers + 1);
+    std::vector<std::thread> lookers;
+    for (int t = 0; t < kLookers; ++t) {
+      lookers.emplace_back([&, t] {
+        start.arrive_and_wait();
+        for (int i = 0; i < 50; ++i) {
+          auto kernel = registry.lookup_kernel_copy(*handle, static_cast<std::size_t>(t % 2), "_Z5saxpyfPKfPfi");
+          if (kernel) {
+            if (kernel->name != "_Z5saxpyfPKfPfi") unexpected.fetch_add(1);
+          } else if (kernel.error().kind() != ErrorKind::NotFound) {
+            unexpected.fetch_add(1);
+          }
+        }
+      });
+    }
+    start.arrive_and_wait();
+    std::this_thread::sleep_for(std::chrono::microseconds(200 * round));
+    EXPECT_TRUE(registry.unregister(*handle).has_value());
+    bytes.reset();  // the caller's right once unregister has returned
+    for (auto& looker : lookers) looker.join();
+  }
+  EXPECT_EQ(unexpected.load(), 0);
   EXPECT_EQ(runtime->live_modules(), 0);
 }
 
