@@ -180,6 +180,35 @@ TEST_F(CApiTest, RegisterLookUpAndUnregister) {
   EXPECT_EQ(coload_unregister(registry, binary), COLOAD_ERROR_NOT_FOUND);
 }
 
+// Seeds 002 and 004: a C runtime checks a dispatch against the metadata before
+// submitting it, with errors naming kernel, field, value and limit.
+TEST_F(CApiTest, CheckDispatchAgainstTheKernelsMetadata) {
+  coload_binary binary = 0;
+  ASSERT_EQ(coload_register_file(registry, fixture("host/libkernels_compressed.so").c_str(), &binary), COLOAD_OK)
+      << coload_last_error_message();
+  const char* saxpy = "_Z5saxpyfPKfPfi";  // explicit arguments end at 28, hidden ones start at 32
+  EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 28, 0, nullptr), COLOAD_OK)
+      << coload_last_error_message();
+  EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 32, 0, nullptr), COLOAD_OK);
+  EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 27, 0, nullptr), COLOAD_ERROR_SIZE_MISMATCH);
+  EXPECT_NE(std::string(coload_last_error_message()).find("kernarg_bytes 27 is shorter than the explicit arguments"),
+            std::string::npos)
+      << coload_last_error_message();
+  EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 33, 0, nullptr), COLOAD_ERROR_SIZE_MISMATCH);
+  EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 28, 65537, nullptr), COLOAD_ERROR_LIMIT_EXCEEDED);
+  const std::uint32_t too_wide[3] = {2048, 1, 1};
+  EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 28, 0, too_wide), COLOAD_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(coload_last_error_message()).find("max_flat_workgroup_size"), std::string::npos)
+      << coload_last_error_message();
+  const std::uint32_t fits[3] = {256, 4, 1};
+  EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 28, 0, fits), COLOAD_OK);
+  EXPECT_EQ(coload_check_dispatch(registry, binary, 0, "missing", 0, 0, nullptr), COLOAD_ERROR_NOT_FOUND);
+  EXPECT_EQ(coload_check_dispatch(registry, binary, 0, nullptr, 0, 0, nullptr), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(coload_check_dispatch(nullptr, binary, 0, saxpy, 28, 0, nullptr), COLOAD_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(coload_unregister(registry, binary), COLOAD_OK);
+  EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 28, 0, nullptr), COLOAD_ERROR_NOT_FOUND);
+}
+
 TEST_F(CApiTest, RegisterMemoryAndBadInput) {
   std::ifstream in(fixture("bundles/driver_two_arch.hipfb"), std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -141,6 +141,22 @@ coload_status coload_unregister(coload_registry* registry, coload_binary binary)
 coload_status coload_lookup_kernel(coload_registry* registry, coload_binary binary, size_t device,
                                    const char* kernel_name, coload_kernel_info* out);
 
+/** Checks a dispatch of `kernel_name` before it is submitted (loading the
+ *  binary on `device` first if needed, as coload_lookup_kernel):
+ *  `kernarg_bytes` is the length of the caller's packed explicit arguments,
+ *  `dynamic_lds` the bytes of dynamic LDS, `workgroup_size` x, y, z (null:
+ *  1, 1, 1). The kernarg length must cover the explicit arguments and stop
+ *  before the hidden ones (the whole segment when the metadata lists no
+ *  arguments); static + dynamic LDS must fit the device; the workgroup must
+ *  respect the kernel's limits. Errors: COLOAD_ERROR_SIZE_MISMATCH (kernarg
+ *  length), COLOAD_ERROR_LIMIT_EXCEEDED (LDS), COLOAD_ERROR_INVALID_ARGUMENT
+ *  (workgroup size), COLOAD_ERROR_MALFORMED (a kernarg layout that cannot be
+ *  dispatched), and those of coload_lookup_kernel; the message names the
+ *  kernel, the field, the value and the limit. */
+coload_status coload_check_dispatch(coload_registry* registry, coload_binary binary, size_t device,
+                                    const char* kernel_name, uint64_t kernarg_bytes, uint64_t dynamic_lds,
+                                    const uint32_t* workgroup_size);
+
 /** The number of devices the runtime has. */
 coload_status coload_device_count(const coload_registry* registry, size_t* out);
 /** Device `device`'s target ID ("gfx90a:sramecc+:xnack-") into `buffer` of

@@ -79,6 +79,7 @@
 #include "coload/error.h"
 #include "coload/hotswap.h"
 #include "coload/runtime.h"
+#include "coload/validate.h"
 
 namespace coload {
 
@@ -169,6 +170,11 @@ class Registry {
   /// when another thread unregisters the binary as this returns (the handle
   /// is then stale, but reading the fields is not a use after free).
   Expected<LoadedKernel> lookup_kernel_copy(BinaryHandle binary, std::size_t device, std::string_view kernel);
+  /// coload::check_dispatch for the kernel lookup_kernel finds (its metadata
+  /// from the module that has it), loading first if needed; checked while
+  /// the binary is held. Errors: those of lookup_kernel and check_dispatch.
+  Expected<void> check_dispatch(BinaryHandle binary, std::size_t device, std::string_view kernel,
+                                const Dispatch& dispatch);
   /// The modules loaded for (binary, device), loading them first if needed;
   /// in bundle order. Valid as lookup_kernel's pointers are. Same errors.
   Expected<std::vector<const LoadedModule*>> modules(BinaryHandle binary, std::size_t device);

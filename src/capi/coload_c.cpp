@@ -296,6 +296,22 @@ coload_status coload_lookup_kernel(coload_registry* registry, coload_binary bina
   });
 }
 
+coload_status coload_check_dispatch(coload_registry* registry, coload_binary binary, size_t device,
+                                    const char* kernel_name, uint64_t kernarg_bytes, uint64_t dynamic_lds,
+                                    const uint32_t* workgroup_size) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (!kernel_name) return null_argument(function, "kernel_name");
+    coload::Dispatch dispatch{.kernarg_bytes = kernarg_bytes, .dynamic_lds = dynamic_lds};
+    if (workgroup_size) dispatch.workgroup_size = {workgroup_size[0], workgroup_size[1], workgroup_size[2]};
+    auto checked = cxx->check_dispatch(coload::BinaryHandle{binary}, device, kernel_name, dispatch);
+    if (!checked) return fail(checked.error());
+    return ok();
+  });
+}
+
 coload_status coload_device_count(const coload_registry* registry, size_t* out) {
   const char* function = __func__;
   return guarded(function, [&] {

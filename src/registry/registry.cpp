@@ -597,11 +597,13 @@ struct Registry::Impl {
     return no_fit_error(device, *first_miss).with_context(where);
   }
 
-  /// The kernel `name` of (binary, device), valid while `binary` is held.
+  /// The kernel `name` of (binary, device), valid while `binary` is held;
+  /// `loaded` (if given) is set to the pair's state.
   Expected<const LoadedKernel*> kernel(BinaryHandle handle, std::size_t device, std::string_view name,
-                                       std::shared_ptr<Binary>& binary) {
+                                       std::shared_ptr<Binary>& binary, const DeviceState** loaded = nullptr) {
     auto state = this->state(handle, device, binary);
     if (!state) return std::move(state).error();
+    if (loaded) *loaded = *state;
     auto it = (*state)->kernels.find(name);
     if (it != (*state)->kernels.end()) return it->second;
     return Error(ErrorKind::NotFound, "kernel \"" + std::string(name) + "\" not found in " + binary->name +
@@ -686,6 +688,20 @@ Expected<LoadedKernel> Registry::lookup_kernel_copy(BinaryHandle binary, std::si
   auto found = impl_->kernel(binary, device, kernel, held);
   if (!found) return std::move(found).error();
   return **found;
+}
+
+Expected<void> Registry::check_dispatch(BinaryHandle binary, std::size_t device, std::string_view kernel,
+                                        const Dispatch& dispatch) {
+  std::shared_ptr<Binary> held;
+  const DeviceState* state = nullptr;
+  auto found = impl_->kernel(binary, device, kernel, held, &state);
+  if (!found) return std::move(found).error();
+  for (const auto& module : state->modules) {  // the first module with the name, as lookup_kernel's
+    if (const Kernel* metadata = module->code_object().find_kernel(kernel)) {
+      return coload::check_dispatch(*metadata, impl_->devices[device], dispatch);
+    }
+  }
+  return Error(ErrorKind::NotFound, "kernel \"" + std::string(kernel) + "\" has no metadata in " + held->name);
 }
 
 Expected<std::vector<const LoadedModule*>> Registry::modules(BinaryHandle binary, std::size_t device) {
