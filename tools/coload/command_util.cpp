@@ -25,8 +25,6 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
                                         const StreamOptions& stream, std::string_view path, Selection* spent) {
   const Device& device = selector.device();
   const SelectOptions& select = selector.options();
-  // Built only for an error: an image has a bundle per translation unit.
-  auto where = [&] { return std::string(path) + ": bundle " + std::to_string(index); };
   const BundleInfo& info = binary.bundles()[index];
   BundleChoice choice;
   // Streamed, or with comgr refused before anything is decoded (comgr cannot read a CCOB).
@@ -41,7 +39,7 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   if (!bundle) return std::move(bundle).error();
   if (spent) choice.selection = std::move(*spent);
   if (auto selected = selector.select(*bundle, choice.selection); !selected) {
-    return std::move(selected).error().with_context(where());
+    return in_bundle(std::move(selected).error(), path, index);
   }
   choice.bundle = std::move(*bundle);
   return choice;
