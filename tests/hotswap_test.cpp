@@ -280,6 +280,18 @@ struct BadTransform {
   const char* names;
 };
 
+// Bytes a plugin returns past the ELF's own extent are never read: they are not kept either.
+TEST(HotswapPlugin, OutputIsCutToTheCodeObjectsExtent) {
+  HotswapRegistry registry;
+  ASSERT_TRUE(Succeeds(registry.add_plugin(COLOAD_PLUGIN_PADDED)));
+  const HotswapPass* pass = registry.find("test-plugin");
+  ASSERT_NE(pass, nullptr);
+  auto input = gfx942_object();
+  auto output = pass->transform(input, device("gfx942"));
+  ASSERT_TRUE(Succeeds(output));
+  EXPECT_EQ(*output, input);  // not input + 1 MiB
+}
+
 TEST(HotswapPlugin, BadTransformsAreErrorsNamingThePlugin) {
   const BadTransform cases[] = {
       {COLOAD_PLUGIN_TRANSFORM_FAILS, ErrorKind::InvalidArgument, "stepping not supported"},

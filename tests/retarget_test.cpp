@@ -339,14 +339,40 @@ TEST(Retarget, KeepsAnyAndUnsupported) {
 
 TEST(Retarget, WithoutTargetKeyRewritesOnlyTheFlags) {
   auto input = write_amdgpu_elf(spec_for(mach("gfx1030"), std::nullopt));
+  // A v5 object without amdhsa.target has that object-wide problem, which no
+  // loader cares about: the flags are rewritten and the problem is kept.
+  ASSERT_EQ(CodeObject::read(input)->problems().size(), 1u);
   auto output = retarget_code_object(input, device("gfx1032"));
-  // A v5 object without amdhsa.target has a problem (NotFound); the retarget refuses it.
-  if (!CodeObject::read(input)->problems().empty()) {
-    EXPECT_TRUE(FailsWith(output, ErrorKind::Malformed));
-    return;
-  }
   ASSERT_TRUE(Succeeds(output));
   EXPECT_EQ(e_flags(*output), mach("gfx1032"));
+  auto read = CodeObject::read(*output);
+  ASSERT_TRUE(Succeeds(read));
+  ASSERT_EQ(read->problems().size(), 1u);
+  EXPECT_EQ(read->problems()[0].field, "amdhsa.target");
+}
+
+// Hand-written assembly kernels often carry an old amdhsa.version: the object
+// loads as it is, so it loads retargeted, and keeps exactly that problem.
+TEST(Retarget, KeepsAnObjectWideProblemItDoesNotAdd) {
+  ElfSpec spec = spec_for(mach("gfx1030"), std::nullopt);
+  spec.metadata_note = [] {
+    msgpack::Writer w;
+    w.map(3).str("amdhsa.version").array(2).uint(1).uint(0);
+    w.str("amdhsa.target").str("amdgcn-amd-amdhsa--gfx1030").str("amdhsa.kernels").array(0);
+    return w.take();
+  }();
+  auto input = write_amdgpu_elf(spec);
+  auto read_input = CodeObject::read(input);
+  ASSERT_TRUE(Succeeds(read_input));
+  ASSERT_EQ(read_input->problems().size(), 1u);
+  ASSERT_EQ(read_input->problems()[0].field, "amdhsa.version");
+  auto output = retarget_code_object(input, device("gfx1031"));
+  ASSERT_TRUE(Succeeds(output));
+  auto read = CodeObject::read(*output);
+  ASSERT_TRUE(Succeeds(read));
+  EXPECT_EQ(read->metadata().target, "amdgcn-amd-amdhsa--gfx1031");
+  ASSERT_EQ(read->problems().size(), 1u);
+  EXPECT_EQ(read->problems()[0].field, "amdhsa.version");
 }
 
 TEST(Retarget, RefusesCodeObjectV3) {

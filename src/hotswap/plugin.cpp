@@ -12,6 +12,7 @@
 #include "coload/hotswap.h"
 #include "coload/hotswap_plugin.h"
 #include "coload/target.h"
+#include "target/elf_target.h"
 
 namespace coload {
 namespace {
@@ -75,7 +76,13 @@ HotswapPass::Transform wrap_transform(std::shared_ptr<const PluginAbi> abi, std:
       return std::move(target_read).error().with_context(context + ": output of " + std::to_string(out_size) +
                                                          " bytes is not an AMDHSA code object");
     }
-    return std::vector<std::byte>(bytes.begin(), bytes.end());
+    // Only the ELF's own extent is kept: bytes a plugin returns past it are
+    // never read, and copying them would let a plugin grow memory at will.
+    auto extent = detail::code_object_size(bytes);
+    if (!extent) {
+      return std::move(extent).error().with_context(context + ": output of " + std::to_string(out_size) + " bytes");
+    }
+    return std::vector<std::byte>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(*extent));
   };
 }
 

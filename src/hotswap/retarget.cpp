@@ -480,10 +480,14 @@ Expected<std::vector<std::byte>> retarget_code_object(std::span<const std::byte>
                           "code object v" + std::to_string(code.code_object_version) +
                               " keeps xnack/sramecc in the v3 e_flags layout; only v4 and later are retargeted");
   }
-  if (!input->problems().empty()) {
-    const Problem& problem = input->problems().front();
-    return retarget_error(ErrorKind::Malformed, "the input has " + std::to_string(input->problems().size()) +
-                                                    " problem(s), the first: " + problem.message);
+  // A kernel's problems refuse the input, as the registry refuses such an
+  // object. Object-wide metadata strings no runtime reads (an old
+  // amdhsa.version of hand-written assembly) pass through as they are: the
+  // object would load unchanged, so it loads retargeted.
+  auto kernel_problem = std::find_if(input->problems().begin(), input->problems().end(),
+                                     [](const Problem& problem) { return !problem.kernel.empty(); });
+  if (kernel_problem != input->problems().end()) {
+    return retarget_error(ErrorKind::Malformed, "the input has a kernel problem: " + kernel_problem->message);
   }
 
   std::vector<std::byte> out(code_object.begin(), code_object.end());
@@ -496,9 +500,12 @@ Expected<std::vector<std::byte>> retarget_code_object(std::span<const std::byte>
 
   auto check = CodeObject::read(out);
   if (!check) return std::move(check).error().with_context("retarget: the output does not read back");
-  if (!check->problems().empty()) {
-    return retarget_error(ErrorKind::Malformed,
-                          "the output has problems, the first: " + check->problems().front().message);
+  // The output may keep the input's object-wide problems, never gain one.
+  for (const Problem& problem : check->problems()) {
+    bool kept = std::any_of(input->problems().begin(), input->problems().end(), [&](const Problem& before) {
+      return before.kernel == problem.kernel && before.field == problem.field && before.kind == problem.kind;
+    });
+    if (!kept) return retarget_error(ErrorKind::Malformed, "the output has a new problem: " + problem.message);
   }
   if (check->target().target != *target || (*rewritten && check->metadata().target != text)) {
     return retarget_error(ErrorKind::Malformed, "the output reads back as " + check->target().target.str() +

@@ -58,6 +58,15 @@ COLOAD_HOTSWAP_PLUGIN_EXPORT int coload_hotswap_plugin_transform(const void* in,
   memset(*out, 'x', in_size);
   *out_size = in_size;
   return 0;
+#elif defined(PLUGIN_TRANSFORM_PADDED)
+  /* The input, then 1 MiB of zeros no ELF header accounts for. */
+  (void)error;
+  (void)error_capacity;
+  *out = calloc(in_size + (1u << 20), 1);
+  if (!*out) return 1;
+  memcpy(*out, in, in_size);
+  *out_size = in_size + (1u << 20);
+  return 0;
 #elif defined(PLUGIN_TRANSFORM_EMPTY)
   (void)in;
   (void)in_size;
