@@ -261,6 +261,16 @@ if [ -w /dev/full ]; then
   check "ls to a full device exits 1" test $? -eq 1
   check "ls to a full device says so" grep -q "writing the output failed" "$work/err"
 fi
+# A bare code object that cannot be read: named once, and labelled in check's text.
+head -c 1000 "$fixtures/co/gfx90a.co" > "$work/cut.co"
+"$coload" load --runtime dry-run --device gfx90a "$work/cut.co" 2>"$work/err"
+check "load names a broken bare code object's bundle once" bash -c \
+  'grep -q "cut.co: bundle 0 at offset 0x0: " "$1" && ! grep -q "bundle 0: .*bundle 0 at" "$1"' _ "$work/err"
+"$coload" check "$work/cut.co" >"$work/out" 2>&1
+check "check labels an unreadable bare code object" grep -q "^code object: error: " "$work/out"
+# The cap flag takes what COLOAD_MAX_DECOMPRESSED_BYTES takes, and refuses what it refuses.
+expect_exit 0 "--max-decompressed-bytes with a suffix" "$coload" ls --max-decompressed-bytes 64M "$fixtures/$first"
+expect_exit 2 "--max-decompressed-bytes 0" "$coload" ls --max-decompressed-bytes 0 "$fixtures/$first"
 # Numbers are decimal or 0x-prefixed: a leading zero is not octal.
 "$coload" check --device gfx90a --lds 0100 "$fixtures/bundles/bundler_plain.hipfb" >"$work/out" 2>&1
 check "a leading zero is decimal (--lds 0100 is 100 bytes)" grep -q "exceeds the 100-byte LDS" "$work/out"

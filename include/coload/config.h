@@ -76,6 +76,11 @@ struct Config {
   static Expected<Config> from_environment();
 };
 
+/// A byte count above 0 as COLOAD_MAX_DECOMPRESSED_BYTES takes it: decimal
+/// digits with an optional K, M or G suffix (powers of 1024). Errors:
+/// InvalidArgument naming `what` (the variable or option) and the value.
+Expected<std::uint64_t> parse_byte_count(std::string_view value, std::string_view what);
+
 /// The process environment read once (on first call; thread-safe) and kept.
 const Expected<Config>& process_config();
 

@@ -69,38 +69,6 @@ Expected<LogLevel> parse_log_level(std::string_view value) {
   return bad_value(kLog, value, "not a log level", "error, warn, info, debug");
 }
 
-constexpr std::string_view kByteCountForms =
-    "a decimal byte count above 0, optionally followed by K, M or G (powers of 1024), e.g. 512M";
-
-Expected<std::uint64_t> parse_byte_count(std::string_view value) {
-  std::string_view digits = value;
-  std::uint64_t unit = 1;
-  switch (value.back()) {
-    case 'K': unit = std::uint64_t{1} << 10; break;
-    case 'M': unit = std::uint64_t{1} << 20; break;
-    case 'G': unit = std::uint64_t{1} << 30; break;
-    default: break;
-  }
-  if (unit != 1) digits.remove_suffix(1);
-  if (digits.empty()) return bad_value(kMaxDecompressedBytes, value, "no digits", kByteCountForms);
-  std::uint64_t count = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') {
-      return bad_value(kMaxDecompressedBytes, value, std::string("'") + c + "' is not a decimal digit or suffix",
-                       kByteCountForms);
-    }
-    auto scaled = detail::checked_mul(count, 10);
-    auto next = scaled ? detail::checked_add(*scaled, static_cast<std::uint64_t>(c - '0')) : std::nullopt;
-    if (!next) return bad_value(kMaxDecompressedBytes, value, "overflows 64 bits", kByteCountForms);
-    count = *next;
-  }
-  auto bytes = detail::checked_mul(count, unit);
-  if (!bytes) return bad_value(kMaxDecompressedBytes, value, "overflows 64 bits", kByteCountForms);
-  if (*bytes == 0) return bad_value(kMaxDecompressedBytes, value, "a cap of 0 bytes refuses every compressed bundle",
-                                    kByteCountForms);
-  return *bytes;
-}
-
 constexpr std::string_view kIsaCompatForms =
     "`all`, or device processors separated by commas without spaces, e.g. gfx1031,gfx1011";
 
@@ -188,7 +156,40 @@ Expected<std::string> parse_verify_cache(const Config::Lookup& lookup) {
   return std::string();
 }
 
+constexpr std::string_view kByteCountForms =
+    "a decimal byte count above 0, optionally followed by K, M or G (powers of 1024), e.g. 512M";
+
 }  // namespace
+
+Expected<std::uint64_t> parse_byte_count(std::string_view value, std::string_view what) {
+  if (value.empty()) return bad_value(what, value, "no digits", kByteCountForms);
+  std::string_view digits = value;
+  std::uint64_t unit = 1;
+  switch (value.back()) {
+    case 'K': unit = std::uint64_t{1} << 10; break;
+    case 'M': unit = std::uint64_t{1} << 20; break;
+    case 'G': unit = std::uint64_t{1} << 30; break;
+    default: break;
+  }
+  if (unit != 1) digits.remove_suffix(1);
+  if (digits.empty()) return bad_value(what, value, "no digits", kByteCountForms);
+  std::uint64_t count = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') {
+      return bad_value(what, value, std::string("'") + c + "' is not a decimal digit or suffix",
+                       kByteCountForms);
+    }
+    auto scaled = detail::checked_mul(count, 10);
+    auto next = scaled ? detail::checked_add(*scaled, static_cast<std::uint64_t>(c - '0')) : std::nullopt;
+    if (!next) return bad_value(what, value, "overflows 64 bits", kByteCountForms);
+    count = *next;
+  }
+  auto bytes = detail::checked_mul(count, unit);
+  if (!bytes) return bad_value(what, value, "overflows 64 bits", kByteCountForms);
+  if (*bytes == 0) return bad_value(what, value, "a cap of 0 bytes refuses every compressed bundle",
+                                    kByteCountForms);
+  return *bytes;
+}
 
 std::string_view to_string(LogLevel level) {
   switch (level) {
@@ -271,7 +272,7 @@ Expected<Config> Config::from_variables(const Lookup& lookup) {
     config.log_level = *parsed;
   }
   if (auto value = non_empty(lookup, kMaxDecompressedBytes)) {
-    auto parsed = parse_byte_count(*value);
+    auto parsed = parse_byte_count(*value, kMaxDecompressedBytes);
     if (!parsed) return std::move(parsed).error();
     config.max_decompressed_bytes = *parsed;
   }

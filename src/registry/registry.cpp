@@ -550,9 +550,11 @@ struct Registry::Impl {
       const std::string where = binary.name + ": bundle " + std::to_string(i);
       Expected<Choice>& choice = *choices[i];
       if (!choice) {
-        // The bundle reader names the bundle itself ("bundle 0 at offset 0x0: ...").
-        bool named = choice.error().message().starts_with("bundle " + std::to_string(i) + " at offset ");
-        return choice.error().with_context(named ? binary.name : where);
+        // The bundle reader names the bundle itself ("[<file>: ]bundle 0 at offset 0x0: ...").
+        const std::string bundle_at = "bundle " + std::to_string(i) + " at offset ";
+        const std::string& message = choice.error().message();
+        if (message.starts_with(binary.name + ": " + bundle_at)) return choice.error();
+        return choice.error().with_context(message.starts_with(bundle_at) ? binary.name : where);
       }
       const Candidate* chosen = choice->selection.chosen();
       if (!chosen) {

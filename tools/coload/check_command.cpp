@@ -67,7 +67,7 @@ void print_text(const std::string& path, const FatBinary& binary, const Device* 
                     std::string(to_string(*checked.tier)).c_str());
       }
     } else {
-      std::printf("%s", checked.id.c_str());
+      std::printf("%s", checked.id.empty() ? "code object" : checked.id.c_str());  // unread: no ID to show
     }
     if (!checked.error.empty()) {
       std::printf(": error: %s\n", checked.error.c_str());
@@ -238,8 +238,8 @@ int run_check(std::span<const std::string> args) {
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--max-decompressed-bytes" && has_value) {
-      auto limit = parse_number(args[++i]);
-      if (!limit) return usage_error("check: --max-decompressed-bytes needs a number");
+      auto limit = parse_byte_count(args[++i], "--max-decompressed-bytes");
+      if (!limit) return usage_error("check: " + limit.error().message());
       max_decompressed = *limit;
     } else if (arg.starts_with("-")) {
       return usage_error("check: unknown option or missing value: '" + arg + "'");

@@ -192,8 +192,8 @@ int run_extract(std::span<const std::string> args) {
       if (!index) return usage_error("extract: --bundle needs a bundle index");
       only_bundle = *index;
     } else if (arg == "--max-decompressed-bytes" && has_value) {
-      auto limit = parse_number(args[++i]);
-      if (!limit) return usage_error("extract: --max-decompressed-bytes needs a number");
+      auto limit = parse_byte_count(args[++i], "--max-decompressed-bytes");
+      if (!limit) return usage_error("extract: " + limit.error().message());
       max_decompressed = *limit;
     } else if (arg.starts_with("-")) {
       return usage_error("extract: unknown option or missing value: '" + arg + "'");

@@ -215,8 +215,9 @@ int run_ls(std::span<const std::string> args) {
     if (args[i] == "--json") {
       as_json = true;
     } else if (args[i] == "--max-decompressed-bytes") {
-      auto limit = i + 1 < args.size() ? parse_number(args[++i]) : std::nullopt;
-      if (!limit) return usage_error("ls: --max-decompressed-bytes needs a number");
+      if (i + 1 >= args.size()) return usage_error("ls: --max-decompressed-bytes needs a byte count");
+      auto limit = parse_byte_count(args[++i], "--max-decompressed-bytes");
+      if (!limit) return usage_error("ls: " + limit.error().message());
       options.max_decompressed_bytes = *limit;
     } else if (args[i].starts_with("-") && args[i] != "-") {
       return usage_error("ls: unknown option '" + args[i] + "'");

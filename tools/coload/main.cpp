@@ -80,6 +80,10 @@ commands:
       device options of `select` apply. --json: one document (docs/cli-json.md).
       Exit 1 when nothing fits, a check fails or the runtime refuses.
 
+Numbers (--lds, --bundle, --device N) are decimal or 0x-prefixed; the
+--max-decompressed-bytes cap takes what COLOAD_MAX_DECOMPRESSED_BYTES takes
+(decimal, optional K/M/G suffix, above 0).
+
 exit codes: 0 success, 1 input error (the message names file, bundle, field and
 offset), 2 usage error.
 )";

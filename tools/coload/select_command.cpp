@@ -201,8 +201,8 @@ int run_select(std::span<const std::string> args) {
     } else if (arg == "-o" && has_value) {
       output = args[++i];
     } else if (arg == "--max-decompressed-bytes" && has_value) {
-      auto limit = parse_number(args[++i]);
-      if (!limit) return usage_error("select: --max-decompressed-bytes needs a number");
+      auto limit = parse_byte_count(args[++i], "--max-decompressed-bytes");
+      if (!limit) return usage_error("select: " + limit.error().message());
       max_decompressed = *limit;
     } else if (arg.starts_with("-")) {
       return usage_error("select: unknown option or missing value: '" + arg + "'");
