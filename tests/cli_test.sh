@@ -271,6 +271,11 @@ check "check labels an unreadable bare code object" grep -q "^code object: error
 # The cap flag takes what COLOAD_MAX_DECOMPRESSED_BYTES takes, and refuses what it refuses.
 expect_exit 0 "--max-decompressed-bytes with a suffix" "$coload" ls --max-decompressed-bytes 64M "$fixtures/$first"
 expect_exit 2 "--max-decompressed-bytes 0" "$coload" ls --max-decompressed-bytes 0 "$fixtures/$first"
+# ... and without COLOAD_HOTSWAP=1 the plugin is not read, which is said, not silent.
+COLOAD_HOTSWAP_PLUGIN=/nonexistent/plugin.so "$coload" select --device gfx90a "$fixtures/$first" >/dev/null \
+  2>"$work/err"
+check "a plugin without COLOAD_HOTSWAP=1 does not fail select" test $? -eq 0
+check "a plugin without COLOAD_HOTSWAP=1 is warned about" grep -q "COLOAD_HOTSWAP is not 1" "$work/err"
 # Numbers are decimal or 0x-prefixed: a leading zero is not octal.
 "$coload" check --device gfx90a --lds 0100 "$fixtures/bundles/bundler_plain.hipfb" >"$work/out" 2>&1
 check "a leading zero is decimal (--lds 0100 is 100 bytes)" grep -q "exceeds the 100-byte LDS" "$work/out"

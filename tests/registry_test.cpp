@@ -390,6 +390,22 @@ TEST(RegistryLog, DefaultLevelReportsFailedLoadsOnly) {
       << capture.lines[0].second;
 }
 
+// A plugin or pairs without the switch is not a silent no-op (seeds/001): it is said once.
+TEST(RegistryLog, HotswapSettingsWithoutTheSwitchAreReported) {
+  LogCapture capture;
+  Config config;
+  config.hotswap_plugin = "/nonexistent/plugin.so";
+  auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a"}));
+  Registry registry(runtime, config, RegistryOptions{.log = capture.sink()});
+  ASSERT_EQ(capture.lines.size(), 1u);
+  EXPECT_EQ(capture.lines[0].first, LogLevel::Warn);
+  EXPECT_NE(capture.lines[0].second.find("COLOAD_HOTSWAP is not 1"), std::string::npos) << capture.lines[0].second;
+  auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
+  ASSERT_TRUE(Succeeds(binary));
+  EXPECT_TRUE(Succeeds(registry.modules(*binary, 0)));  // nothing loaded the plugin
+  EXPECT_EQ(capture.lines.size(), 1u);
+}
+
 TEST_F(RegistryTest, NoFitNamesTheDeviceTheEntriesAndTheBinary) {
   auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
   ASSERT_TRUE(Succeeds(binary));

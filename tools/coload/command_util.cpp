@@ -46,7 +46,13 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
 }
 
 std::optional<SelectOptions> cli_select_options(const Config& config) {
-  if (!config.hotswap) return config.select_options();
+  if (!config.hotswap) {
+    if (!config.hotswap_plugin.empty() || !config.hotswap_pairs.empty()) {  // not a silent no-op (seeds/001)
+      std::fprintf(stderr, "coload: warning: COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but "
+                           "COLOAD_HOTSWAP is not 1: the hotswap tier is off\n");
+    }
+    return config.select_options();
+  }
   auto registry = hotswap_registry(config);
   if (!registry) {
     std::fprintf(stderr, "coload: hotswap: %s\n", registry.error().message().c_str());
