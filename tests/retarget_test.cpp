@@ -351,16 +351,19 @@ TEST(Retarget, WithoutTargetKeyRewritesOnlyTheFlags) {
   EXPECT_EQ(read->problems()[0].field, "amdhsa.target");
 }
 
+/// gfx1030 metadata declaring amdhsa.version 1.0 (code object v3's, older than v5 needs).
+std::vector<std::byte> gfx1030_metadata_version_1_0() {
+  msgpack::Writer w;
+  w.map(3).str("amdhsa.version").array(2).uint(1).uint(0);
+  w.str("amdhsa.target").str("amdgcn-amd-amdhsa--gfx1030").str("amdhsa.kernels").array(0);
+  return w.take();
+}
+
 // Hand-written assembly kernels often carry an old amdhsa.version: the object
 // loads as it is, so it loads retargeted, and keeps exactly that problem.
 TEST(Retarget, KeepsAnObjectWideProblemItDoesNotAdd) {
   ElfSpec spec = spec_for(mach("gfx1030"), std::nullopt);
-  spec.metadata_note = [] {
-    msgpack::Writer w;
-    w.map(3).str("amdhsa.version").array(2).uint(1).uint(0);
-    w.str("amdhsa.target").str("amdgcn-amd-amdhsa--gfx1030").str("amdhsa.kernels").array(0);
-    return w.take();
-  }();
+  spec.metadata_note = gfx1030_metadata_version_1_0();
   auto input = write_amdgpu_elf(spec);
   auto read_input = CodeObject::read(input);
   ASSERT_TRUE(Succeeds(read_input));
@@ -378,12 +381,7 @@ TEST(Retarget, KeepsAnObjectWideProblemItDoesNotAdd) {
 TEST(Retarget, RefusesCodeObjectV3) {
   ElfSpec spec = spec_for(mach("gfx1030"), "amdgcn-amd-amdhsa--gfx1030");
   spec.abi_version = kAbiV3;
-  spec.metadata_note = [] {
-    msgpack::Writer w;
-    w.map(3).str("amdhsa.version").array(2).uint(1).uint(0);
-    w.str("amdhsa.target").str("amdgcn-amd-amdhsa--gfx1030").str("amdhsa.kernels").array(0);
-    return w.take();
-  }();
+  spec.metadata_note = gfx1030_metadata_version_1_0();
   auto input = write_amdgpu_elf(spec);
   ASSERT_TRUE(Succeeds(CodeObject::read(input)));
   EXPECT_TRUE(FailsWith(retarget_code_object(input, device("gfx1031")), ErrorKind::UnsupportedVersion));
