@@ -125,9 +125,10 @@ struct DeviceSlot {
 
 struct Binary {
   /// Set by unregister: told once everything below is destroyed (declared
-  /// first, so destroyed last).
+  /// first, so destroyed last). Shared, so that the promise outlives a
+  /// set_value the waiting thread may already have woken from.
   struct Release {
-    std::promise<void>* promise = nullptr;
+    std::shared_ptr<std::promise<void>> promise;
     ~Release() {
       if (promise) promise->set_value();
     }
@@ -677,9 +678,9 @@ Expected<void> Registry::unregister(BinaryHandle binary) {
   // running on this binary holds its own reference, and whichever thread lets
   // go last unloads; this one waits for that, so that the caller's bytes are
   // free to go when unregister returns.
-  std::promise<void> released;
-  std::future<void> done = released.get_future();
-  removed->release.promise = &released;
+  auto released = std::make_shared<std::promise<void>>();
+  std::future<void> done = released->get_future();
+  removed->release.promise = std::move(released);
   removed.reset();
   done.wait();
   return {};
