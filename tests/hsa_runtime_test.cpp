@@ -178,6 +178,13 @@ TEST_F(FakeHsaTest, AGenericIsaListedFirstIsNotTheDevice) {
   ASSERT_TRUE(Succeeds(runtime));
   ASSERT_EQ((*runtime)->devices().size(), 1u);
   EXPECT_EQ((*runtime)->devices()[0].str(), "gfx942:sramecc+:xnack-");
+  // A generic ISA before an unknown processor's: the GPU is left out as unknown, in either order.
+  for (const char* isas : {"gfx9-4-generic:sramecc+:xnack-,gfx9999", "gfx9999,gfx9-4-generic:sramecc+:xnack-"}) {
+    script((std::string("gpu gfx90a:sramecc+:xnack-; gpu ") + isas).c_str());
+    auto mixed = open();
+    ASSERT_TRUE(Succeeds(mixed)) << isas;
+    ASSERT_EQ((*mixed)->devices().size(), 1u) << isas;
+  }
 }
 
 // Since ROCm PR #8237 ROCr reports gfx902/gfx909/gfx90c bare (xnack unsupported):

@@ -765,12 +765,19 @@ TEST(RegistryUnregister, WaitsForALookupInFlightBeforeReturning) {
 
   std::optional<Expected<LoadedKernel>> looked_up;
   std::thread lookup([&] { looked_up.emplace(registry.lookup_kernel_copy(*binary, 0, "_Z5saxpyfPKfPfi")); });
-  entered.wait();  // the lookup is inside Runtime::load, holding the binary
+  // The lookup is inside Runtime::load, holding the binary (a broken fixture fails here instead of hanging).
+  if (entered.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    open_gate.set_value();
+    lookup.join();
+    FAIL() << "the lookup never reached Runtime::load";
+  }
   std::atomic<bool> returned{false};
   std::thread unregister([&] {
     EXPECT_TRUE(Succeeds(registry.unregister(*binary)));
     returned = true;
   });
+  // Once the handle is gone, unregister has run up to its wait; give it time to (wrongly) return.
+  while (registry.binary_name(*binary).has_value()) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(returned.load()) << "unregister returned while a lookup still used the bytes";
   open_gate.set_value();

@@ -131,7 +131,9 @@ coload_status coload_register_file(coload_registry* registry, const char* path, 
  *  `name` (may be null) appears in error messages. */
 coload_status coload_register_memory(coload_registry* registry, const void* bytes, size_t size, const char* name,
                                      coload_binary* out);
-/** Unloads the binary on every device and releases it. */
+/** Unloads the binary on every device and releases it, once lookups of it
+ *  running on other threads have returned (it waits for them): never call it
+ *  from a log callback. */
 coload_status coload_unregister(coload_registry* registry, coload_binary binary);
 
 /** Looks `kernel_name` up in `binary` for device `device`, loading the binary

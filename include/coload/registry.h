@@ -49,8 +49,9 @@
 // borrows the caller's bytes, which must stay valid and unchanged until
 // unregister() returns or the Registry is destroyed. unregister() and the
 // destructor unload every module of the binary before releasing the bytes;
-// unregister() waits for lookups of the binary running on other threads
-// (so it must not be called from within one, e.g. from a log callback).
+// unregister() waits for lookups of the binary running on other threads, so
+// it must never be called from a log callback or from inside any lookup (a
+// lookup of another binary may wait on one this thread holds).
 //
 // Threads: every member function may be called from many threads at once.
 // A first lookup may read a host image's bundles on helper threads

@@ -46,7 +46,9 @@ struct Dispatch {
 };
 
 /// Checks a dispatch: the kernarg buffer covers the explicit arguments and
-/// does not run into the hidden ones or past the segment; static + dynamic LDS
+/// does not run into the hidden ones or past the segment (a kernel whose
+/// metadata lists no `.args` takes exactly `.kernarg_segment_size`: nothing
+/// says where its explicit arguments end); static + dynamic LDS
 /// fits the device (64-bit, overflow-safe); the workgroup size respects
 /// `.max_flat_workgroup_size` and `.reqd_workgroup_size`. Errors:
 /// SizeMismatch for a kernarg length, LimitExceeded for LDS, InvalidArgument

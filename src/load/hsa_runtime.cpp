@@ -337,15 +337,20 @@ Expected<TargetId> agent_target(const HsaLibrary& library, hsa_agent_t agent) {
                                   static_cast<void*>(&isas));
   if (!iterated) return std::move(iterated).error();
   if (isas.empty()) return Error(ErrorKind::NotFound, "hsa_agent_iterate_isas reported no ISA");
-  std::optional<Error> first_error;
+  // A generic ISA is not the device, whatever its place in the list: what
+  // decides is the first processor ISA's error (NotFound for an unknown one).
+  std::optional<Error> first_error, generic_error;
   for (hsa_isa_t isa : isas) {
     auto name = isa_name(library, isa);
     if (!name) return std::move(name).error();
     auto target = hsa::parse_isa_name(*name);
     if (target) return target;
-    if (!first_error) first_error = std::move(target).error();
+    std::string_view id = std::string_view(*name).substr(std::min(name->size(), hsa::kIsaPrefix.size()));
+    const Processor* named = find_processor(id.substr(0, id.find(':')));
+    std::optional<Error>& slot = named && named->is_generic ? generic_error : first_error;
+    if (!slot) slot = std::move(target).error();
   }
-  return std::move(*first_error);
+  return std::move(first_error ? *first_error : *generic_error);
 }
 
 /// The GROUP segment pool's size (what clr reports as shared memory per

@@ -125,10 +125,9 @@ struct DeviceSlot {
 
 struct Binary {
   /// Set by unregister: told once everything below is destroyed (declared
-  /// first, so destroyed last). Shared, so that the promise outlives a
-  /// set_value the waiting thread may already have woken from.
+  /// first, so destroyed last). The waiter holds only the future.
   struct Release {
-    std::shared_ptr<std::promise<void>> promise;
+    std::optional<std::promise<void>> promise;
     ~Release() {
       if (promise) promise->set_value();
     }
@@ -678,9 +677,7 @@ Expected<void> Registry::unregister(BinaryHandle binary) {
   // running on this binary holds its own reference, and whichever thread lets
   // go last unloads; this one waits for that, so that the caller's bytes are
   // free to go when unregister returns.
-  auto released = std::make_shared<std::promise<void>>();
-  std::future<void> done = released->get_future();
-  removed->release.promise = std::move(released);
+  std::future<void> done = removed->release.promise.emplace().get_future();
   removed.reset();
   done.wait();
   return {};
@@ -706,7 +703,9 @@ Expected<void> Registry::check_dispatch(BinaryHandle binary, std::size_t device,
   const DeviceState* state = nullptr;
   auto found = impl_->kernel(binary, device, kernel, held, &state);
   if (!found) return std::move(found).error();
-  for (const auto& module : state->modules) {  // the first module with the name, as lookup_kernel's
+  for (const auto& module : state->modules) {  // the module lookup_kernel's answer belongs to
+    std::span<const LoadedKernel> kernels = module->kernels();
+    if (std::none_of(kernels.begin(), kernels.end(), [&](const LoadedKernel& k) { return &k == *found; })) continue;
     if (const Kernel* metadata = module->code_object().find_kernel(kernel)) {
       return coload::check_dispatch(*metadata, impl_->devices[device], dispatch);
     }

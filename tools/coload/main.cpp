@@ -110,8 +110,11 @@ int main(int argc, char** argv) {
   else if (command == "load") status = coload::cli::run_load(args);
   else return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
   // A report that did not reach its reader (a full disk, a closed pipe) is not a success.
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "coload: writing the output failed: %s\n", std::strerror(errno));
+  int flushed = std::fflush(stdout);
+  int flush_error = errno;
+  if (flushed != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "coload: writing the output failed: %s\n",
+                 flushed != 0 ? std::strerror(flush_error) : "an earlier write failed");
     if (status == coload::cli::kExitOk) status = coload::cli::kExitInputError;
   }
   return status;
