@@ -108,9 +108,16 @@ struct Choice {
 /// What one (binary, device) pair loaded. Members are destroyed bottom-up:
 /// the kernel index, then the modules (unloading), then the images they read.
 struct DeviceState {
+  /// A kernel as a lookup finds it, and where: check_dispatch reads its
+  /// metadata from that module without searching the others.
+  struct KernelSlot {
+    const LoadedKernel* loaded = nullptr;
+    const LoadedModule* module = nullptr;
+    std::size_t index = 0;  ///< in module->kernels()
+  };
   std::vector<std::shared_ptr<const void>> images;  // EntryImage or TransformedImage
   std::vector<std::unique_ptr<LoadedModule>> modules;
-  StringMap<const LoadedKernel*> kernels;
+  StringMap<KernelSlot> kernels;
   /// Why each bundle without an entry for the device was skipped: a kernel
   /// missing later is most likely in one of them.
   std::vector<std::string> skipped;
@@ -509,7 +516,10 @@ struct Registry::Impl {
       return;
     }
     for (const auto& module : state.modules) {
-      for (const LoadedKernel& kernel : module->kernels()) state.kernels.try_emplace(kernel.name, &kernel);
+      std::span<const LoadedKernel> kernels = module->kernels();
+      for (std::size_t i = 0; i < kernels.size(); ++i) {
+        state.kernels.try_emplace(kernels[i].name, DeviceState::KernelSlot{&kernels[i], module.get(), i});
+      }
     }
   }
 
@@ -606,15 +616,13 @@ struct Registry::Impl {
     return no_fit_error(device, *first_miss).with_context(where);
   }
 
-  /// The kernel `name` of (binary, device), valid while `binary` is held;
-  /// `loaded` (if given) is set to the pair's state.
-  Expected<const LoadedKernel*> kernel(BinaryHandle handle, std::size_t device, std::string_view name,
-                                       std::shared_ptr<Binary>& binary, const DeviceState** loaded = nullptr) {
+  /// The kernel `name` of (binary, device), valid while `binary` is held.
+  Expected<const DeviceState::KernelSlot*> kernel(BinaryHandle handle, std::size_t device, std::string_view name,
+                                                  std::shared_ptr<Binary>& binary) {
     auto state = this->state(handle, device, binary);
     if (!state) return std::move(state).error();
-    if (loaded) *loaded = *state;
     auto it = (*state)->kernels.find(name);
-    if (it != (*state)->kernels.end()) return it->second;
+    if (it != (*state)->kernels.end()) return &it->second;
     return Error(ErrorKind::NotFound, "kernel \"" + std::string(name) + "\" not found in " + binary->name +
                                           " for device " + std::to_string(device) + " (" + devices[device].str() +
                                           "; " + std::to_string((*state)->kernels.size()) + " kernels loaded)" +
@@ -686,7 +694,9 @@ Expected<void> Registry::unregister(BinaryHandle binary) {
 Expected<const LoadedKernel*> Registry::lookup_kernel(BinaryHandle binary, std::size_t device,
                                                       std::string_view kernel) {
   std::shared_ptr<Binary> held;
-  return impl_->kernel(binary, device, kernel, held);
+  auto found = impl_->kernel(binary, device, kernel, held);
+  if (!found) return std::move(found).error();
+  return (*found)->loaded;
 }
 
 Expected<LoadedKernel> Registry::lookup_kernel_copy(BinaryHandle binary, std::size_t device,
@@ -694,23 +704,24 @@ Expected<LoadedKernel> Registry::lookup_kernel_copy(BinaryHandle binary, std::si
   std::shared_ptr<Binary> held;  // copied while held: an unregister on another thread waits for it
   auto found = impl_->kernel(binary, device, kernel, held);
   if (!found) return std::move(found).error();
-  return **found;
+  return *(*found)->loaded;
 }
 
 Expected<void> Registry::check_dispatch(BinaryHandle binary, std::size_t device, std::string_view kernel,
                                         const Dispatch& dispatch) {
   std::shared_ptr<Binary> held;
-  const DeviceState* state = nullptr;
-  auto found = impl_->kernel(binary, device, kernel, held, &state);
+  auto found = impl_->kernel(binary, device, kernel, held);
   if (!found) return std::move(found).error();
-  for (const auto& module : state->modules) {  // the module lookup_kernel's answer belongs to
-    std::span<const LoadedKernel> kernels = module->kernels();
-    if (std::none_of(kernels.begin(), kernels.end(), [&](const LoadedKernel& k) { return &k == *found; })) continue;
-    if (const Kernel* metadata = module->code_object().find_kernel(kernel)) {
-      return coload::check_dispatch(*metadata, impl_->devices[device], dispatch);
-    }
+  const DeviceState::KernelSlot& slot = **found;
+  // Runtimes list a module's kernels in metadata order; search only when one does not.
+  std::span<const Kernel> listed = slot.module->code_object().kernels();
+  const Kernel* metadata = slot.index < listed.size() && listed[slot.index].name == kernel
+                               ? &listed[slot.index]
+                               : slot.module->code_object().find_kernel(kernel);
+  if (!metadata) {
+    return Error(ErrorKind::NotFound, "kernel \"" + std::string(kernel) + "\" has no metadata in " + held->name);
   }
-  return Error(ErrorKind::NotFound, "kernel \"" + std::string(kernel) + "\" has no metadata in " + held->name);
+  return coload::check_dispatch(*metadata, impl_->devices[device], dispatch);
 }
 
 Expected<std::vector<const LoadedModule*>> Registry::modules(BinaryHandle binary, std::size_t device) {
