@@ -124,14 +124,63 @@ TEST(PlainBundle, HugeEntryCountFailsBeforeAllocating) {
   raw.num_entries = 0x0fffffffffffffffull;
   raw.entries = {testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a", 0x1000, 0)};
   auto parsed = parse_plain_bundle(testing::write_raw_bundle_header(raw));
-  ASSERT_TRUE(FailsWith(parsed, ErrorKind::Truncated));
-  EXPECT_NE(parsed.error().message().find("num_entries 0xfffffffffffffff"), std::string::npos);
+  ASSERT_TRUE(FailsWith(parsed, ErrorKind::LimitExceeded));
+  EXPECT_NE(parsed.error().message().find("num_entries 0xfffffffffffffff at offset 0x18"), std::string::npos);
 }
 
-TEST(PlainBundle, HugeIdLengthIsTruncated) {
+TEST(PlainBundle, EntryCountPastTheBytesIsTruncated) {
+  testing::RawBundle raw;
+  raw.num_entries = 1000;
+  raw.entries = {testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a", 0x1000, 0)};
+  auto parsed = parse_plain_bundle(testing::write_raw_bundle_header(raw));
+  ASSERT_TRUE(FailsWith(parsed, ErrorKind::Truncated));
+  EXPECT_EQ(parsed.error().message(), "plain bundle header: num_entries 0x3e8 at offset 0x18 needs at least 24 "
+                                      "bytes per entry, only 0x37 bytes follow");
+}
+
+// Within the bytes at hand, but past what any toolchain writes: each parsed
+// entry costs far more than its record, so the count itself is the limit.
+TEST(PlainBundle, MoreEntriesThanABundleMayListIsLimitExceeded) {
+  auto table_of = [](std::uint64_t count) {
+    testing::RawBundle raw;
+    raw.entries.assign(count, testing::raw_entry("x", 0, 0));
+    return testing::write_raw_bundle_header(raw);
+  };
+  auto most = parse_plain_bundle(table_of(kMaxBundleEntries));
+  ASSERT_TRUE(Succeeds(most));
+  EXPECT_EQ(most->entries.size(), kMaxBundleEntries);
+  auto parsed = parse_plain_bundle(table_of(kMaxBundleEntries + 1));
+  ASSERT_TRUE(FailsWith(parsed, ErrorKind::LimitExceeded));
+  EXPECT_EQ(parsed.error().message(),
+            "plain bundle header: num_entries 0x1001 at offset 0x18 exceeds the 0x1000 entries a bundle may list");
+}
+
+TEST(PlainBundle, IdLengthPastTheLimitIsLimitExceeded) {
   testing::RawBundle raw;
   testing::RawEntry entry = testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a", 0x1000, 0);
   entry.id_len = 0xffffffffffffull;
+  raw.entries = {entry};
+  auto parsed = parse_plain_bundle(testing::write_raw_bundle_header(raw));
+  ASSERT_TRUE(FailsWith(parsed, ErrorKind::LimitExceeded));
+  EXPECT_EQ(parsed.error().message(),
+            "bundle entry 0: id_len 0xffffffffffff at offset 0x30 exceeds the 0x100 bytes an entry ID may take");
+  // The longest allowed ID reads; one byte more, even with every byte present, does not.
+  for (std::uint64_t length : {kMaxEntryIdBytes, kMaxEntryIdBytes + 1}) {
+    raw.entries = {testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a" + std::string(length - 31, 'x'), 0, 0)};
+    auto read = parse_plain_bundle(testing::write_raw_bundle_header(raw));
+    if (length == kMaxEntryIdBytes) {
+      ASSERT_TRUE(Succeeds(read));
+      EXPECT_EQ(read->entries.at(0).id.size(), length);
+    } else {
+      EXPECT_TRUE(FailsWith(read, ErrorKind::LimitExceeded));
+    }
+  }
+}
+
+TEST(PlainBundle, IdLengthPastTheBytesIsTruncated) {
+  testing::RawBundle raw;
+  testing::RawEntry entry = testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a", 0x1000, 0);
+  entry.id_len = 0x100;
   raw.entries = {entry};
   auto parsed = parse_plain_bundle(testing::write_raw_bundle_header(raw));
   ASSERT_TRUE(FailsWith(parsed, ErrorKind::Truncated));

@@ -402,6 +402,25 @@ TEST(StreamSelect, CorruptTableIsReadBundlesError) {
   EXPECT_EQ(streamed.error().message(), whole.error().message());
 }
 
+// A table of ten million records compresses to a few kilobytes: refused from
+// its count, on the stream as on the whole bundle.
+TEST(StreamSelect, ATableListingTooManyEntriesIsReadBundlesError) {
+  testing::RawBundle raw;
+  raw.entries.assign(kMaxBundleEntries + 1, testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a", 0, 0));
+  Bytes ccob = testing::write_ccob(testing::write_raw_bundle_header(raw), 3, CcobMethod::Zstd);
+  auto binary = FatBinary::from_memory(ccob);
+  ASSERT_TRUE(Succeeds(binary));
+  auto whole = read_bundle(ccob, binary->bundles()[0]);
+  ASSERT_TRUE(FailsWith(whole, ErrorKind::LimitExceeded));
+  EXPECT_NE(whole.error().message().find("num_entries 0x1001 at offset 0x18"), std::string::npos)
+      << whole.error().message();
+  for (Hash mode : {Hash::Verify, Hash::Skip}) {
+    auto streamed = select_ccob(ccob, "gfx90a", {.hash = mode});
+    ASSERT_FALSE(streamed.has_value());
+    EXPECT_EQ(streamed.error().message(), whole.error().message());
+  }
+}
+
 // Verified marks (ReadOptions::verified_cache): a CCOB Verify mode checked
 // once is decoded as in Skip mode afterwards; nothing else is ever marked.
 

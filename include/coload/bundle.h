@@ -45,7 +45,8 @@ std::string_view to_string(Compression compression);
 /// Limits applied while reading. The defaults are generous but finite.
 struct ReadOptions {
   /// Largest uncompressed bundle a CCOB may declare or produce; also the total
-  /// that one scan_bundles may decode to measure v1 CCOBs.
+  /// that one scan_bundles may decode to measure v1 CCOBs, and (coload/registry.h)
+  /// what one registry load may keep of its CCOBs (tables' heads, chosen entries).
   std::uint64_t max_decompressed_bytes = std::uint64_t{1} << 30;
   /// A directory of marks, one per CCOB whose stored hash and size were
   /// checked, named by a 128-bit xxh3 of the CCOB's bytes (header and
@@ -106,10 +107,21 @@ struct PlainBundle {
   std::vector<BundleEntry> entries;
 };
 
+/// Most entries a bundle's table may list. A toolchain writes one per target
+/// (a few dozen at most); each parsed entry costs several times its record
+/// (the selection's candidates, a stream's kept heads, the no-fit message),
+/// and a table of a CCOB costs almost nothing to ship: a 50 KB CCOB listing
+/// ten million records took gigabytes to read.
+inline constexpr std::uint64_t kMaxBundleEntries = 4096;
+/// Longest entry ID (id_len, trailing NULs included) a table may hold; target
+/// IDs take under a hundred bytes.
+inline constexpr std::uint64_t kMaxEntryIdBytes = 256;
+
 /// Parses a plain bundle starting at bytes[0]; bytes may run past its end.
-/// Errors: BadMagic, Truncated (table), Overflow / OutOfBounds (entry ranges),
-/// Malformed (entry inside the header, bad ID bytes), each naming the entry,
-/// field, offset and value.
+/// Errors: BadMagic, LimitExceeded (num_entries above kMaxBundleEntries, an
+/// id_len above kMaxEntryIdBytes),
+/// Truncated (table), Overflow / OutOfBounds (entry ranges), Malformed (entry
+/// inside the header, bad ID bytes), each naming the entry, field, offset and value.
 Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes);
 
 /// Parses a CCOB header at bytes[0] and checks it: known version and method,

@@ -39,7 +39,12 @@
 // stream once more and keeps that entry. Registrations of identical CCOBs
 // (same stored hash and size) share the headers and entries while any of them
 // is alive. The code object read from an entry is shared by every device that
-// chose that entry; it is the Image owner handed to the runtime.
+// chose that entry; it is the Image owner handed to the runtime. Each CCOB is
+// held to the Config's max_decompressed_bytes, and so is what one (binary,
+// device) load keeps of all its CCOBs together (their tables' IDs and ELF
+// headers, the chosen entries, reused ones included): what would pass it
+// fails the load with LimitExceeded, so a small file of many CCOBs cannot
+// make a lookup hold many limits' worth.
 // A failed (binary, device) load is remembered: later lookups return the same
 // error without retrying.
 //

@@ -47,6 +47,15 @@ Expected<std::string_view> check_id(std::string_view raw, std::size_t index, std
   return id;
 }
 
+// An ID longer than any target ID by far: its copies (the selection's
+// candidates, a stream's kept heads, the no-fit message) multiply it.
+Expected<void> check_id_len(std::uint64_t id_len, std::uint64_t index, std::uint64_t at) {
+  if (id_len <= kMaxEntryIdBytes) return {};
+  return Error(ErrorKind::LimitExceeded, "bundle entry " + std::to_string(index) + ": id_len " + hex(id_len) +
+                                             " at offset " + hex(at) + " exceeds the " + hex(kMaxEntryIdBytes) +
+                                             " bytes an entry ID may take");
+}
+
 // One entry record (offset, size, id_len, id). The field names ("entry 3
 // size") only go into the Truncated error of a short read, so they are built
 // only for a read that will fail: a good table is parsed for every bundle of
@@ -61,8 +70,10 @@ Expected<RawEntry> read_record(detail::Cursor& cursor, std::uint64_t index) {
   if (!offset) return std::move(offset).error();
   auto size = u64("size");
   if (!size) return std::move(size).error();
+  const std::uint64_t id_len_at = cursor.position();
   auto id_len = u64("id_len");
   if (!id_len) return std::move(id_len).error();
+  if (auto fits = check_id_len(*id_len, index, id_len_at); !fits) return std::move(fits).error();
   auto id = cursor.remaining() >= *id_len ? cursor.take("id", *id_len) : cursor.take(name("id"), *id_len);
   if (!id) return std::move(id).error();
   return RawEntry{*offset, *size, detail::as_chars(*id)};
@@ -83,6 +94,11 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
   }
   auto count = cursor.u64("num_entries");
   if (!count) return std::move(count).error();
+  if (*count > kMaxBundleEntries) {
+    return Error(ErrorKind::LimitExceeded, "plain bundle header: num_entries " + hex(*count) +
+                                               " at offset 0x18 exceeds the " + hex(kMaxBundleEntries) +
+                                               " entries a bundle may list");
+  }
   std::uint64_t follow = extent - cursor.position();
   if (*count > follow / kEntryRecordMinSize) {
     return Error(ErrorKind::Truncated, "plain bundle header: num_entries " + hex(*count) +
@@ -102,7 +118,7 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
     Bytes rest = cursor.rest();
     if (rest.size() >= kEntryRecordMinSize) {
       auto id_len = detail::load_le<std::uint64_t>(rest.data() + 16);
-      if (id_len <= rest.size() - kEntryRecordMinSize) {
+      if (id_len <= rest.size() - kEntryRecordMinSize && id_len <= kMaxEntryIdBytes) {
         bundle.entries.push_back(BundleEntry{.id = detail::as_chars(rest.subspan(kEntryRecordMinSize, id_len)),
                                              .offset = detail::load_le<std::uint64_t>(rest.data()),
                                              .size = detail::load_le<std::uint64_t>(rest.data() + 8)});

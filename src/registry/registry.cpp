@@ -105,6 +105,37 @@ struct Choice {
   std::shared_ptr<const EntryImage> image;
 };
 
+/// What one (binary, device) load keeps of its CCOBs (each one's IDs and ELF
+/// headers, and the decompressed entries it chose), which together may not
+/// pass max_decompressed_bytes. Each CCOB is held to that limit alone, so a
+/// file of N small CCOBs, each declaring up to it, would otherwise make one
+/// load keep N limits' worth. Shared by the decode threads.
+struct KeptBytes {
+  std::uint64_t limit;
+  std::atomic<std::uint64_t> used{0};
+
+  /// `what` names the bytes: "its size", "its table's IDs and ELF headers".
+  Expected<void> charge(std::uint64_t size, std::string_view what) {
+    std::uint64_t before = used.load(std::memory_order_relaxed);
+    do {
+      if (size > limit - before) {
+        return Error(ErrorKind::LimitExceeded,
+                     std::string(what) + " (" + detail::hex(size) + " bytes) would pass the limit " +
+                         detail::hex(limit) + " (max_decompressed_bytes) on what one load keeps of its " +
+                         "compressed bundles, of which " + detail::hex(before) + " is kept already");
+      }
+    } while (!used.compare_exchange_weak(before, before + size, std::memory_order_relaxed));
+    return {};
+  }
+};
+
+/// What a CCOB's kept table holds: each entry's ID and ELF header, and the record around them.
+std::uint64_t kept_table_bytes(const BundleData& data) {
+  std::uint64_t total = 0;
+  for (const EntryHead& head : data.heads) total += sizeof(EntryHead) + head.id.size() + head.head.size();
+  return total;
+}
+
 /// What one (binary, device) pair loaded. Members are destroyed bottom-up:
 /// the kernel index, then the modules (unloading), then the images they read.
 struct DeviceState {
@@ -118,9 +149,11 @@ struct DeviceState {
   std::vector<std::shared_ptr<const void>> images;  // EntryImage or TransformedImage
   std::vector<std::unique_ptr<LoadedModule>> modules;
   StringMap<KernelSlot> kernels;
-  /// Why each bundle without an entry for the device was skipped: a kernel
-  /// missing later is most likely in one of them.
-  std::vector<std::string> skipped;
+  /// How many bundles had no entry for the device, and why the first did: a
+  /// kernel missing later is most likely in one of them. One message, not
+  /// one per bundle: each lists its bundle's entries.
+  std::size_t skipped = 0;
+  std::string first_skipped;
   std::optional<Error> error;
 };
 
@@ -180,10 +213,10 @@ Expected<void> check_before_load(const CodeObject& code_object, const Device& de
 }
 
 // "; 2 bundles have no code object for this device, e.g. <why>".
-std::string skipped_note(const std::vector<std::string>& skipped) {
-  if (skipped.empty()) return {};
-  return "; " + std::to_string(skipped.size()) + (skipped.size() == 1 ? " bundle has" : " bundles have") +
-         " no code object for this device, e.g. " + skipped.front();
+std::string skipped_note(std::size_t skipped, const std::string& first) {
+  if (skipped == 0) return {};
+  return "; " + std::to_string(skipped) + (skipped == 1 ? " bundle has" : " bundles have") +
+         " no code object for this device, e.g. " + first;
 }
 
 }  // namespace
@@ -355,7 +388,8 @@ struct Registry::Impl {
   /// has chosen yet (or whose code object is no longer in use), or when the
   /// heads are partial (Skip mode stopped before some). `selector` is for
   /// `device` and select_options.
-  Expected<Choice> choose(Binary& binary, std::size_t index, const Device& device, const Selector& selector) {
+  Expected<Choice> choose(Binary& binary, std::size_t index, const Device& device, const Selector& selector,
+                          KeptBytes& kept) {
     const BundleInfo& info = binary.fat->bundles()[index];
     const bool compressed = info.format == BundleFormat::Compressed && info.compressed;
     Choice choice;
@@ -376,6 +410,11 @@ struct Registry::Impl {
       choice.data = slot.data;
     }
     const BundleData& data = *choice.data;
+    if (compressed) {
+      if (auto charged = kept.charge(kept_table_bytes(data), "its table's IDs and ELF headers"); !charged) {
+        return std::move(charged).error().with_context("CCOB of " + std::to_string(data.heads.size()) + " entries");
+      }
+    }
     if (!streamed && !data.every_head) {
       // Skip mode stopped the stream that kept these heads before some
       // entries' ELF headers: this device's choice needs a stream of its own.
@@ -394,6 +433,12 @@ struct Registry::Impl {
     if (!chosen) return choice;
     const BundleEntry& entry = data.bundle.entries()[chosen->entry_index];
     const std::string entry_where = "entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
+    if (compressed) {
+      // Charged before a later device decodes the entry again; a first stream has decoded it already.
+      if (auto charged = kept.charge(data.heads[chosen->entry_index].size, "its size"); !charged) {
+        return std::move(charged).error().with_context(entry_where);
+      }
+    }
     std::lock_guard lock(data.entries_mutex);
     choice.image = cached_image(data, entry.id);
     if (choice.image) {
@@ -526,15 +571,43 @@ struct Registry::Impl {
   /// Every bundle's choice for `device`, in bundle order, made on up to
   /// `decode_threads` threads (this one included): bundles are independent,
   /// and decoding CCOBs and reading code objects is most of a cold lookup.
+  /// Each selection is cut to what load_modules reads: the chosen candidate,
+  /// or, of the bundles where nothing fits, the first one's whole report.
+  /// All of them at once would hold every bundle's table again, per device.
   std::vector<std::optional<Expected<Choice>>> choose_all(Binary& binary, const Device& device) {
     std::span<const BundleInfo> infos = binary.fat->bundles();
     std::vector<std::optional<Expected<Choice>>> choices(infos.size());
     const Selector selector(device, select_options);
+    KeptBytes kept{read_options.max_decompressed_bytes};
+    std::mutex misses_mutex;
+    std::size_t first_miss = infos.size();  // the bundle whose report is kept
     std::atomic<std::size_t> next{0};
+    auto settle = [&](std::size_t i, Expected<Choice> made) {
+      Selection* selection = made ? &made->selection : nullptr;
+      if (selection && selection->chosen()) {
+        Candidate chosen = std::move(selection->candidates[*selection->selected]);
+        selection->candidates.assign(1, std::move(chosen));
+        selection->selected = 0;
+      } else if (selection) {
+        log(LogLevel::Debug, [&] {
+          return no_fit_error(device, *selection).with_context(binary.name + ": bundle " + std::to_string(i)).message();
+        });
+        std::lock_guard lock(misses_mutex);
+        if (i < first_miss) {
+          if (first_miss < infos.size()) (*choices[first_miss])->selection.candidates.clear();
+          first_miss = i;
+        } else {
+          selection->candidates.clear();
+        }
+        choices[i].emplace(std::move(made));  // under the lock: a later, earlier miss clears it
+        return;
+      }
+      choices[i].emplace(std::move(made));
+    };
     auto work = [&] {
       for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < infos.size();) {
         try {
-          choices[i].emplace(choose(binary, i, device, selector));
+          settle(i, choose(binary, i, device, selector, kept));
         } catch (const std::bad_alloc&) {  // an exception must not end a helper thread (std::terminate)
           choices[i].emplace(Error(ErrorKind::LimitExceeded, "out of memory while reading the bundle"));
         } catch (const std::exception& exception) {
@@ -575,8 +648,9 @@ struct Registry::Impl {
       }
       const Candidate* chosen = choice->selection.chosen();
       if (!chosen) {
-        state.skipped.push_back(no_fit_error(device, choice->selection).with_context(where).message());
-        log(LogLevel::Debug, [&] { return state.skipped.back(); });
+        if (state.skipped++ == 0) {  // the first miss: choose_all kept its whole report
+          state.first_skipped = no_fit_error(device, choice->selection).with_context(where).message();
+        }
         if (!first_miss) {
           first_miss = std::move(choice->selection);
           first_miss_index = i;
@@ -626,7 +700,7 @@ struct Registry::Impl {
     return Error(ErrorKind::NotFound, "kernel \"" + std::string(name) + "\" not found in " + binary->name +
                                           " for device " + std::to_string(device) + " (" + devices[device].str() +
                                           "; " + std::to_string((*state)->kernels.size()) + " kernels loaded)" +
-                                          skipped_note((*state)->skipped));
+                                          skipped_note((*state)->skipped, (*state)->first_skipped));
   }
 
   /// The loaded state of (binary, device), built on first use.
