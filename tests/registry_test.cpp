@@ -579,6 +579,25 @@ TEST_F(RegistryTest, NoBundleOfAHostImageFits) {
       << kernel.error().message();
 }
 
+// Only the first miss's report is kept, whichever thread finds which miss first.
+TEST(RegistryDecodeThreads, TheReportOfTheFirstMissIsTheOneNamed) {
+  for (std::size_t threads : {1u, 3u}) {
+    for (int round = 0; round < 20; ++round) {
+      auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx1201"}));
+      Registry registry(runtime, Config{}, RegistryOptions{.decode_threads = threads});
+      auto binary = registry.register_file(fixture("host/libkernels_compressed.so"));
+      ASSERT_TRUE(Succeeds(binary));
+      auto kernel = registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi");
+      ASSERT_TRUE(FailsWith(kernel, ErrorKind::NotFound));
+      EXPECT_NE(kernel.error().message().find("none of its 3 bundles fits; bundle 0: no code object fits device "
+                                              "gfx1201; entries present: hipv4-amdgcn-amd-amdhsa--gfx1030, "
+                                              "hipv4-amdgcn-amd-amdhsa--gfx90a"),
+                std::string::npos)
+          << threads << ": " << kernel.error().message();
+    }
+  }
+}
+
 TEST_F(RegistryTest, UnknownKernelNamesKernelAndBinary) {
   auto binary = registry.register_file(fixture("bundles/driver_two_arch.hipfb"));
   ASSERT_TRUE(Succeeds(binary));

@@ -592,14 +592,14 @@ struct Registry::Impl {
         log(LogLevel::Debug, [&] {
           return no_fit_error(device, *selection).with_context(binary.name + ": bundle " + std::to_string(i)).message();
         });
-        std::lock_guard lock(misses_mutex);
-        if (i < first_miss) {
+        std::lock_guard lock(misses_mutex);  // held while placed: an earlier miss found later clears it
+        const bool earliest = i < first_miss;
+        if (!earliest) selection->candidates.clear();
+        choices[i].emplace(std::move(made));
+        if (earliest) {
           if (first_miss < infos.size()) (*choices[first_miss])->selection.candidates.clear();
           first_miss = i;
-        } else {
-          selection->candidates.clear();
         }
-        choices[i].emplace(std::move(made));  // under the lock: a later, earlier miss clears it
         return;
       }
       choices[i].emplace(std::move(made));
