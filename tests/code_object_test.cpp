@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -46,6 +47,7 @@ struct MetaKernel {
   std::uint32_t group = 0, private_size = 0, wavefront = 64;
   std::optional<bool> uses_dynamic_stack;
   std::optional<std::uint32_t> workgroup_processor_mode;
+  std::uint32_t overlapping_args = 0;  ///< more 8-byte args at offset 0, each overlapping the first
 };
 
 struct Meta {
@@ -53,6 +55,8 @@ struct Meta {
   std::string target = "amdgcn-amd-amdhsa--gfx90a";  // empty: no amdhsa.target
   std::uint32_t major = 1, minor = 2;
   std::string pad;  // a vendor key to adjust the blob's length
+  std::size_t printf_formats = 0;  // empty amdhsa.printf strings
+  std::size_t vendor_keys = 0;     // root keys vendor.0, vendor.1, ...
 };
 
 std::vector<std::byte> metadata(const Meta& meta) {
@@ -64,6 +68,14 @@ std::vector<std::byte> metadata(const Meta& meta) {
   root["amdhsa.version"] = version;
   if (!meta.target.empty()) root["amdhsa.target"] = doc.getNode(meta.target, /*Copy=*/true);
   if (!meta.pad.empty()) root["vendor.pad"] = doc.getNode(meta.pad, /*Copy=*/true);
+  if (meta.printf_formats > 0) {
+    auto formats = doc.getArrayNode();
+    for (std::size_t i = 0; i < meta.printf_formats; ++i) formats.push_back(doc.getNode(""));
+    root["amdhsa.printf"] = formats;
+  }
+  for (std::size_t i = 0; i < meta.vendor_keys; ++i) {
+    root[doc.getNode("vendor." + std::to_string(i), /*Copy=*/true)] = doc.getNode(0u);
+  }
   auto kernels = doc.getArrayNode();
   for (const MetaKernel& kernel : meta.kernels) {
     auto map = doc.getMapNode();
@@ -86,6 +98,13 @@ std::vector<std::byte> metadata(const Meta& meta) {
       arg[".size"] = doc.getNode(8u);
       arg[".value_kind"] = doc.getNode("global_buffer");
       arg[".address_space"] = doc.getNode("global");
+      args.push_back(arg);
+    }
+    for (std::uint32_t i = 0; i < kernel.overlapping_args; ++i) {
+      auto arg = doc.getMapNode();
+      arg[".offset"] = doc.getNode(0u);
+      arg[".size"] = doc.getNode(8u);
+      arg[".value_kind"] = doc.getNode("by_value");
       args.push_back(arg);
     }
     map[".args"] = args;
@@ -845,6 +864,152 @@ TEST(CodeObjectOrphans, KdSymbolsWithoutMetadataAreReportedNeverKernels) {
   EXPECT_EQ(object->orphan_descriptors()[0], "ghost.kd");
   EXPECT_TRUE(HasOneProblem(object, ErrorKind::NotFound, ".symbol", {"ghost.kd", "never turned into a kernel"}));
   EXPECT_TRUE(object->problems()[0].kernel.empty());
+}
+
+// ---------------------------------------------------------------------------
+// What a crafted object can make the reader hold: a CCOB of a few KB can
+// carry a gigabyte of code object, so every count that multiplies memory or
+// time is bounded.
+
+TEST(CodeObjectLimits, ASecondSymbolTableOfOneTypeIsMalformed) {
+  ElfSpec spec = valid_spec();
+  spec.also_dynsym = true;
+  spec.section_patches = {SectionPatch{.name = ".dynsym", .sh_type = testing::kShtSymtab}};
+  auto object = read(spec);
+  ASSERT_TRUE(FailsWith(object, ErrorKind::Malformed));
+  EXPECT_NE(object.error().message().find("is a second SHT_SYMTAB (after section "), std::string::npos)
+      << object.error().message();
+}
+
+TEST(CodeObjectLimits, SymbolsNamingOneLongStringPastTheBudgetAreRefused) {
+  ElfSpec spec = valid_spec();
+  spec.kernels[0].descriptor_symbol = std::string(64 * 1024, 'x') + ".kd";  // the table's first name: st_name 1
+  for (int i = 0; i < 20; ++i) {
+    KernelSpec ghost = kernel_spec(MetaKernel{.name = "g" + std::to_string(i), .symbol = "g.kd"});
+    ghost.descriptor_overrides.st_name = 1;
+    ghost.function_overrides.st_name = 1;
+    spec.kernels.push_back(ghost);
+  }
+  auto object = read(spec);
+  ASSERT_TRUE(FailsWith(object, ErrorKind::LimitExceeded));
+  EXPECT_NE(object.error().message().find(" (four times their string table, "), std::string::npos)
+      << object.error().message().substr(0, 400);
+}
+
+std::string hex(std::uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+/// Rewrites program header `index` of `bytes` (ELF64: e_phoff at 32, 56-byte entries).
+void set_program_header(std::vector<std::byte>& bytes, std::size_t index, std::uint32_t type, std::uint64_t offset,
+                        std::uint64_t filesz, std::uint64_t align) {
+  std::uint64_t phoff = 0;
+  std::memcpy(&phoff, bytes.data() + 32, 8);
+  std::byte* header = bytes.data() + phoff + 56 * index;
+  std::memcpy(header, &type, 4);
+  std::memcpy(header + 8, &offset, 8);
+  std::memcpy(header + 32, &filesz, 8);
+  std::memcpy(header + 48, &align, 8);
+}
+
+TEST(CodeObjectLimits, PtNoteSegmentsThatRepeatAreWalkedOnceAndOverlapsRefused) {
+  std::vector<std::byte> bytes = write_amdgpu_elf(valid_spec());
+  std::uint64_t phoff = 0, note_offset = 0, note_size = 0;
+  std::memcpy(&phoff, bytes.data() + 32, 8);
+  std::memcpy(&note_offset, bytes.data() + phoff + 56 * 2 + 8, 8);  // the writer's PT_NOTE is header 2
+  std::memcpy(&note_size, bytes.data() + phoff + 56 * 2 + 32, 8);
+  std::vector<std::byte> repeated = bytes;
+  set_program_header(repeated, 0, testing::kPtNote, note_offset, note_size, 4);
+  auto object = CodeObject::read(repeated);
+  ASSERT_TRUE(Succeeds(object));
+  EXPECT_TRUE(object->problems().empty()) << all_problems(*object);
+  std::vector<std::byte> overlapping = bytes;
+  set_program_header(overlapping, 0, testing::kPtNote, note_offset, note_size - 4, 4);
+  auto refused = CodeObject::read(overlapping);
+  ASSERT_TRUE(FailsWith(refused, ErrorKind::Malformed));
+  EXPECT_NE(refused.error().message().find("PT_NOTE segment 2 [" + hex(note_offset) + ", +" + hex(note_size) +
+                                           ") overlaps PT_NOTE segment 0"),
+            std::string::npos)
+      << refused.error().message();
+}
+
+TEST(CodeObjectLimits, ProblemsPastTheLimitAreCountedInALastOne) {
+  Meta meta;
+  meta.kernels.clear();
+  for (int i = 0; i < 5000; ++i) meta.kernels.push_back(MetaKernel{.name = "k" + std::to_string(i), .symbol = "s"});
+  ElfSpec spec = valid_spec(meta);
+  spec.symbol_table = false;  // one NotFound per kernel (the shared .symbol is a problem of its own)
+  auto object = read(spec);
+  ASSERT_TRUE(Succeeds(object));
+  ASSERT_EQ(object->problems().size(), 4097u);
+  const Problem& last = object->problems().back();
+  EXPECT_EQ(last.field, "problems");
+  EXPECT_FALSE(last.kernel.empty());  // a reader refusing kernel problems still sees one
+  EXPECT_NE(last.message.find(" more problems are not listed (at most 4096 problems or 16 MiB"), std::string::npos)
+      << last.message;
+}
+
+TEST(CodeObjectLimits, KernargLayoutProblemsPerKernelAreCapped) {
+  Meta meta;
+  meta.kernels[0].overlapping_args = 40;  // args 1..40 each overlap arg 0
+  meta.kernels[0].kernarg_size = 8;
+  auto object = read(valid_spec(meta));
+  ASSERT_TRUE(Succeeds(object));
+  std::vector<Problem> layout;
+  for (const Problem& problem : object->problems()) {
+    if (problem.field.starts_with("args")) layout.push_back(problem);
+  }
+  ASSERT_EQ(layout.size(), 17u) << all_problems(*object);
+  EXPECT_EQ(layout.back().message, "kernel \"k\": 24 more kernarg layout problems are not listed");
+}
+
+TEST(CodeObjectLimits, LongNamesAreCutInMessagesButKeptInTheKernelField) {
+  Meta meta;
+  meta.kernels[0].name = std::string(300, 'n');
+  meta.kernels[0].overlapping_args = 1;
+  auto object = read(valid_spec(meta));
+  ASSERT_TRUE(Succeeds(object));
+  ASSERT_FALSE(object->problems().empty());
+  for (const Problem& problem : object->problems()) {
+    EXPECT_EQ(problem.kernel, meta.kernels[0].name);
+    EXPECT_NE(problem.message.find("kernel \"" + std::string(128, 'n') + "...\""), std::string::npos)
+        << problem.message;
+    EXPECT_LT(problem.message.size(), 300u);
+  }
+}
+
+TEST(CodeObjectLimits, PrintfFormatsPastTheLimitAreRefused) {
+  Meta meta;
+  meta.printf_formats = 65536;
+  ASSERT_TRUE(Succeeds(read(valid_spec(meta))));
+  meta.printf_formats = 65537;
+  auto object = read(valid_spec(meta));
+  ASSERT_TRUE(FailsWith(object, ErrorKind::LimitExceeded));
+  EXPECT_NE(object.error().message().find("65537 printf formats exceed the limit of 65536"), std::string::npos)
+      << object.error().message();
+}
+
+TEST(CodeObjectLimits, OnlyTheFirstUnknownKeysAreListed) {
+  Meta meta;
+  meta.vendor_keys = 2000;
+  auto object = read(valid_spec(meta));
+  ASSERT_TRUE(Succeeds(object));
+  EXPECT_EQ(object->metadata().unknown_keys.size(), 1024u);
+}
+
+TEST(CodeObjectLimits, OrphanDescriptorsPastTheLimitAreCountedNotKept) {
+  ElfSpec spec = valid_spec();
+  for (int i = 0; i < 5000; ++i) {
+    spec.kernels.push_back(kernel_spec(MetaKernel{.name = "", .symbol = "ghost" + std::to_string(i) + ".kd"}));
+  }
+  auto object = read(spec);
+  ASSERT_TRUE(Succeeds(object));
+  EXPECT_EQ(object->orphan_descriptors().size(), 4096u);
+  ASSERT_EQ(object->problems().size(), 4097u);
+  EXPECT_NE(object->problems().back().message.find("904 more problems are not listed"), std::string::npos)
+      << object->problems().back().message;
 }
 
 }  // namespace

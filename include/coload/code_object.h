@@ -152,7 +152,8 @@ struct Metadata {
   std::string target;                                 ///< `amdhsa.target` (v4+), may be empty
   std::vector<std::string> printf_formats;            ///< `amdhsa.printf`
   std::vector<Kernel> kernels;
-  /// Keys this library does not know, skipped (e.g. "amdhsa.kernels[0].vendor.x").
+  /// Keys this library does not know, skipped (e.g. "amdhsa.kernels[0].vendor.x"):
+  /// the first 1024 of them.
   std::vector<std::string> unknown_keys;
 };
 

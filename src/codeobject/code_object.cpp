@@ -181,12 +181,24 @@ struct MetadataNote {
   Bytes desc;
 };
 
+/// The metadata notes of the note regions: the first two kept (one is
+/// right, two are an error), the rest only counted.
+struct MetadataNotes {
+  std::vector<MetadataNote> first;
+  std::uint64_t count = 0;
+
+  void add(MetadataNote note) {
+    if (first.size() < 2) first.push_back(note);
+    ++count;
+  }
+};
+
 /// Walks the note records in elf[offset, offset + size) by their declared
 /// sizes, collecting the AMDGPU metadata ones. The last record may lack the
 /// padding after its descriptor when the descriptor ends exactly at the end
 /// of the region (IREE accepts this too).
 Expected<void> walk_notes(Bytes elf, std::uint64_t offset, std::uint64_t size, std::uint64_t align,
-                          const std::string& where, std::vector<MetadataNote>& found) {
+                          const std::string& where, MetadataNotes& found) {
   if (auto fits = check_range(where, offset, size, elf.size(), kContainer); !fits) return fits;
   Bytes region = elf.subspan(offset, size);
   // Offsets below are relative to the region; messages say so.
@@ -224,7 +236,7 @@ Expected<void> walk_notes(Bytes elf, std::uint64_t offset, std::uint64_t size, s
     }
     if (type == E::NT_AMDGPU_METADATA && namesz == kNoteName.size() &&
         detail::as_chars(region.subspan(name_at, namesz)) == kNoteName) {
-      found.push_back({offset + position, region.subspan(*desc_at, descsz)});
+      found.add({offset + position, region.subspan(*desc_at, descsz)});
     }
     position = *next;
   }
@@ -238,48 +250,73 @@ Expected<std::uint64_t> note_alignment(std::uint64_t align, const std::string& w
   return Error(ErrorKind::Malformed, where + ": alignment " + std::to_string(align) + " is not 4 or 8");
 }
 
+/// One PT_NOTE segment or SHT_NOTE section to walk.
+struct NoteRegion {
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  std::uint64_t align = 0;
+  std::uint64_t index = 0;  ///< segment or section index, for messages
+};
+
 /// The descriptor of the one NT_AMDGPU_METADATA note: from the PT_NOTE
 /// segments, or from the SHT_NOTE sections when there is no PT_NOTE.
+/// Regions that repeat one another are walked once; regions that overlap
+/// otherwise are refused: walking each would cost regions x records.
 Expected<MetadataNote> find_metadata_note(Bytes elf, const Layout& layout) {
-  std::vector<MetadataNote> found;
-  bool any_segment = false;
+  std::vector<NoteRegion> regions;
   for (const Segment& segment : layout.segments) {
-    if (segment.type != E::PT_NOTE) continue;
-    any_segment = true;
-    std::string where = "PT_NOTE segment " + std::to_string(segment.index);
-    auto align = note_alignment(segment.align, where);
+    if (segment.type == E::PT_NOTE) regions.push_back({segment.offset, segment.filesz, segment.align, segment.index});
+  }
+  const bool any_segment = !regions.empty();
+  if (!any_segment) {
+    for (std::size_t i = 0; i < layout.sections.size(); ++i) {
+      const Section& section = layout.sections[i];
+      if (section.type == E::SHT_NOTE) regions.push_back({section.offset, section.size, section.addralign, i});
+    }
+  }
+  auto name = [&](const NoteRegion& region) {
+    return any_segment ? "PT_NOTE segment " + std::to_string(region.index)
+                       : "SHT_NOTE " + layout.sections[region.index].label();
+  };
+  std::sort(regions.begin(), regions.end(), [](const NoteRegion& a, const NoteRegion& b) {
+    return std::tie(a.offset, a.size, a.index) < std::tie(b.offset, b.size, b.index);
+  });
+  std::vector<NoteRegion> distinct;
+  for (const NoteRegion& region : regions) {
+    if (region.size == 0) continue;
+    if (!distinct.empty()) {
+      const NoteRegion& previous = distinct.back();
+      if (region.offset == previous.offset && region.size == previous.size) continue;
+      if (region.offset - previous.offset < previous.size) {
+        return elf_error(ErrorKind::Malformed, name(region) + " [" + hex(region.offset) + ", +" + hex(region.size) +
+                                                   ") overlaps " + name(previous) + " [" + hex(previous.offset) +
+                                                   ", +" + hex(previous.size) + ")");
+      }
+    }
+    distinct.push_back(region);
+  }
+  MetadataNotes found;
+  for (const NoteRegion& region : distinct) {
+    std::string where = name(region);
+    auto align = note_alignment(region.align, where);
     if (!align) return std::move(align).error();
-    if (auto walked = walk_notes(elf, segment.offset, segment.filesz, *align, where, found); !walked) {
+    if (auto walked = walk_notes(elf, region.offset, region.size, *align, where, found); !walked) {
       return std::move(walked).error();
     }
   }
-  if (!any_segment) {
-    for (const Section& section : layout.sections) {
-      if (section.type != E::SHT_NOTE) continue;
-      std::string where = "SHT_NOTE " + section.label();
-      auto align = note_alignment(section.addralign, where);
-      if (!align) return std::move(align).error();
-      if (auto walked = walk_notes(elf, section.offset, section.size, *align, where, found); !walked) {
-        return std::move(walked).error();
-      }
-    }
-  }
-  // Two PT_NOTE segments may cover the same record.
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
-  found.erase(std::unique(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.offset == b.offset; }),
-              found.end());
-  if (found.empty()) {
+  const std::vector<MetadataNote>& first = found.first;
+  if (first.empty()) {
     return Error(ErrorKind::NotFound, std::string("code object has no NT_AMDGPU_METADATA note (name \"AMDGPU\", "
                                                   "type 32) in its ") +
                                           (any_segment ? "PT_NOTE segments" : "SHT_NOTE sections"));
   }
-  if (found.size() > 1) {
+  if (found.count > 1) {
     return Error(ErrorKind::Malformed, "code object has two metadata notes (NT_AMDGPU_METADATA), at file offsets " +
-                                           hex(found[0].offset) + " and " + hex(found[1].offset) +
-                                           (found.size() > 2 ? " and " + std::to_string(found.size() - 2) + " more"
-                                                             : std::string()));
+                                           hex(first[0].offset) + " and " + hex(first[1].offset) +
+                                           (found.count > 2 ? " and " + std::to_string(found.count - 2) + " more"
+                                                            : std::string()));
   }
-  return found.front();
+  return first.front();
 }
 
 // ---------------------------------------------------------------------------
@@ -316,6 +353,11 @@ Expected<void> read_symbol_table(Bytes elf, const Layout& layout, const Section&
   std::string_view text = detail::as_chars(elf.subspan(strings.offset, strings.size));
   std::uint64_t count = table.size / sizeof(E::Elf64_Sym);
   symbols.reserve(symbols.size() + count);
+  // Names may share bytes (a linker merges tails), but symbols naming one
+  // long string over and over would cost symbols x string table to measure
+  // and then to hash.
+  const std::uint64_t name_budget = 4 * text.size() + (std::uint64_t{1} << 20);
+  std::uint64_t name_bytes = 0;
   for (std::uint64_t i = 0; i < count; ++i) {
     E::Elf64_Sym raw;
     std::memcpy(&raw, elf.data() + table.offset + i * sizeof raw, sizeof raw);
@@ -329,6 +371,13 @@ Expected<void> read_symbol_table(Bytes elf, const Layout& layout, const Section&
       return elf_error(ErrorKind::Malformed, entry() + ": name at st_name " + hex(raw.st_name) +
                                                  " has no NUL before the end of its string table");
     }
+    name_bytes += end - raw.st_name;
+    if (name_bytes > name_budget) {
+      return elf_error(ErrorKind::LimitExceeded, entry() + ": the names of symbols 0 to " + std::to_string(i) +
+                                                     " take " + hex(name_bytes) + " bytes, more than " +
+                                                     hex(name_budget) + " (four times their string table, " +
+                                                     hex(text.size()) + " bytes, and 1 MiB)");
+    }
     if (raw.st_shndx != E::SHN_UNDEF && raw.st_shndx < E::SHN_LORESERVE && raw.st_shndx >= layout.sections.size()) {
       return elf_error(ErrorKind::Malformed, entry() + " (" + quoted(text.substr(raw.st_name, end - raw.st_name)) +
                                                  "): st_shndx " + std::to_string(raw.st_shndx) + " is not one of the " +
@@ -340,12 +389,20 @@ Expected<void> read_symbol_table(Bytes elf, const Layout& layout, const Section&
   return {};
 }
 
-/// Every symbol of every SHT_SYMTAB and SHT_DYNSYM, .symtab first.
+/// Every symbol of the SHT_SYMTAB and the SHT_DYNSYM, .symtab first. An ELF
+/// file has at most one of each (gABI); more would each be read in full.
 Expected<std::vector<Symbol>> read_symbols(Bytes elf, const Layout& layout) {
   std::vector<Symbol> symbols;
   for (std::uint32_t type : {E::SHT_SYMTAB, E::SHT_DYNSYM}) {
+    const Section* first = nullptr;
     for (const Section& section : layout.sections) {
       if (section.type != type) continue;
+      if (first) {
+        return elf_error(ErrorKind::Malformed, section.label() + " is a second " +
+                                                   (type == E::SHT_SYMTAB ? "SHT_SYMTAB" : "SHT_DYNSYM") + " (after " +
+                                                   first->label() + "); an ELF file has at most one");
+      }
+      first = &section;
       if (auto read = read_symbol_table(elf, layout, section, symbols); !read) return std::move(read).error();
     }
   }
@@ -384,7 +441,25 @@ class KernelBinder {
  public:
   KernelBinder(Bytes elf, const Layout& layout, const std::vector<Symbol>& symbols, const CodeObjectTarget& target,
                std::vector<Problem>& problems)
-      : elf_(elf), layout_(layout), index_(index_symbols(symbols)), target_(target), problems_(problems) {}
+      : elf_(elf), layout_(layout), index_(index_symbols(symbols)), target_(target), problems_(problems) {
+    // The executable PT_LOAD ranges, sorted and merged once: a search per
+    // kernel, not a pass over every segment (PN_XNUM allows millions).
+    for (const Segment& segment : layout.segments) {
+      if (segment.type != E::PT_LOAD || !(segment.flags & E::PF_X) || segment.memsz == 0) continue;
+      std::uint64_t end = segment.vaddr + segment.memsz;
+      executable_.push_back({segment.vaddr, end < segment.vaddr ? ~std::uint64_t{0} : end});
+    }
+    std::sort(executable_.begin(), executable_.end());
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> merged;
+    for (const auto& range : executable_) {
+      if (!merged.empty() && range.first <= merged.back().second) {
+        merged.back().second = std::max(merged.back().second, range.second);
+      } else {
+        merged.push_back(range);
+      }
+    }
+    executable_ = std::move(merged);
+  }
 
   void bind(Kernel& kernel) {
     auto located = locate_descriptor(kernel);
@@ -397,7 +472,8 @@ class KernelBinder {
 
  private:
   void add(const Kernel& kernel, ErrorKind kind, std::string_view field, const std::string& what) {
-    problems_.push_back({kind, kernel.name, std::string(field), "kernel " + quoted(kernel.name) + ": " + what});
+    problems_.push_back(
+        {kind, kernel.name, std::string(field), "kernel " + quoted(detail::message_name(kernel.name)) + ": " + what});
   }
 
   struct Located {
@@ -408,7 +484,7 @@ class KernelBinder {
   /// The 64 bytes `.symbol` names, after the symbol rows of table 2.1.
   std::optional<Located> locate_descriptor(const Kernel& kernel) {
     // Messages are built only for a problem: most kernels have none.
-    auto symbol_text = [&] { return "descriptor symbol " + quoted(kernel.symbol) + " (.symbol)"; };
+    auto symbol_text = [&] { return "descriptor symbol " + quoted(detail::message_name(kernel.symbol)) + " (.symbol)"; };
     auto found = index_.find(kernel.symbol);
     if (found == index_.end()) {
       add(kernel, ErrorKind::NotFound, ".symbol", symbol_text() + " is not defined in the symbol table");
@@ -475,10 +551,9 @@ class KernelBinder {
       add(kernel, ErrorKind::Malformed, "kernel_code_entry_byte_offset",
           sum() + " = entry " + hex(entry) + ", which is not 256-byte aligned");
     }
-    bool executable = std::any_of(layout_.segments.begin(), layout_.segments.end(), [&](const Segment& segment) {
-      return segment.type == E::PT_LOAD && (segment.flags & E::PF_X) && entry >= segment.vaddr &&
-             entry - segment.vaddr < segment.memsz;
-    });
+    auto after = std::upper_bound(executable_.begin(), executable_.end(), entry,
+                                  [](std::uint64_t value, const auto& range) { return value < range.first; });
+    bool executable = after != executable_.begin() && entry < std::prev(after)->second;
     if (!executable) {
       add(kernel, ErrorKind::OutOfBounds, "kernel_code_entry_byte_offset",
           sum() + " = entry " + hex(entry) + ", which is in no executable PT_LOAD segment");
@@ -506,6 +581,7 @@ class KernelBinder {
   Bytes elf_;
   const Layout& layout_;
   SymbolIndex index_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> executable_;  ///< [vaddr, end), disjoint, sorted
   const CodeObjectTarget& target_;
   std::vector<Problem>& problems_;
 };
@@ -545,9 +621,69 @@ void check_object_wide(const Metadata& metadata, const CodeObjectTarget& target,
   }
 }
 
+/// What one code object records of its problems and orphan descriptors:
+/// each problem copies its kernel's name, and a crafted object (a few KB as
+/// a CCOB) can raise millions of them. Past the limits they are counted, and
+/// one last problem says how many were left out.
+class ProblemBudget {
+ public:
+  static constexpr std::size_t kMaxProblems = 4096;
+  static constexpr std::uint64_t kMaxBytes = std::uint64_t{16} << 20;
+
+  /// Drops what `problems` holds past the limits (the new ones since the last call).
+  void settle(std::vector<Problem>& problems) {
+    for (; measured_ < problems.size(); ++measured_) {
+      const Problem& problem = problems[measured_];
+      std::uint64_t size = sizeof(Problem) + problem.kernel.size() + problem.field.size() + problem.message.size();
+      if (measured_ >= kMaxProblems || bytes_ + size > kMaxBytes) break;
+      bytes_ += size;
+    }
+    for (std::size_t i = measured_; i < problems.size(); ++i) count_dropped(problems[i]);
+    problems.resize(measured_);
+  }
+
+  /// Adds `problem` unless the limits are reached.
+  void offer(std::vector<Problem>& problems, Problem problem) {
+    problems.push_back(std::move(problem));
+    settle(problems);
+  }
+
+  /// Whether another orphan name of `size` bytes may be kept.
+  bool keep_orphan(std::size_t orphans, std::size_t size) {
+    if (orphans >= kMaxProblems || orphan_bytes_ + size > kMaxBytes) return false;
+    orphan_bytes_ += size;
+    return true;
+  }
+
+  /// The last problem, when some were left out: of the first dropped
+  /// kernel's, so a reader refusing kernel problems still sees one.
+  void finish(std::vector<Problem>& problems) {
+    if (dropped_ == 0) return;
+    problems.push_back({first_dropped_kind_, std::move(first_dropped_kernel_), "problems",
+                        std::to_string(dropped_) + " more problems are not listed (at most " +
+                            std::to_string(kMaxProblems) + " problems or " + std::to_string(kMaxBytes >> 20) +
+                            " MiB of them are kept)"});
+  }
+
+ private:
+  void count_dropped(Problem& problem) {
+    if (dropped_++ == 0 || (first_dropped_kernel_.empty() && !problem.kernel.empty())) {
+      first_dropped_kind_ = problem.kind;
+      first_dropped_kernel_ = std::move(problem.kernel);
+    }
+  }
+
+  std::size_t measured_ = 0;
+  std::uint64_t bytes_ = 0;
+  std::uint64_t orphan_bytes_ = 0;
+  std::uint64_t dropped_ = 0;
+  ErrorKind first_dropped_kind_ = ErrorKind::Malformed;
+  std::string first_dropped_kernel_;
+};
+
 /// `.kd` objects no metadata kernel names: reported, never kernels.
 std::vector<std::string> find_orphans(const std::vector<Symbol>& symbols, const Metadata& metadata,
-                                      std::vector<Problem>& problems) {
+                                      std::vector<Problem>& problems, ProblemBudget& budget) {
   llvm::DenseSet<llvm::StringRef> named(metadata.kernels.size());
   for (const Kernel& kernel : metadata.kernels) named.insert(kernel.symbol);
   std::vector<std::string> orphans;
@@ -555,10 +691,14 @@ std::vector<std::string> find_orphans(const std::vector<Symbol>& symbols, const 
   for (const Symbol& symbol : symbols) {
     if (symbol.type != E::STT_OBJECT || symbol.shndx == E::SHN_UNDEF || !symbol.name.ends_with(".kd")) continue;
     if (named.contains(symbol.name) || !seen.insert(symbol.name).second) continue;
+    if (!budget.keep_orphan(orphans.size(), symbol.name.size())) {
+      budget.offer(problems, {ErrorKind::NotFound, "", ".symbol", "a descriptor symbol has no amdhsa.kernels entry"});
+      continue;
+    }
     orphans.emplace_back(symbol.name);
-    problems.push_back({ErrorKind::NotFound, "", ".symbol",
-                        "descriptor symbol " + quoted(symbol.name) +
-                            " has no amdhsa.kernels entry; it is never turned into a kernel"});
+    budget.offer(problems, {ErrorKind::NotFound, "", ".symbol",
+                            "descriptor symbol " + quoted(symbol.name) +
+                                " has no amdhsa.kernels entry; it is never turned into a kernel"});
   }
   return orphans;
 }
@@ -588,13 +728,17 @@ Expected<CodeObject> CodeObject::read(std::span<const std::byte> bytes) {
 
   Metadata metadata = std::move(decoded->metadata);
   std::vector<Problem> problems = std::move(decoded->problems);
+  ProblemBudget budget;
   check_object_wide(metadata, *target, problems);
+  budget.settle(problems);
   KernelBinder binder(elf, *layout, *symbols, *target, problems);
   for (Kernel& kernel : metadata.kernels) {
     binder.bind(kernel);
     detail::compute_kernarg_layout(kernel, problems);
+    budget.settle(problems);
   }
-  std::vector<std::string> orphans = find_orphans(*symbols, metadata, problems);
+  std::vector<std::string> orphans = find_orphans(*symbols, metadata, problems, budget);
+  budget.finish(problems);
   return CodeObject(std::move(*target), std::move(metadata), std::move(problems), std::move(orphans), *size);
 }
 

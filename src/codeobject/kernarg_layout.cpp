@@ -1,6 +1,7 @@
 // A kernel's kernarg layout: explicit bytes first, then the hidden suffix
 // (shared/reference/metadata-and-loader.md sections 1.5, 4 and 7.5).
 #include "codeobject/kernarg_layout.h"
+#include "codeobject/metadata.h"
 
 #include <algorithm>
 #include <bit>
@@ -15,6 +16,7 @@ namespace coload::detail {
 namespace {
 
 constexpr std::uint64_t kMax32 = std::numeric_limits<std::uint32_t>::max();
+constexpr std::size_t kMaxLayoutProblems = 16;
 
 bool pointer_kind(ValueKind kind) {
   switch (kind) {
@@ -37,7 +39,7 @@ std::string describe(const std::vector<KernelArg>& args, std::size_t index) {
   const KernelArg& arg = args[index];
   std::string text = "args[" + std::to_string(index) + "]";
   std::string detail;
-  if (!arg.name.empty()) detail = "\"" + arg.name + "\"";
+  if (!arg.name.empty()) detail = "\"" + message_name(arg.name) + "\"";
   if (!arg.kind_text.empty()) detail += (detail.empty() ? "" : ", ") + arg.kind_text;
   return detail.empty() ? text : text + " (" + detail + ")";
 }
@@ -68,11 +70,16 @@ KernargLayout kernarg_layout(const Kernel& kernel, std::vector<Problem>& problem
   layout.hidden_end = saturate(hidden_end);
   if (first_hidden) layout.hidden_offset = args[*first_hidden].offset;
 
+  // At most kMaxLayoutProblems findings per kernel, then one that counts the
+  // rest: 65 536 arguments that each overlap the first would otherwise each
+  // be reported, each copying the kernel's name.
+  std::size_t reported = 0;
   auto report = [&](std::string field_name, std::string message) {
+    if (reported++ >= kMaxLayoutProblems) return;
     problems.push_back(Problem{.kind = ErrorKind::Malformed,
                                .kernel = kernel.name,
                                .field = std::move(field_name),
-                               .message = "kernel \"" + kernel.name + "\": " + std::move(message)});
+                               .message = "kernel \"" + message_name(kernel.name) + "\": " + std::move(message)});
   };
 
   // Overlaps, found in offset order: an argument starting before the furthest
@@ -120,6 +127,14 @@ KernargLayout kernarg_layout(const Kernel& kernel, std::vector<Problem>& problem
                                        std::to_string(layout.segment_align) + ")");
       }
     }
+  }
+  if (reported > kMaxLayoutProblems) {
+    problems.push_back(Problem{.kind = ErrorKind::Malformed,
+                               .kernel = kernel.name,
+                               .field = "args",
+                               .message = "kernel \"" + message_name(kernel.name) + "\": " +
+                                          std::to_string(reported - kMaxLayoutProblems) +
+                                          " more kernarg layout problems are not listed"});
   }
   return layout;
 }

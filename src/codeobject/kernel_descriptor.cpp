@@ -1,4 +1,5 @@
 #include "codeobject/kernel_descriptor.h"
+#include "codeobject/metadata.h"
 
 #include <string>
 
@@ -18,7 +19,8 @@ class Reporter {
 
   void add(ErrorKind kind, std::string_view field, const std::string& what) {
     problems_.push_back({kind, kernel_.name, std::string(field),
-                         "kernel " + quoted(kernel_.name) + ": descriptor " + quoted(kernel_.symbol) + ": " + what});
+                         "kernel " + quoted(message_name(kernel_.name)) + ": descriptor " +
+                             quoted(message_name(kernel_.symbol)) + ": " + what});
   }
 
   /// The descriptor's `field` and the metadata's `key` must agree.

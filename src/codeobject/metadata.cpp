@@ -347,7 +347,9 @@ class Decoder {
     Value value;
     if (auto read = next(value, path); !read) return std::move(read).error();
     if (auto skipped = skip(value, path, depth); !skipped) return std::move(skipped).error();
-    if (record) result_.metadata.unknown_keys.push_back(path.str());
+    if (record && result_.metadata.unknown_keys.size() < kMaxUnknownKeys) {
+      result_.metadata.unknown_keys.push_back(path.str());
+    }
     return {};
   }
 
@@ -507,6 +509,11 @@ class Decoder {
     Value array;
     if (auto read = next(array, path); !read) return std::move(read).error();
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of strings");
+    if (array.object.Length > kMaxPrintfFormats) {
+      return error(ErrorKind::LimitExceeded, path, array.offset,
+                   std::to_string(array.object.Length) + " printf formats exceed the limit of " +
+                       std::to_string(kMaxPrintfFormats));
+    }
     if (auto opened = open(array, path, 2); !opened) return opened;
     auto& formats = result_.metadata.printf_formats;
     for (std::size_t i = 0; i < array.object.Length; ++i) {

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "coload/code_object.h"
@@ -21,6 +23,20 @@ inline constexpr unsigned kMaxMetadataDepth = 64;
 /// without bound.
 inline constexpr std::size_t kMaxMetadataKernels = 65536;
 inline constexpr std::size_t kMaxKernelArgs = 65536;
+/// `amdhsa.printf` strings: one per printf call site; each malformed one is a
+/// problem, and an empty string is one byte of msgpack.
+inline constexpr std::size_t kMaxPrintfFormats = 65536;
+/// Unknown keys listed (Metadata::unknown_keys); later ones are skipped unlisted.
+inline constexpr std::size_t kMaxUnknownKeys = 1024;
+
+/// A name from the input as messages quote it: cut after 128 bytes. A
+/// kernel's problems each quote its name, so a name of a megabyte would
+/// otherwise be copied into every one of them.
+inline std::string message_name(std::string_view name) {
+  constexpr std::size_t kLimit = 128;
+  if (name.size() <= kLimit) return std::string(name);
+  return std::string(name.substr(0, kLimit)) + "...";
+}
 
 /// What decode_metadata returns.
 struct DecodedMetadata {

@@ -3,6 +3,7 @@
 // for a device, its violations.
 #include <cstdio>
 #include <numeric>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,7 +35,14 @@ struct Checked {
 };
 
 void check_bytes(Checked& checked, std::span<const std::byte> bytes, const Device* device) {
-  auto code_object = CodeObject::read(bytes);
+  std::optional<Expected<CodeObject>> read;
+  try {
+    read.emplace(CodeObject::read(bytes));
+  } catch (const std::bad_alloc&) {
+    checked.error = "out of memory while reading the code object (" + std::to_string(bytes.size()) + " bytes)";
+    return;
+  }
+  Expected<CodeObject>& code_object = *read;
   if (!code_object) {
     checked.error = code_object.error().message();
     return;

@@ -2,6 +2,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -102,13 +103,20 @@ int main(int argc, char** argv) {
     return coload::cli::kExitOk;
   }
   int status = coload::cli::kExitOk;
-  if (command == "ls") status = coload::cli::run_ls(args);
-  else if (command == "extract") status = coload::cli::run_extract(args);
-  else if (command == "select") status = coload::cli::run_select(args);
-  else if (command == "check") status = coload::cli::run_check(args);
-  else if (command == "devices") status = coload::cli::run_devices(args);
-  else if (command == "load") status = coload::cli::run_load(args);
-  else return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
+  try {
+    if (command == "ls") status = coload::cli::run_ls(args);
+    else if (command == "extract") status = coload::cli::run_extract(args);
+    else if (command == "select") status = coload::cli::run_select(args);
+    else if (command == "check") status = coload::cli::run_check(args);
+    else if (command == "devices") status = coload::cli::run_devices(args);
+    else if (command == "load") status = coload::cli::run_load(args);
+    else return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
+  } catch (const std::bad_alloc&) {
+    // The commands catch it where they can name the bundle; this is the net under them, not an abort.
+    std::fflush(stdout);
+    std::fputs("coload: out of memory\n", stderr);
+    return coload::cli::kExitInputError;
+  }
   // A report that did not reach its reader (a full disk, a closed pipe) is not a success.
   int flushed = std::fflush(stdout);
   int flush_error = errno;
