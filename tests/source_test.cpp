@@ -7,6 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
+#include <optional>
+#include <functional>
+#include <cstring>
 
 #include "coload/source.h"
 #include "support/bundle_writer.h"
@@ -108,6 +112,78 @@ TEST(InspectSource, ThirtyTwoBitElfIsRefused) {
   EXPECT_TRUE(FailsWith(inspect_source(elf), ErrorKind::Malformed));
 }
 
+
+// Host images edited through their section header table: `edit` sees the
+// headers (64 bytes each) and may change or append them; the new table goes
+// at the end of the file, after `append`.
+Bytes with_section_headers(Bytes elf, Bytes append,
+                           const std::function<void(const Bytes& elf, std::vector<Bytes>& headers)>& edit) {
+  auto u64 = [&](std::size_t at) { std::uint64_t v; std::memcpy(&v, elf.data() + at, 8); return v; };
+  auto u16 = [&](std::size_t at) { std::uint16_t v; std::memcpy(&v, elf.data() + at, 2); return v; };
+  const std::uint64_t shoff = u64(40);
+  const std::uint16_t shnum = u16(60);
+  std::vector<Bytes> headers;
+  for (std::uint16_t i = 0; i < shnum; ++i) headers.emplace_back(elf.begin() + shoff + 64 * i, elf.begin() + shoff + 64 * (i + 1));
+  edit(elf, headers);
+  testing::append(elf, append);
+  testing::pad_to(elf, 8);
+  const std::uint64_t table = elf.size();
+  for (const Bytes& header : headers) testing::append(elf, header);
+  testing::store_le(std::span(elf).subspan(40, 8), table, 8);
+  testing::store_le(std::span(elf).subspan(60, 2), headers.size(), 2);
+  return elf;
+}
+
+std::uint32_t header_u32(const Bytes& header, std::size_t at) {
+  std::uint32_t v;
+  std::memcpy(&v, header.data() + at, 4);
+  return v;
+}
+
+TEST(HostImageLimits, SectionHeadersSharingARelocationTableAreRefused) {
+  Bytes image = testing::read_file(std::string(COLOAD_FIXTURE_DIR) + "/host/libkernels.so");
+  // Headers of a RELA table over the whole file: each one, walked, visits the file's worth of entries.
+  Bytes shared = with_section_headers(image, {}, [](const Bytes& elf, std::vector<Bytes>& headers) {
+    std::optional<Bytes> rela;
+    for (const Bytes& header : headers) {
+      if (header_u32(header, 4) == 4) rela = header;  // SHT_RELA
+    }
+    ASSERT_TRUE(rela.has_value());
+    testing::store_le(std::span(*rela).subspan(24, 8), 0, 8);                       // sh_offset
+    testing::store_le(std::span(*rela).subspan(32, 8), elf.size() / 24 * 24, 8);  // sh_size
+    for (int i = 0; i < 4; ++i) headers.push_back(*rela);
+  });
+  auto layout = inspect_source(shared);
+  ASSERT_TRUE(FailsWith(layout, ErrorKind::LimitExceeded));
+  EXPECT_NE(layout.error().message().find("section headers share or overlap tables"), std::string::npos)
+      << layout.error().message();
+  ASSERT_TRUE(Succeeds(inspect_source(image)));
+}
+
+TEST(HostImageLimits, WrapperWarningsPastSixteenAreCounted) {
+  Bytes image = testing::read_file(std::string(COLOAD_FIXTURE_DIR) + "/host/libkernels.so");
+  const std::uint64_t records_at = (image.size() + 7) / 8 * 8;
+  Bytes records(100 * 24, std::byte{0xaa});  // 100 wrappers without the HIPF magic
+  Bytes padded(records_at - image.size());
+  testing::append(padded, records);
+  Bytes edited = with_section_headers(image, padded, [&](const Bytes& elf, std::vector<Bytes>& headers) {
+    std::uint16_t names = 0;
+    std::uint64_t strings = 0;
+    std::memcpy(&names, elf.data() + 62, 2);  // e_shstrndx
+    std::memcpy(&strings, headers.at(names).data() + 24, 8);
+    for (Bytes& header : headers) {
+      const char* name = reinterpret_cast<const char*>(elf.data() + strings + header_u32(header, 0));
+      if (std::string_view(name) != ".hipFatBinSegment") continue;
+      testing::store_le(std::span(header).subspan(24, 8), records_at, 8);  // sh_offset
+      testing::store_le(std::span(header).subspan(32, 8), records.size(), 8);  // sh_size
+    }
+  });
+  auto layout = inspect_source(edited);
+  ASSERT_TRUE(Succeeds(layout));
+  ASSERT_EQ(layout->warnings.size(), 17u);
+  EXPECT_NE(layout->warnings.front().find("is not HIPF"), std::string::npos) << layout->warnings.front();
+  EXPECT_EQ(layout->warnings.back(), "and 84 more such warnings");
+}
 
 // A file of `size` bytes whose byte i is i % 251, mapped.
 struct MappedFile {

@@ -83,13 +83,25 @@ class HostImageReader {
   }
 
  private:
+  /// A million bad wrappers (24 bytes each) would otherwise keep a million messages.
+  static constexpr std::size_t kMaxWarnings = 16;
+  std::uint64_t unlisted_warnings_ = 0;
+
+  void warn(std::string message) {
+    if (layout_.warnings.size() < kMaxWarnings) {
+      layout_.warnings.push_back(std::move(message));
+    } else {
+      ++unlisted_warnings_;
+    }
+  }
+
   Expected<void> read_wrappers() {
     const ElfShdr& section = *found_.wrappers;
     auto contents = elf_.getSectionContents(section);
     if (!contents) return from_llvm(contents.takeError(), ErrorKind::OutOfBounds, ".hipFatBinSegment");
     std::uint64_t count = contents->size() / kWrapperSize;
     if (contents->size() % kWrapperSize != 0) {
-      layout_.warnings.push_back(".hipFatBinSegment size " + hex(contents->size()) +
+      warn(".hipFatBinSegment size " + hex(contents->size()) +
                                  " is not a multiple of 24; trailing bytes ignored");
     }
     auto relocated = relocated_pointers(section, count);
@@ -104,15 +116,18 @@ class HostImageReader {
       auto magic = detail::load_le<std::uint32_t>(record);
       auto version = detail::load_le<std::uint32_t>(record + 4);
       if (magic != kHipWrapperMagic) {
-        layout_.warnings.push_back(where() + ": magic " + hex(magic) + " is not HIPF (0x48495046); skipped");
+        warn(where() + ": magic " + hex(magic) + " is not HIPF (0x48495046); skipped");
         continue;
       }
       if (version != 1) {
-        layout_.warnings.push_back(where() + ": version " + std::to_string(version) + " is not 1; skipped");
+        warn(where() + ": version " + std::to_string(version) + " is not 1; skipped");
         continue;
       }
       auto offset = resolve(*relocated, i, detail::load_le<std::uint64_t>(record + 8), where);
       if (offset) layout_.wrapper_offsets.push_back(*offset);
+    }
+    if (unlisted_warnings_ > 0) {
+      layout_.warnings.push_back("and " + std::to_string(unlisted_warnings_) + " more such warnings");
     }
     std::sort(layout_.wrapper_offsets.begin(), layout_.wrapper_offsets.end());
     layout_.wrapper_offsets.erase(
@@ -136,11 +151,23 @@ class HostImageReader {
     // into the section in relocatable objects.
     std::uint64_t base = relocatable ? 0 : wrappers.sh_addr;
     std::uint32_t relative_type = elf_.getRelativeRelocationType();
+    // Tables that fit the file side by side hold at most this many entries;
+    // section headers sharing one table would each be walked in full.
+    const std::uint64_t most = bytes_.size() / sizeof(llvm::object::ELF64LE::Rela);
+    std::uint64_t visited = 0;
     for (const ElfShdr& section : sections_) {
       if (section.sh_type != llvm::ELF::SHT_RELA) continue;
       if (relocatable && section.sh_info != found_.wrappers_index) continue;
       auto relas = elf_.relas(section);
       if (!relas) return from_llvm(relas.takeError(), ErrorKind::OutOfBounds, "relocation section");
+      visited += relas->size();
+      if (visited > most) {
+        return Error(ErrorKind::LimitExceeded,
+                     "relocation sections: the SHT_RELA section at offset " + hex(section.sh_offset) +
+                         " brings their entries to " + std::to_string(visited) + ", more than the " +
+                         std::to_string(most) + " a file of " + hex(bytes_.size()) +
+                         " bytes holds: section headers share or overlap tables");
+      }
       const ElfShdr* symbols = nullptr;
       if (relocatable) {
         auto linked = elf_.getSection(section.sh_link);
@@ -180,21 +207,21 @@ class HostImageReader {
     if (found && found->section_relative) {
       within = found->value;
     } else if (elf_.getHeader().e_type == llvm::ELF::ET_REL) {
-      layout_.warnings.push_back(where() + ": no relocation into .hip_fatbin; skipped");
+      warn(where() + ": no relocation into .hip_fatbin; skipped");
       return std::nullopt;
     } else {
       // lld PIE writes 0 and keeps the address in a RELATIVE addend; GNU ld,
       // non-PIE and RELR images hold the address in the field itself.
       std::uint64_t address = found ? found->value : stored;
       if (address < fatbin.sh_addr) {
-        layout_.warnings.push_back(where() + ": pointer " + hex(address) + " is outside .hip_fatbin [" +
+        warn(where() + ": pointer " + hex(address) + " is outside .hip_fatbin [" +
                                    hex(fatbin.sh_addr) + ", +" + hex(fatbin.sh_size) + "); skipped");
         return std::nullopt;
       }
       within = address - fatbin.sh_addr;
     }
     if (within >= fatbin.sh_size) {
-      layout_.warnings.push_back(where() + ": pointer lands at .hip_fatbin+" + hex(within) +
+      warn(where() + ": pointer lands at .hip_fatbin+" + hex(within) +
                                  ", past its size " + hex(fatbin.sh_size) + "; skipped");
       return std::nullopt;
     }
