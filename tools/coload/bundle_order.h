@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -18,10 +19,12 @@ namespace coload::cli {
 
 /// Calls `work(index)` for each of `indices` on up to `threads` threads (this
 /// one included) and `take(index, result)` on this thread, in the order of
-/// `indices`, each as soon as its result and those before it are made; only
-/// results made ahead of the next one to take are held. `take` returns false
-/// to stop: work not begun is skipped, results made ahead are dropped. `work`
-/// must not throw (an exception would end a helper thread: std::terminate).
+/// `indices`, each as soon as its result and those before it are made. At
+/// most 2 x `threads` results are begun ahead of the next one to take, so a
+/// slow `take` (a full pipe) holds a few results, not every bundle's.
+/// `take` returns false to stop: work not begun is skipped, results made
+/// ahead are dropped. An exception from `work` on a helper thread is
+/// rethrown here, in order, once the helpers are joined.
 template <class Work, class Take>
 void in_bundle_order(std::span<const std::size_t> indices, std::size_t threads, Work work, Take take) {
   using Result = decltype(work(std::size_t{}));
@@ -32,19 +35,36 @@ void in_bundle_order(std::span<const std::size_t> indices, std::size_t threads, 
     }
     return;
   }
+  const std::size_t window = 2 * threads;
   std::vector<std::optional<Result>> made(indices.size());
+  std::vector<std::exception_ptr> thrown(indices.size());
   std::mutex mutex;
-  std::condition_variable ready;
+  std::condition_variable ready, room;
   std::atomic<std::size_t> next{0};
-  std::atomic<bool> stop{false};
+  bool stop = false;     // under `mutex`
+  std::size_t taken = 0;  // written under `mutex` (by this thread only)
   auto make_next = [&]() -> bool {
-    if (stop.load(std::memory_order_relaxed)) return false;
-    std::size_t slot = next.fetch_add(1, std::memory_order_relaxed);
-    if (slot >= indices.size()) return false;
-    Result result = work(indices[slot]);
+    std::size_t slot;
     {
       std::lock_guard lock(mutex);
-      made[slot].emplace(std::move(result));
+      if (stop) return false;
+      slot = next.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (slot >= indices.size()) return false;
+    std::optional<Result> result;
+    std::exception_ptr failure;
+    try {
+      result.emplace(work(indices[slot]));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex);
+      if (failure) {
+        thrown[slot] = failure;
+      } else {
+        made[slot] = std::move(result);
+      }
     }
     ready.notify_all();
     return true;
@@ -53,36 +73,68 @@ void in_bundle_order(std::span<const std::size_t> indices, std::size_t threads, 
   for (std::size_t t = 1; t < std::min(threads, indices.size()); ++t) {
     try {
       helpers.emplace_back([&] {
-        while (make_next()) {
+        for (;;) {
+          {
+            std::unique_lock lock(mutex);
+            room.wait(lock, [&] { return stop || next.load(std::memory_order_relaxed) - taken < window; });
+          }
+          if (!make_next()) return;
         }
       });
     } catch (const std::system_error&) {
       break;  // no more threads: the ones running share the rest
     }
   }
+  std::exception_ptr failure;
+  auto halt = [&] {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+    }
+    room.notify_all();
+  };
+  // Destroyed before `helpers` (declared after it): a `take` that throws
+  // still lets the helpers waiting for room finish before they are joined.
+  struct Halt {
+    decltype(halt)& run;
+    ~Halt() { run(); }
+  } halt_on_exit{halt};
   // Takes what is ready, in order; with `wait`, waits for the next one first
-  // (once this thread begins nothing more, every slot is some thread's).
-  std::size_t taken = 0;
+  // (only called when that one is begun: every begun slot is some thread's).
   auto take_ready = [&](bool wait) -> bool {
     while (taken < indices.size()) {
       std::unique_lock lock(mutex);
-      if (wait) ready.wait(lock, [&] { return made[taken].has_value(); });
+      if (wait) ready.wait(lock, [&] { return made[taken].has_value() || thrown[taken]; });
+      if (thrown[taken]) {
+        failure = thrown[taken];
+        return false;
+      }
       if (!made[taken]) return true;
       Result result = std::move(*made[taken]);
       made[taken].reset();
       lock.unlock();
       wait = false;
       if (!take(indices[taken], result)) return false;
-      ++taken;
+      {
+        std::lock_guard advanced(mutex);
+        ++taken;
+      }
+      room.notify_all();
     }
     return true;
   };
   bool going = true;
-  while (going && make_next()) going = take_ready(false);
-  // This thread found nothing left to begin: the rest is the helpers'.
-  while (going && taken < indices.size()) going = take_ready(true);
-  stop = true;
+  while (going && taken < indices.size()) {
+    std::size_t begun = next.load(std::memory_order_relaxed);
+    if (begun < indices.size() && begun - taken < window && make_next()) {
+      going = take_ready(false);
+    } else {
+      going = take_ready(true);  // the next slot is begun: this one ran out of room or of work
+    }
+  }
+  halt();
   helpers.clear();  // joins
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace coload::cli
