@@ -438,5 +438,38 @@ for how in "--target gfx90a" "--target gfx942" "--device gfx90a"; do
   check "extract $how: CCOB host image reports and exits as its plain twin" cmp -s "$work/plain.txt" "$work/ccob.txt"
 done
 
+# What a command keeps of a file's CCOBs (chosen entries, tables) shares
+# COLOAD_MAX_DECOMPRESSED_BYTES, as a registry load does: three CCOBs (v3,
+# zlib), each one gfx90a entry well under the limit, whose entries together
+# pass it.
+python3 - "$fixtures/co/gfx90a.co" "$work/three.ccob" <<'PY'
+import hashlib, struct, sys, zlib
+code = open(sys.argv[1], 'rb').read()
+out = b''
+for i in range(3):
+    entry = code + bytes(i + 1)  # each CCOB its own
+    ident = b'hipv4-amdgcn-amd-amdhsa--gfx90a'
+    header = 32 + 24 + len(ident)
+    plain = b'__CLANG_OFFLOAD_BUNDLE__' + struct.pack('<QQQQ', 1, header, len(entry), len(ident)) + ident + entry
+    payload = zlib.compress(plain)
+    out += b'CCOB' + struct.pack('<HHQQ', 3, 0, 32 + len(payload), len(plain)) + hashlib.md5(plain).digest()[:8] + payload
+open(sys.argv[2], 'wb').write(out)
+PY
+co_size=$(stat -c %s "$fixtures/co/gfx90a.co")
+tight=$((co_size * 5 / 2))
+roomy=$((co_size * 4))
+for how in "select --device gfx90a -o $work/kept/out" "extract --device gfx90a -o $work/kept/out" \
+           "extract --target gfx90a -o $work/kept/out" "check --device gfx90a"; do
+  rm -rf "$work/kept"; mkdir -p "$work/kept"
+  # shellcheck disable=SC2086
+  COLOAD_MAX_DECOMPRESSED_BYTES=$roomy "$coload" $how "$work/three.ccob" > /dev/null 2>&1
+  check "$how: three CCOBs within the limit together" test $? -eq 0
+  # shellcheck disable=SC2086
+  COLOAD_MAX_DECOMPRESSED_BYTES=$tight "$coload" $how "$work/three.ccob" > /dev/null 2> "$work/kept.err"
+  check "$how: three CCOBs past the limit together exit 1" test $? -eq 1
+  check "$how: the error names the bundle that passes it" \
+    grep -q "three.ccob: bundle 2: .* would pass the limit $(printf '0x%x' "$tight") (max_decompressed_bytes) on what this command keeps" "$work/kept.err"
+done
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -139,8 +139,8 @@ class Selector {
 };
 
 /// The NotFound error for a selection without a choice: the device's target
-/// ID, the entries present and the nearest miss, e.g. "gfx90a:xnack+ present;
-/// device runs with xnack-".
+/// ID, the entries present (the first 32, then how many more) and the nearest
+/// miss, e.g. "gfx90a:xnack+ present; device runs with xnack-".
 Error no_fit_error(const Device& device, const Selection& selection);
 
 }  // namespace coload

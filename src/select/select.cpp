@@ -319,11 +319,20 @@ Selection select_entry(const Device& device, std::span<const BundleEntry> entrie
 }
 
 Error no_fit_error(const Device& device, const Selection& selection) {
+  // The first 32 IDs: a table may list 4 096, and tools keep or print this per bundle.
+  constexpr std::size_t kListed = 32;
   std::string present;
+  std::size_t listed = 0, unlisted = 0;
   for (const Candidate& candidate : selection.candidates) {
     if (candidate.id.starts_with("host-")) continue;
+    if (listed == kListed) {
+      ++unlisted;
+      continue;
+    }
     present += (present.empty() ? "" : ", ") + candidate.id;
+    ++listed;
   }
+  if (unlisted > 0) present += ", and " + std::to_string(unlisted) + " more";
   // The nearest miss: same processor first, then the device's generic family,
   // then an equivalent ISA, then a hotswap source, then SPIR-V.
   const Processor* mine = device.target.processor;

@@ -67,6 +67,32 @@ Error in_bundle(Error error, std::string_view path, std::size_t index) {
   return std::move(error).with_context(std::string(path) + ": bundle " + std::to_string(index));
 }
 
+bool KeptBudget::charge(std::uint64_t size, std::string_view path, std::size_t bundle, std::string_view what) {
+  auto hex = [](std::uint64_t value) {
+    char text[24];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+    return std::string(text);
+  };
+  if (size <= limit_ - used_) {
+    used_ += size;
+    return true;
+  }
+  std::fprintf(stderr,
+               "coload: %.*s: bundle %zu: %.*s (%s bytes) would pass the limit %s (max_decompressed_bytes) on what "
+               "this command keeps of the file's compressed bundles, of which %s is kept already\n",
+               static_cast<int>(path.size()), path.data(), bundle, static_cast<int>(what.size()), what.data(),
+               hex(size).c_str(), hex(limit_).c_str(), hex(used_).c_str());
+  return false;
+}
+
+std::uint64_t selection_bytes(const Selection& selection) {
+  std::uint64_t total = 0;
+  for (const Candidate& candidate : selection.candidates) {
+    total += sizeof(Candidate) + candidate.id.size() + candidate.reason.size();
+  }
+  return total;
+}
+
 Error bundle_read_failure(std::string_view path, std::size_t index, const std::exception& exception) {
   std::string where = std::string(path) + ": bundle " + std::to_string(index);
   if (dynamic_cast<const std::bad_alloc*>(&exception)) {

@@ -72,6 +72,25 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
                                         const StreamOptions& stream, std::string_view path,
                                         Selection* spent = nullptr);
 
+/// What a command keeps of a file's compressed bundles until it prints or
+/// writes (their tables, the entries it chose), held to max_decompressed_bytes
+/// together, as a registry load is: each CCOB is held to that limit alone, so
+/// a small file of many CCOBs would otherwise keep many limits' worth.
+class KeptBudget {
+ public:
+  explicit KeptBudget(std::uint64_t limit) : limit_(limit) {}
+  /// False, with the error printed, when `size` more bytes would pass the
+  /// limit; `what` names them ("its chosen entry").
+  bool charge(std::uint64_t size, std::string_view path, std::size_t bundle, std::string_view what);
+
+ private:
+  std::uint64_t limit_;
+  std::uint64_t used_ = 0;
+};
+
+/// The bytes a selection's report holds (candidates, their IDs and reasons).
+std::uint64_t selection_bytes(const Selection& selection);
+
 /// The error for an exception out of reading bundle `index` (caught, as on a
 /// helper thread it would end the process): LimitExceeded for bad_alloc,
 /// InvalidArgument otherwise, with "PATH: bundle INDEX" in front.

@@ -118,6 +118,7 @@ int extract_for_device(const std::string& path, const std::string& output, std::
   const std::optional<SelectOptions> select_options = cli_select_options(*config);
   if (!select_options) return kExitInputError;
   bool failed = false;
+  KeptBudget budget(stream_options.read.max_decompressed_bytes);
   // Stops at the first bundle without a usable entry, as the loop did.
   auto take = [&](std::size_t i, Expected<BundleChoice>& choice) {
     std::string where = path + ": bundle " + std::to_string(i);
@@ -134,6 +135,11 @@ int extract_for_device(const std::string& path, const std::string& output, std::
       return false;
     }
     std::span<const std::byte> bytes = choice->chosen_bytes();
+    if (binary->bundles()[i].format == BundleFormat::Compressed &&
+        !budget.charge(bytes.size(), path, i, "its chosen entry")) {
+      failed = true;
+      return false;
+    }
     std::string tier(to_string(*candidate->tier));
     if (retarget && candidate->tier == Tier::Equivalent) {
       auto retargeted = retarget_code_object(bytes, *device);
@@ -220,7 +226,11 @@ int run_extract(std::span<const std::string> args) {
   if (!binary) return kExitInputError;
 
   std::list<Found> found;  // a list: `bytes` may view the element's own `streamed`
+  // For "no entry matches": the first distinct IDs, then how many more entries.
+  constexpr std::size_t kListed = 32;
   std::vector<std::string> present;
+  std::uint64_t unlisted = 0;
+  KeptBudget budget(stream_options.read.max_decompressed_bytes);
   std::vector<std::size_t> indices;
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     if (!only_bundle || i == *only_bundle) indices.push_back(i);
@@ -278,8 +288,19 @@ int run_extract(std::span<const std::string> args) {
       failed = true;
       return false;
     }
-    present.insert(present.end(), pick.present.begin(), pick.present.end());
+    for (const std::string& id : pick.present) {
+      if (std::find(present.begin(), present.end(), id) != present.end()) continue;
+      if (present.size() < kListed) {
+        present.push_back(id);
+      } else {
+        ++unlisted;
+      }
+    }
     if (!pick.index) return true;
+    if (!budget.charge(result.hit.streamed.size(), path, i, "its entry for the target")) {
+      failed = true;
+      return false;
+    }
     Found& hit = found.emplace_back(std::move(result.hit));
     if (!hit.bundle) hit.bytes = hit.streamed;  // views the list's own element
     return true;
@@ -289,6 +310,7 @@ int run_extract(std::span<const std::string> args) {
   if (found.empty()) {
     std::string listed;
     for (const std::string& id : present) listed += (listed.empty() ? "" : ", ") + id;
+    if (unlisted > 0) listed += ", and " + std::to_string(unlisted) + " more";
     std::fprintf(stderr, "coload: %s: no entry matches '%s' (entries: %s)\n", path.c_str(), target.c_str(),
                  listed.empty() ? "none" : listed.c_str());
     return kExitInputError;

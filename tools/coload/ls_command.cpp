@@ -237,6 +237,7 @@ int run_ls(std::span<const std::string> args) {
       continue;
     }
     Listing listing{path, std::move(*binary), {}};
+    KeptBudget budget(options.max_decompressed_bytes);
     std::vector<std::size_t> indices(listing.binary->bundles().size());
     std::iota(indices.begin(), indices.end(), std::size_t{0});
     auto list = [&](std::size_t index) -> Expected<ListedBundle> {
@@ -246,10 +247,17 @@ int run_ls(std::span<const std::string> args) {
         return bundle_read_failure(path, index, exception);
       }
     };
-    auto take = [&](std::size_t, Expected<ListedBundle>& listed) {
+    auto take = [&](std::size_t index, Expected<ListedBundle>& listed) {
       if (!listed) {
         std::fprintf(stderr, "coload: %s\n", listed.error().message().c_str());
         status = kExitInputError;
+      } else {
+        std::uint64_t table = 0;
+        for (const EntryHead& head : listed->streamed) table += sizeof(EntryHead) + head.id.size() + head.head.size();
+        if (!budget.charge(table, path, index, "its table")) {
+          status = kExitInputError;
+          return false;
+        }
       }
       listing.bundles.push_back(std::move(listed));
       return true;

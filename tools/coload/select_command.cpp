@@ -238,6 +238,8 @@ int run_select(std::span<const std::string> args) {
   std::optional<TextReport> text;
   if (!json) text.emplace(*device);
   bool all_selected = true;
+  bool over_budget = false;
+  KeptBudget budget(read_options.max_decompressed_bytes);
   std::vector<std::size_t> every(binary->bundles().size());
   std::iota(every.begin(), every.end(), std::size_t{0});
   auto take = [&](std::size_t i, Expected<BundleChoice>& choice) {
@@ -250,6 +252,12 @@ int run_select(std::span<const std::string> args) {
     all_selected = all_selected && error.empty();
     if (text) text->add(i, choice ? &*choice : nullptr, error);
     // Left in place otherwise: choose_in_bundles reuses its storage.
+    if (keep && choice && binary->bundles()[i].format == BundleFormat::Compressed &&
+        !budget.charge(selection_bytes(choice->selection) + choice->streamed.size(), path, i,
+                       "its report and chosen entry")) {
+      over_budget = true;
+      return false;
+    }
     if (keep) {
       results.push_back({.index = i, .choice = choice ? std::optional(std::move(*choice)) : std::nullopt,
                          .error = std::move(error)});
@@ -257,6 +265,7 @@ int run_select(std::span<const std::string> args) {
     return true;
   };
   choose_in_bundles(*binary, every, *device, *select_options, stream_options, path, take);
+  if (over_budget) return kExitInputError;
   if (json) print_json(*device, select_options->unbundler, results);
   else text->flush();
 
