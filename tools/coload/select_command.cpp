@@ -265,7 +265,10 @@ int run_select(std::span<const std::string> args) {
     return true;
   };
   choose_in_bundles(*binary, every, *device, *select_options, stream_options, path, take);
-  if (over_budget) return kExitInputError;
+  if (over_budget) {
+    if (text) text->flush();  // what was judged before the limit
+    return kExitInputError;
+  }
   if (json) print_json(*device, select_options->unbundler, results);
   else text->flush();
 
