@@ -123,7 +123,9 @@ Bytes with_section_headers(Bytes elf, Bytes append,
   const std::uint64_t shoff = u64(40);
   const std::uint16_t shnum = u16(60);
   std::vector<Bytes> headers;
-  for (std::uint16_t i = 0; i < shnum; ++i) headers.emplace_back(elf.begin() + shoff + 64 * i, elf.begin() + shoff + 64 * (i + 1));
+  for (std::uint16_t i = 0; i < shnum; ++i) {
+    headers.emplace_back(elf.begin() + shoff + 64 * i, elf.begin() + shoff + 64 * (i + 1));
+  }
   edit(elf, headers);
   testing::append(elf, append);
   testing::pad_to(elf, 8);

@@ -484,7 +484,9 @@ class KernelBinder {
   /// The 64 bytes `.symbol` names, after the symbol rows of table 2.1.
   std::optional<Located> locate_descriptor(const Kernel& kernel) {
     // Messages are built only for a problem: most kernels have none.
-    auto symbol_text = [&] { return "descriptor symbol " + quoted(detail::message_name(kernel.symbol)) + " (.symbol)"; };
+    auto symbol_text = [&] {
+      return "descriptor symbol " + quoted(detail::message_name(kernel.symbol)) + " (.symbol)";
+    };
     auto found = index_.find(kernel.symbol);
     if (found == index_.end()) {
       add(kernel, ErrorKind::NotFound, ".symbol", symbol_text() + " is not defined in the symbol table");

@@ -101,8 +101,7 @@ class HostImageReader {
     if (!contents) return from_llvm(contents.takeError(), ErrorKind::OutOfBounds, ".hipFatBinSegment");
     std::uint64_t count = contents->size() / kWrapperSize;
     if (contents->size() % kWrapperSize != 0) {
-      warn(".hipFatBinSegment size " + hex(contents->size()) +
-                                 " is not a multiple of 24; trailing bytes ignored");
+      warn(".hipFatBinSegment size " + hex(contents->size()) + " is not a multiple of 24; trailing bytes ignored");
     }
     auto relocated = relocated_pointers(section, count);
     if (!relocated) return std::move(relocated).error();
@@ -214,15 +213,15 @@ class HostImageReader {
       // non-PIE and RELR images hold the address in the field itself.
       std::uint64_t address = found ? found->value : stored;
       if (address < fatbin.sh_addr) {
-        warn(where() + ": pointer " + hex(address) + " is outside .hip_fatbin [" +
-                                   hex(fatbin.sh_addr) + ", +" + hex(fatbin.sh_size) + "); skipped");
+        warn(where() + ": pointer " + hex(address) + " is outside .hip_fatbin [" + hex(fatbin.sh_addr) + ", +" +
+             hex(fatbin.sh_size) + "); skipped");
         return std::nullopt;
       }
       within = address - fatbin.sh_addr;
     }
     if (within >= fatbin.sh_size) {
-      warn(where() + ": pointer lands at .hip_fatbin+" + hex(within) +
-                                 ", past its size " + hex(fatbin.sh_size) + "; skipped");
+      warn(where() + ": pointer lands at .hip_fatbin+" + hex(within) + ", past its size " + hex(fatbin.sh_size) +
+           "; skipped");
       return std::nullopt;
     }
     return fatbin.sh_offset + within;
