@@ -119,9 +119,9 @@ inline constexpr std::uint64_t kMaxEntryIdBytes = 256;
 
 /// Parses a plain bundle starting at bytes[0]; bytes may run past its end.
 /// Errors: BadMagic, LimitExceeded (num_entries above kMaxBundleEntries, an
-/// id_len above kMaxEntryIdBytes),
-/// Truncated (table), Overflow / OutOfBounds (entry ranges), Malformed (entry
-/// inside the header, bad ID bytes), each naming the entry, field, offset and value.
+/// id_len above kMaxEntryIdBytes), Truncated (table), Overflow / OutOfBounds
+/// (entry ranges), Malformed (entry inside the header, bad ID bytes), each
+/// naming the entry, field, offset and value.
 Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes);
 
 /// Parses a CCOB header at bytes[0] and checks it: known version and method,
