@@ -89,10 +89,9 @@ Expected<ListedBundle> list_bundle(const FatBinary& binary, std::size_t index, c
   return listed;
 }
 
-void print_text(const Listing& listing) {
-  const FatBinary& binary = *listing.binary;
+void print_header(const std::string& path, const FatBinary& binary) {
   const SourceLayout& layout = binary.layout();
-  std::printf("%s: %s, %zu bundle%s", listing.path.c_str(), std::string(to_string(layout.kind)).c_str(),
+  std::printf("%s: %s, %zu bundle%s", path.c_str(), std::string(to_string(layout.kind)).c_str(),
               binary.bundles().size(), binary.bundles().size() == 1 ? "" : "s");
   if (layout.kind == SourceKind::HostImage) {
     std::printf(" in .hip_fatbin at %s (%s bytes)%s", hex(layout.region_offset).c_str(),
@@ -100,30 +99,31 @@ void print_text(const Listing& listing) {
   }
   std::printf("\n");
   for (const std::string& warning : layout.warnings) std::printf("  warning: %s\n", warning.c_str());
-  for (std::size_t i = 0; i < listing.bundles.size(); ++i) {
-    const BundleInfo& info = binary.bundles()[i];
-    std::printf("bundle %zu: offset %s size %s %s", i, hex(info.offset).c_str(), hex(info.size).c_str(),
-                std::string(to_string(info.format)).c_str());
-    if (info.compressed) {
-      std::printf(" v%u %s, uncompressed %s, hash %s", info.compressed->version,
-                  std::string(to_string(info.compressed->method)).c_str(),
-                  hex(info.compressed->uncompressed_size).c_str(), hex(info.compressed->hash).c_str());
+}
+
+void print_bundle(const std::string& path, const FatBinary& binary, std::size_t i,
+                  const Expected<ListedBundle>& bundle) {
+  const BundleInfo& info = binary.bundles()[i];
+  std::printf("bundle %zu: offset %s size %s %s", i, hex(info.offset).c_str(), hex(info.size).c_str(),
+              std::string(to_string(info.format)).c_str());
+  if (info.compressed) {
+    std::printf(" v%u %s, uncompressed %s, hash %s", info.compressed->version,
+                std::string(to_string(info.compressed->method)).c_str(),
+                hex(info.compressed->uncompressed_size).c_str(), hex(info.compressed->hash).c_str());
+  }
+  std::printf("\n");
+  if (!bundle) {
+    std::printf("  error: %s\n", bundle.error().message().c_str());
+    return;
+  }
+  for_each_entry(*bundle, [&](std::size_t e, std::string_view id, std::uint64_t offset, std::uint64_t size, bool) {
+    std::printf("  entry %zu: %-48.*s offset %s size %s", e, static_cast<int>(id.size()), id.data(),
+                hex(offset).c_str(), hex(size).c_str());
+    if (info.format != BundleFormat::Compressed && size > 0) {
+      std::printf("  %s", entry_uri(path, info.offset + offset, size).c_str());
     }
     std::printf("\n");
-    const auto& bundle = listing.bundles[i];
-    if (!bundle) {
-      std::printf("  error: %s\n", bundle.error().message().c_str());
-      continue;
-    }
-    for_each_entry(*bundle, [&](std::size_t e, std::string_view id, std::uint64_t offset, std::uint64_t size, bool) {
-      std::printf("  entry %zu: %-48.*s offset %s size %s", e, static_cast<int>(id.size()), id.data(),
-                  hex(offset).c_str(), hex(size).c_str());
-      if (info.format != BundleFormat::Compressed && size > 0) {
-        std::printf("  %s", entry_uri(listing.path, info.offset + offset, size).c_str());
-      }
-      std::printf("\n");
-    });
-  }
+  });
 }
 
 void write_json(JsonWriter& json, const Listing& listing) {
@@ -237,6 +237,8 @@ int run_ls(std::span<const std::string> args) {
       continue;
     }
     Listing listing{path, std::move(*binary), {}};
+    // Text is printed as each bundle is taken; only the JSON document keeps them all.
+    if (!as_json) print_header(path, *listing.binary);
     KeptBudget budget(options.max_decompressed_bytes);
     std::vector<std::size_t> indices(listing.binary->bundles().size());
     std::iota(indices.begin(), indices.end(), std::size_t{0});
@@ -251,7 +253,12 @@ int run_ls(std::span<const std::string> args) {
       if (!listed) {
         std::fprintf(stderr, "coload: %s\n", listed.error().message().c_str());
         status = kExitInputError;
-      } else {
+      }
+      if (!as_json) {
+        print_bundle(path, *listing.binary, index, listed);
+        return true;
+      }
+      if (listed) {
         std::uint64_t table = 0;
         for (const EntryHead& head : listed->streamed) table += sizeof(EntryHead) + head.id.size() + head.head.size();
         if (!budget.charge(table, path, index, "its table")) {
@@ -263,7 +270,7 @@ int run_ls(std::span<const std::string> args) {
       return true;
     };
     in_bundle_order(indices, decode_threads(*listing.binary, indices, Unbundler::Builtin), list, take);
-    listings.push_back(std::move(listing));
+    if (as_json) listings.push_back(std::move(listing));
   }
 
   if (as_json) {
@@ -272,8 +279,6 @@ int run_ls(std::span<const std::string> args) {
     for (const Listing& listing : listings) write_json(json, listing);
     if (files.size() > 1) json.end_array();
     if (!json.text().empty()) std::printf("%s\n", json.text().c_str());
-  } else {
-    for (const Listing& listing : listings) print_text(listing);
   }
   return status;
 }
