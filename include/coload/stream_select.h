@@ -72,6 +72,10 @@ struct EntryHead {
 /// it reads nothing past an entry's ELF header.
 std::vector<BundleEntry> head_entries(std::span<const EntryHead> heads);
 
+/// The memory `heads` hold (each record, ID and ELF header): what a caller
+/// keeping a CCOB's table counts against max_decompressed_bytes.
+std::uint64_t heads_bytes(std::span<const EntryHead> heads);
+
 /// The outcome: the full report and the chosen entry's bytes.
 struct StreamSelection {
   /// What became of the CCOB's stored hash.

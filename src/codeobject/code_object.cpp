@@ -472,8 +472,8 @@ class KernelBinder {
 
  private:
   void add(const Kernel& kernel, ErrorKind kind, std::string_view field, const std::string& what) {
-    problems_.push_back(
-        {kind, kernel.name, std::string(field), "kernel " + quoted(detail::message_name(kernel.name)) + ": " + what});
+    problems_.push_back({kind, kernel.name, std::string(field),
+                         "kernel " + quoted(detail::printable(kernel.name, detail::kMessageNameLimit)) + ": " + what});
   }
 
   struct Located {
@@ -485,7 +485,8 @@ class KernelBinder {
   std::optional<Located> locate_descriptor(const Kernel& kernel) {
     // Messages are built only for a problem: most kernels have none.
     auto symbol_text = [&] {
-      return "descriptor symbol " + quoted(detail::message_name(kernel.symbol)) + " (.symbol)";
+      return "descriptor symbol " + quoted(detail::printable(kernel.symbol, detail::kMessageNameLimit)) +
+             " (.symbol)";
     };
     auto found = index_.find(kernel.symbol);
     if (found == index_.end()) {

@@ -39,7 +39,7 @@ std::string describe(const std::vector<KernelArg>& args, std::size_t index) {
   const KernelArg& arg = args[index];
   std::string text = "args[" + std::to_string(index) + "]";
   std::string detail;
-  if (!arg.name.empty()) detail = "\"" + message_name(arg.name) + "\"";
+  if (!arg.name.empty()) detail = "\"" + printable(arg.name, kMessageNameLimit) + "\"";
   if (!arg.kind_text.empty()) detail += (detail.empty() ? "" : ", ") + arg.kind_text;
   return detail.empty() ? text : text + " (" + detail + ")";
 }
@@ -79,7 +79,8 @@ KernargLayout kernarg_layout(const Kernel& kernel, std::vector<Problem>& problem
     problems.push_back(Problem{.kind = ErrorKind::Malformed,
                                .kernel = kernel.name,
                                .field = std::move(field_name),
-                               .message = "kernel \"" + message_name(kernel.name) + "\": " + std::move(message)});
+                               .message = "kernel \"" + printable(kernel.name, kMessageNameLimit) + "\": " +
+                                          std::move(message)});
   };
 
   // Overlaps, found in offset order: an argument starting before the furthest
@@ -132,7 +133,7 @@ KernargLayout kernarg_layout(const Kernel& kernel, std::vector<Problem>& problem
     problems.push_back(Problem{.kind = ErrorKind::Malformed,
                                .kernel = kernel.name,
                                .field = "args",
-                               .message = "kernel \"" + message_name(kernel.name) + "\": " +
+                               .message = "kernel \"" + printable(kernel.name, kMessageNameLimit) + "\": " +
                                           std::to_string(reported - kMaxLayoutProblems) +
                                           " more kernarg layout problems are not listed"});
   }

@@ -19,8 +19,8 @@ class Reporter {
 
   void add(ErrorKind kind, std::string_view field, const std::string& what) {
     problems_.push_back({kind, kernel_.name, std::string(field),
-                         "kernel " + quoted(message_name(kernel_.name)) + ": descriptor " +
-                             quoted(message_name(kernel_.symbol)) + ": " + what});
+                         "kernel " + quoted(printable(kernel_.name, kMessageNameLimit)) + ": descriptor " +
+                             quoted(printable(kernel_.symbol, kMessageNameLimit)) + ": " + what});
   }
 
   /// The descriptor's `field` and the metadata's `key` must agree.

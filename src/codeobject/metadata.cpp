@@ -27,6 +27,29 @@
 #include "llvm/BinaryFormat/MsgPackReader.h"
 
 namespace coload::detail {
+
+std::string printable(std::string_view text, std::size_t limit) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i == limit) {
+      out += "...";
+      break;
+    }
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 namespace {
 
 using llvm::msgpack::Type;
@@ -74,30 +97,6 @@ std::uint64_t fixed_size(std::uint8_t tag) {
     case 0xcb: case 0xcf: case 0xd3: return 9;
     default: return 1;
   }
-}
-
-/// Text from the input, made safe for a message: quotes, backslashes and
-/// control bytes escaped, cut after `limit` bytes.
-std::string printable(std::string_view text, std::size_t limit = 64) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (i == limit) {
-      out += "...";
-      break;
-    }
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 /// "uint16 300", "string \"8\"", "fixmap of 2 entries": what a message says was found.

@@ -29,14 +29,13 @@ inline constexpr std::size_t kMaxPrintfFormats = 65536;
 /// Unknown keys listed (Metadata::unknown_keys); later ones are skipped unlisted.
 inline constexpr std::size_t kMaxUnknownKeys = 1024;
 
-/// A name from the input as messages quote it: cut after 128 bytes. A
-/// kernel's problems each quote its name, so a name of a megabyte would
-/// otherwise be copied into every one of them.
-inline std::string message_name(std::string_view name) {
-  constexpr std::size_t kLimit = 128;
-  if (name.size() <= kLimit) return std::string(name);
-  return std::string(name.substr(0, kLimit)) + "...";
-}
+/// Text from the input, made safe for a message: quotes, backslashes and
+/// control bytes escaped, cut after `limit` bytes.
+std::string printable(std::string_view text, std::size_t limit = 64);
+/// How much of a kernel or argument name messages quote: a kernel's problems
+/// each quote its name, so a name of a megabyte would otherwise be copied
+/// into every one of them.
+inline constexpr std::size_t kMessageNameLimit = 128;
 
 /// What decode_metadata returns.
 struct DecodedMetadata {

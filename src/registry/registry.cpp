@@ -129,13 +129,6 @@ struct KeptBytes {
   }
 };
 
-/// What a CCOB's kept table holds: each entry's ID and ELF header, and the record around them.
-std::uint64_t kept_table_bytes(const BundleData& data) {
-  std::uint64_t total = 0;
-  for (const EntryHead& head : data.heads) total += sizeof(EntryHead) + head.id.size() + head.head.size();
-  return total;
-}
-
 /// What one (binary, device) pair loaded. Members are destroyed bottom-up:
 /// the kernel index, then the modules (unloading), then the images they read.
 struct DeviceState {
@@ -411,7 +404,7 @@ struct Registry::Impl {
     }
     const BundleData& data = *choice.data;
     if (compressed) {
-      if (auto charged = kept.charge(kept_table_bytes(data), "its table's IDs and ELF headers"); !charged) {
+      if (auto charged = kept.charge(heads_bytes(data.heads), "its table's IDs and ELF headers"); !charged) {
         return std::move(charged).error().with_context("CCOB of " + std::to_string(data.heads.size()) + " entries");
       }
     }

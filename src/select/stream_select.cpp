@@ -400,6 +400,12 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
 
 }  // namespace
 
+std::uint64_t heads_bytes(std::span<const EntryHead> heads) {
+  std::uint64_t total = 0;
+  for (const EntryHead& head : heads) total += sizeof(EntryHead) + head.id.size() + head.head.size();
+  return total;
+}
+
 std::vector<BundleEntry> head_entries(std::span<const EntryHead> heads) {
   std::vector<BundleEntry> entries;
   entries.reserve(heads.size());

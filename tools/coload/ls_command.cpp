@@ -259,9 +259,7 @@ int run_ls(std::span<const std::string> args) {
         return true;
       }
       if (listed) {
-        std::uint64_t table = 0;
-        for (const EntryHead& head : listed->streamed) table += sizeof(EntryHead) + head.id.size() + head.head.size();
-        if (!budget.charge(table, path, index, "its table")) {
+        if (!budget.charge(heads_bytes(listed->streamed), path, index, "its table")) {
           status = kExitInputError;
           return false;
         }
