@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Compares two builds of the coload tool command by command: stdout, stderr,
+# exit code and every file a command writes must be byte-identical. Used to
+# show that a refactor keeps the CLI's behaviour (docs/testing.md).
+#
+#   cli_compare.sh OLD_COLOAD NEW_COLOAD FIXTURES_DIR
+#
+# FIXTURES_DIR is build/fixtures. The commands run every subcommand over every
+# fixture, for several devices and environments, plus damaged copies of the
+# fixtures (cut short, a flipped byte, empty) and usage errors. `--help` after
+# a command is left out: it is new. Prints one line per difference and a
+# closing "N passed, N failed".
+set -uo pipefail
+old=$1
+new=$2
+fixtures=$(cd "$3" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export COLOAD_VERIFY_CACHE=off
+passed=0
+failed=0
+
+environment=(COLOAD_VERIFY_CACHE=off)  # what run_both sets for the command
+# run_both NAME COMMAND_ARGS...: runs each build in its own empty folder (what
+# -o writes lands there) and compares everything it printed and wrote.
+run_both() {
+  local name=$1; shift
+  local side
+  for side in old new; do
+    local bin=$old
+    [ "$side" = new ] && bin=$new
+    rm -rf "$work/$side" && mkdir -p "$work/$side/out"
+    (cd "$work/$side/out" && timeout 60 env "${environment[@]}" "$bin" "$@" > "../stdout" 2> "../stderr"
+      echo $? > "../status")
+  done
+  if diff -r "$work/old" "$work/new" > "$work/diff" 2>&1; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "DIFF: $name: ${environment[*]} coload $*"
+    head -n 20 "$work/diff"
+  fi
+}
+
+devices=(gfx90a gfx90a:sramecc+:xnack- gfx90a:xnack+ gfx942 gfx950 gfx908:sramecc+:xnack- gfx1030 gfx1031 gfx1100
+  gfx1101 gfx1201 gfx900)
+
+# Damaged inputs: each fixture cut to half and to 100 bytes, and one with a byte flipped in the middle.
+mkdir -p "$work/inputs"
+inputs=()
+while IFS=$'\t' read -r fixture _; do
+  [[ -z "$fixture" || "$fixture" == \#* ]] && continue
+  inputs+=("$fixtures/$fixture")
+done < "$fixtures/fixtures.tsv"
+damaged=()
+for input in "${inputs[@]}"; do
+  base=$(echo "${input#"$fixtures/"}" | tr '/' '_')
+  size=$(stat -c %s "$input")
+  head -c $((size / 2)) "$input" > "$work/inputs/$base.half"
+  head -c 100 "$input" > "$work/inputs/$base.100"
+  cp "$input" "$work/inputs/$base.flip"
+  printf '\xa5' | dd of="$work/inputs/$base.flip" bs=1 seek=$((size / 2)) conv=notrunc status=none
+  damaged+=("$work/inputs/$base.half" "$work/inputs/$base.100" "$work/inputs/$base.flip")
+done
+: > "$work/inputs/empty"
+damaged+=("$work/inputs/empty" "$work/inputs/missing")
+
+for input in "${inputs[@]}" "${damaged[@]}"; do
+  run_both ls ls "$input"
+  run_both "ls --json" ls --json "$input"
+  run_both "check" check "$input"
+  run_both "check --json" check --json "$input"
+  for device in "${devices[@]}"; do
+    run_both select select --device "$device" "$input"
+    run_both "check --device" check --device "$device" "$input"
+    run_both "load dry-run" load --runtime dry-run --device "$device" "$input"
+  done
+done
+for input in "${inputs[@]}"; do
+  for device in gfx90a:sramecc+:xnack- gfx942 gfx1031 gfx1100; do
+    run_both "select --json -o" select --json --device "$device" -o out.co "$input"
+    run_both "select -o" select --device "$device" -o out.co "$input"
+    run_both "check --json --device" check --json --device "$device" "$input"
+    run_both "load --json dry-run" load --json --runtime dry-run --device "$device" "$input"
+    run_both "extract --device" extract --device "$device" -o out.co "$input"
+    run_both "extract --device --retarget" extract --device "$device" --retarget -o out.co "$input"
+  done
+  run_both "select --extended-isa-compat" select --device gfx1031 --extended-isa-compat "$input"
+  run_both "check --lds --co-versions" check --device gfx950 --lds 65536 --co-versions 4,5 "$input"
+  run_both "select --max-decompressed-bytes" select --device gfx90a --max-decompressed-bytes 4K "$input"
+  run_both "ls --max-decompressed-bytes" ls --max-decompressed-bytes 4K "$input"
+done
+
+# Every manifest row, as the CLI test extracts it, and without --bundle.
+while IFS=$'\t' read -r fixture bundle id _; do
+  [[ -z "$fixture" || "$fixture" == \#* ]] && continue
+  run_both "extract --target --bundle" extract --target "$id" --bundle "$bundle" -o out.co "$fixtures/$fixture"
+  run_both "extract --target" extract --target "$id" -o out.co "$fixtures/$fixture"
+done < "$fixtures/manifest.tsv"
+
+# Environments the library reads (docs/environment.md).
+mixed=$fixtures/host/libkernels_mixed.so
+compressed=$fixtures/host/libkernels_compressed.so
+for input in "$mixed" "$compressed" "$fixtures/bundles/driver_two_arch.hipfb" "$fixtures/compressed/driver_v3.hipfb"; do
+  for setting in COLOAD_HASH_CHECK=skip COLOAD_UNBUNDLER=comgr COLOAD_EXTENDED_ISA_COMPAT=gfx1031 COLOAD_HOTSWAP=1 \
+    COLOAD_LOG=debug COLOAD_LOG=loud COLOAD_UNBUNDLER=both COLOAD_MAX_DECOMPRESSED_BYTES=8K \
+    COLOAD_HOTSWAP_PAIRS=gfx1030:gfx1031; do
+    for device in gfx1031 gfx90a gfx1100; do
+      environment=(COLOAD_VERIFY_CACHE=off "$setting")
+      run_both "$setting select" select --device "$device" "$input"
+    done
+    run_both "$setting load" load --runtime dry-run --device gfx1031 "$input"
+    environment=(COLOAD_VERIFY_CACHE=off)
+  done
+done
+
+# Usage errors and help.
+run_both "no command"
+run_both "help" --help
+run_both "help word" help
+run_both "unknown command" frobnicate
+run_both "select without device" select "$mixed"
+run_both "select two files" select --device gfx90a "$mixed" "$mixed"
+run_both "select bad device" select --device gfx9999 "$mixed"
+run_both "select unknown option" select --device gfx90a --frob "$mixed"
+run_both "select missing value" select --device
+run_both "select bad lds" select --device gfx90a --lds 12x "$mixed"
+run_both "select bad co-versions" select --device gfx90a --co-versions 4,9 "$mixed"
+run_both "select bad byte count" select --device gfx90a --max-decompressed-bytes 0 "$mixed"
+run_both "extract without -o" extract --target gfx90a "$mixed"
+run_both "extract both modes" extract --target gfx90a --device gfx90a -o out.co "$mixed"
+run_both "extract neither mode" extract -o out.co "$mixed"
+run_both "extract bad bundle" extract --target gfx90a --bundle 9 -o out.co "$mixed"
+run_both "extract bundle not a number" extract --target gfx90a --bundle x -o out.co "$mixed"
+run_both "extract retarget with target" extract --target gfx90a --retarget -o out.co "$mixed"
+run_both "extract absent target" extract --target gfx1234 -o out.co "$mixed"
+run_both "ls no file" ls
+run_both "ls unknown option" ls --frob "$mixed"
+run_both "ls two files" ls "$mixed" "$compressed"
+run_both "ls --json two files" ls --json "$mixed" "$compressed"
+run_both "check fat without device" check "$mixed"
+run_both "check unknown option" check --frob "$mixed"
+run_both "load bad runtime" load --runtime cuda "$mixed"
+run_both "load dry-run without device" load --runtime dry-run "$mixed"
+run_both "load unknown option" load --frob "$mixed"
+run_both "devices bad runtime" devices --runtime cuda
+run_both "devices unknown option" devices --frob
+run_both "devices hsa" devices
+run_both "devices hip --json" devices --runtime hip --json
+run_both "load hsa" load "$mixed"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
