@@ -1,13 +1,15 @@
 // coload/error.h: the one error type of the library and the Expected<T> result.
 //
-// Covers: error kinds, messages that name field, offset, value and limit, and a
-// small Expected<T> (C++20 has no std::expected). Does not cover: the C API's
+// Covers: error kinds, locations as data (file, bundle, field, offset, value,
+// limit), the sentence rendered from them, and a small Expected<T> (C++20 has no std::expected). Does not cover: the C API's
 // status codes (coload.h maps these kinds onto them).
 //
 // Thread safety: values only; no shared state.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,22 +39,58 @@ enum class ErrorKind : std::uint8_t {
 /// Stable lower-case name of a kind ("out_of_bounds"), for messages and JSON.
 std::string_view to_string(ErrorKind kind);
 
-/// An error: a kind plus a message that says what, where and which value.
+/// Where an error lies, as data: each field is filled once, by the layer that
+/// knows it (the reader knows a bundle's offset, the caller the file's name),
+/// and never overwritten by an outer one. Unset fields are empty / nullopt.
+struct ErrorLocation {
+  std::string file;                            ///< the file, or the name a binary was registered under
+  std::optional<std::size_t> bundle;           ///< bundle index in the file
+  std::optional<std::uint64_t> bundle_offset;  ///< that bundle's byte offset in the file
+  /// How the bundle was reached, rendered right after it: ", decompressed",
+  /// " (from __hip_fatbin_wrapper)".
+  std::string bundle_view;
+  std::string field;                    ///< the field (path) at fault: "uncompressed_size", "max_decompressed_bytes"
+  std::optional<std::uint64_t> offset;  ///< the field's byte offset in its structure
+  std::optional<std::uint64_t> value;   ///< the value found there
+  std::optional<std::uint64_t> limit;   ///< the limit it passes
+};
+
+/// An error: a kind, where it lies (ErrorLocation) and a sentence that says
+/// what went wrong. message() renders the three at the edges (CLI, C API, log):
+/// "[outer context: ][file: ][bundle N[ at offset X][view]: ]detail".
 class Error {
  public:
-  Error(ErrorKind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
+  Error(ErrorKind kind, std::string detail) : kind_(kind), detail_(std::move(detail)) {}
 
   ErrorKind kind() const { return kind_; }
-  const std::string& message() const { return message_; }
+  /// The whole sentence, location included.
+  std::string message() const;
+  /// The sentence without the file and bundle of location() (inner contexts included).
+  const std::string& detail() const { return detail_; }
+  const ErrorLocation& location() const { return location_; }
 
-  /// Returns this error with "context: " put in front of the message, so outer
-  /// layers can say which file or bundle the inner error is about.
+  /// Returns this error with "context: " put in front of what it says, so
+  /// outer layers can say what the inner error is about. A context added
+  /// once a file or bundle is set is rendered before them.
   Error with_context(std::string_view context) const&;
   Error with_context(std::string_view context) &&;
 
+  /// Sets location().file unless a layer closer to the fault has.
+  Error&& in_file(std::string_view file) &&;
+  /// Sets location().bundle (with its offset and view, when known) unless a
+  /// layer closer to the fault has.
+  Error&& in_bundle(std::size_t index, std::optional<std::uint64_t> offset = std::nullopt,
+                    std::string_view view = {}) &&;
+  /// Sets the field at fault and, when known, its offset, value and limit.
+  Error&& at_field(std::string_view field, std::optional<std::uint64_t> offset,
+                   std::optional<std::uint64_t> value = std::nullopt,
+                   std::optional<std::uint64_t> limit = std::nullopt) &&;
+
  private:
   ErrorKind kind_;
-  std::string message_;
+  std::string detail_;
+  std::string outer_;  // contexts added after a file or bundle was set
+  ErrorLocation location_;
 };
 
 /// Either a T or an Error. Never throws; accessing the wrong side is a bug in

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "coload/code_object.h"
@@ -36,6 +37,16 @@ struct Violation {
 /// checks, then kernels in metadata order. Empty when it can be loaded. The
 /// code object's own problems (CodeObject::problems) are not repeated here.
 std::vector<Violation> validate(const CodeObject& code_object, const Device& device);
+
+/// The admission policy: whether `code_object` may be handed to a runtime for
+/// `device`. A problem of a kernel (a CodeObject::problems entry naming one)
+/// refuses the object, and so does any violation of validate(); object-wide
+/// problems (metadata strings no runtime reads to load, `.kd` symbols no
+/// kernel names) refuse nothing (docs/loading.md). The error names `what`
+/// ("bundle 0 entry 1 (...)"), the count and the first reason, with its kind.
+/// The registry admits every code object before its runtime sees it; the
+/// dry-run runtime admits what it is given.
+Expected<void> admit(const CodeObject& code_object, const Device& device, std::string_view what);
 
 /// A dispatch of `kernel` on `device`: `kernarg_bytes` is the length of the
 /// caller's packed explicit arguments, `dynamic_lds` the bytes of dynamic LDS.

@@ -254,14 +254,15 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
     for (std::uint64_t offset : layout.wrapper_offsets) {
       std::size_t index = bundles.size();
       if (offset < layout.region_offset || offset >= end) {
-        return Error(ErrorKind::OutOfBounds, where(index, offset) + ": wrapper pointer lies outside the bundle region");
+        return Error(ErrorKind::OutOfBounds, "wrapper pointer lies outside the bundle region").in_bundle(index, offset);
       }
       if (offset < previous_end) {
-        return Error(ErrorKind::Malformed, where(index, offset) + ": wrapper pointer lands inside the previous bundle, which ends at " +
-                                               hex(previous_end));
+        return Error(ErrorKind::Malformed, "wrapper pointer lands inside the previous bundle, which ends at " +
+                                               hex(previous_end))
+            .in_bundle(index, offset);
       }
       auto info = measure(reader, offset, end, options, v1_used, scratch, ids);
-      if (!info) return std::move(info).error().with_context(where(index, offset) + " (from __hip_fatbin_wrapper)");
+      if (!info) return std::move(info).error().in_bundle(index, offset, " (from __hip_fatbin_wrapper)");
       info->index = index;
       previous_end = offset + info->size;
       bundles.push_back(std::move(*info));
@@ -281,15 +282,15 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
     std::size_t index = bundles.size();
     auto info = measure(reader, position, end, options, v1_used, scratch, ids);
     if (!info) {
-      std::string context = where(index, position);
+      std::string view;
       if (index > 0) {
         // A CCOB whose total_size is short ends inside its own payload: say whose size led here.
         const BundleInfo& before = bundles.back();
         bool sized = before.compressed && before.compressed->total_size;
-        context += " (after bundle " + std::to_string(index - 1) +
-                   (sized ? ", whose total_size " + hex(*before.compressed->total_size) + " ends there" : "") + ")";
+        view = " (after bundle " + std::to_string(index - 1) +
+               (sized ? ", whose total_size " + hex(*before.compressed->total_size) + " ends there" : "") + ")";
       }
-      return std::move(info).error().with_context(context);
+      return std::move(info).error().in_bundle(index, position, view);
     }
     info->index = index;
     position += info->size;
@@ -330,10 +331,10 @@ Expected<Bundle> read_bundle(std::span<const std::byte> source, const BundleInfo
 
 Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info, const ReadOptions& options) {
   Bytes source = reader.bytes();
-  // Built only for an error: read() runs once per bundle of an image.
-  auto context = [&] { return where(info.index, info.offset); };
+  auto here = [&](Error error) { return std::move(error).in_bundle(info.index, info.offset); };
   if (auto end = detail::checked_add(info.offset, info.size); !end || *end > source.size()) {
-    auto fits = detail::check_range(context(), info.offset, info.size, source.size(), "the input");
+    // Only a BundleInfo built by hand gets here: scan_bundles measured its own.
+    auto fits = detail::check_range(where(info.index, info.offset), info.offset, info.size, source.size(), "the input");
     if (!fits) return std::move(fits).error();
   }
   Bytes bytes = source.subspan(info.offset, info.size);
@@ -355,10 +356,10 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
       }
       std::vector<std::byte> scratch;
       auto first = read_first(reader, info.offset, info.size, scratch);
-      if (!first) return std::move(first).error().with_context(context());
+      if (!first) return here(std::move(first).error());
       auto table =
           read_plain_table(reader, info.offset, info.size, *first, scratch, std::make_shared<detail::ScannedIds>());
-      if (!table) return std::move(table).error().with_context(context());
+      if (!table) return here(std::move(table).error());
       if (!table->copy) return Bundle(info, std::move(table->plain.entries), bytes, nullptr, reader);
       std::vector<BundleEntry> entries = entries_of(*table->copy);
       view_entries(entries, reader, info.offset, info.size);
@@ -367,17 +368,17 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
     case BundleFormat::Compressed: {
       auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
                                     : parse_compressed_header(bytes, options);
-      if (!header) return std::move(header).error().with_context(context());
+      if (!header) return here(std::move(header).error());
       auto decompressed = detail::decompress_bundle_mapped(bytes, *header, options);
-      if (!decompressed) return std::move(decompressed).error().with_context(context());
+      if (!decompressed) return here(std::move(decompressed).error());
       Bytes uncompressed = (*decompressed)->bytes();
       auto plain = parse_plain_bundle(uncompressed);
-      if (!plain) return std::move(plain).error().with_context(context() + ", decompressed");
+      if (!plain) return std::move(plain).error().in_bundle(info.index, info.offset, ", decompressed");
       return Bundle(info, std::move(plain->entries), uncompressed, std::move(*decompressed));
     }
     case BundleFormat::CodeObject: {
       auto target = detail::target_id_from_elf_header(bytes);
-      if (!target) return std::move(target).error().with_context(context());
+      if (!target) return here(std::move(target).error());
       // The synthesized ID needs an owner; the Bundle's storage holds it.
       std::string id = "hipv4-amdgcn-amd-amdhsa--" + *target;
       auto storage = std::make_shared<const std::vector<std::byte>>(
@@ -387,7 +388,7 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
       return Bundle(info, std::move(entries), bytes, std::move(storage));
     }
   }
-  return Error(ErrorKind::InvalidArgument, context() + ": unknown bundle format");
+  return here(Error(ErrorKind::InvalidArgument, "unknown bundle format"));
 }
 
 }  // namespace coload

@@ -15,20 +15,21 @@ Expected<FatBinary> FatBinary::from_memory(std::span<const std::byte> bytes, std
 
 Expected<FatBinary> FatBinary::locate(Source source, const ReadOptions& options) {
   auto layout = inspect_source(source.bytes());
-  if (!layout) return std::move(layout).error().with_context(source.name());
+  if (!layout) return std::move(layout).error().in_file(source.name());
   auto bundles = scan_bundles(source.reader(), *layout, options);
-  if (!bundles) return std::move(bundles).error().with_context(source.name());
+  if (!bundles) return std::move(bundles).error().in_file(source.name());
   return FatBinary(std::move(source), std::move(*layout), std::move(*bundles), options);
 }
 
 Expected<Bundle> FatBinary::read(std::size_t index) const {
   if (index >= bundles_.size()) {
-    return Error(ErrorKind::InvalidArgument, source_.name() + ": bundle " + std::to_string(index) +
-                                                 " does not exist (the input has " +
-                                                 std::to_string(bundles_.size()) + ")");
+    return Error(ErrorKind::InvalidArgument,
+                 "does not exist (the input has " + std::to_string(bundles_.size()) + ")")
+        .in_bundle(index)
+        .in_file(source_.name());
   }
   auto bundle = read_bundle(source_.reader(), bundles_[index], options_);
-  if (!bundle) return std::move(bundle).error().with_context(source_.name());
+  if (!bundle) return std::move(bundle).error().in_file(source_.name());
   return bundle;
 }
 

@@ -1,5 +1,7 @@
 #include "coload/error.h"
 
+#include <cstdio>
+
 namespace coload {
 
 std::string_view to_string(ErrorKind kind) {
@@ -23,13 +25,55 @@ std::string_view to_string(ErrorKind kind) {
   return "unknown";
 }
 
+std::string Error::message() const {
+  if (location_.file.empty() && !location_.bundle) return outer_.empty() ? detail_ : outer_ + detail_;
+  std::string text = outer_;
+  if (!location_.file.empty()) text.append(location_.file).append(": ");
+  if (location_.bundle) {
+    text.append("bundle ").append(std::to_string(*location_.bundle));
+    if (location_.bundle_offset) {
+      char offset[24];
+      std::snprintf(offset, sizeof offset, "0x%llx", static_cast<unsigned long long>(*location_.bundle_offset));
+      text.append(" at offset ").append(offset);
+    }
+    text.append(location_.bundle_view).append(": ");
+  }
+  return text.append(detail_);
+}
+
 Error Error::with_context(std::string_view context) const& {
   Error copy = *this;
   return std::move(copy).with_context(context);
 }
 
 Error Error::with_context(std::string_view context) && {
-  message_.insert(0, std::string(context) + ": ");
+  std::string& text = location_.file.empty() && !location_.bundle ? detail_ : outer_;
+  text.insert(0, std::string(context) + ": ");
+  return std::move(*this);
+}
+
+Error&& Error::in_file(std::string_view file) && {
+  if (location_.file.empty()) location_.file = file;
+  return std::move(*this);
+}
+
+Error&& Error::in_bundle(std::size_t index, std::optional<std::uint64_t> offset, std::string_view view) && {
+  if (!location_.bundle) {
+    location_.bundle = index;
+    location_.bundle_offset = offset;
+    location_.bundle_view = view;
+  }
+  return std::move(*this);
+}
+
+Error&& Error::at_field(std::string_view field, std::optional<std::uint64_t> offset,
+                        std::optional<std::uint64_t> value, std::optional<std::uint64_t> limit) && {
+  if (location_.field.empty()) {
+    location_.field = field;
+    location_.offset = offset;
+    location_.value = value;
+    location_.limit = limit;
+  }
   return std::move(*this);
 }
 

@@ -1,5 +1,5 @@
-// The dry-run runtime: loads nothing. load() runs the device checks
-// (coload::validate) and hands back every metadata kernel with handle 0 and
+// The dry-run runtime: loads nothing. load() admits the code object
+// (coload::admit, the registry's policy) and hands back every metadata kernel with handle 0 and
 // the sizes the metadata declares. What tools, CI and machines without an AMD
 // GPU use in place of HSA or HIP.
 #include <cstddef>
@@ -55,21 +55,14 @@ class DryRunRuntime final : public Runtime {
                                                    std::to_string(devices_.size()) + " devices)");
     }
     const Device& target = devices_[device];
-    std::vector<Violation> violations = validate(code_object, target);
+    const std::string what = "dry-run: code object for " + code_object.target().target.str() + " on device " +
+                             std::to_string(device) + " (" + target.str() + ")";
+    if (auto admitted = admit(code_object, target, what); !admitted) return std::move(admitted).error();
     // A kernel without a descriptor is what a real runtime's symbol probe refuses.
     for (const Kernel& kernel : code_object.kernels()) {
       if (kernel.descriptor) continue;
-      violations.push_back(Violation{ErrorKind::NotFound, kernel.name, "symbol", 0, 0,
-                                     "kernel \"" + kernel.name + "\": symbol " + kernel.symbol +
-                                         " is not in the code object"});
-    }
-    if (!violations.empty()) {
-      std::string message = "dry-run: code object for " + code_object.target().target.str() + " cannot load on device " +
-                            std::to_string(device) + " (" + target.str() + "): ";
-      for (std::size_t i = 0; i < violations.size(); ++i) {
-        message += (i ? "; " : "") + violations[i].message;
-      }
-      return Error(violations.front().kind, std::move(message));
+      return Error(ErrorKind::NotFound,
+                   what + ": kernel \"" + kernel.name + "\": symbol " + kernel.symbol + " is not in the code object");
     }
     std::vector<LoadedKernel> kernels;
     kernels.reserve(code_object.kernels().size());

@@ -211,8 +211,7 @@ Expected<Selection> select_with_comgr(const Device& device, const Bundle& bundle
   auto selection = comgr_path(device, bundle, options, library);
   if (!selection) {
     const BundleInfo& info = bundle.info();
-    return std::move(selection).error().with_context("bundle " + std::to_string(info.index) + " at offset " +
-                                                     hex(info.offset) + ": unbundler comgr");
+    return std::move(selection).error().with_context("unbundler comgr").in_bundle(info.index, info.offset);
   }
   return selection;
 }

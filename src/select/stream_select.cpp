@@ -327,29 +327,28 @@ Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, con
 // Streams the CCOB `info` describes through a sink choosing as `chooser` says.
 Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, const BundleInfo& info,
                                         const StreamOptions& stream) {
-  std::string context = where(info);
   if (info.format != BundleFormat::Compressed) {
     return select_whole(chooser, source, info, stream.read, stream.keep_chosen, 0, StreamSelection::Hash::NotChecked);
   }
-  if (auto fits = detail::check_range(context, info.offset, info.size, source.size(), "the input"); !fits) {
+  if (auto fits = detail::check_range(where(info), info.offset, info.size, source.size(), "the input"); !fits) {
     return std::move(fits).error();
   }
   Bytes bytes = source.subspan(info.offset, info.size);
   auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
                                 : parse_compressed_header(bytes, stream.read);
-  if (!header) return std::move(header).error().with_context(context);
+  if (!header) return std::move(header).error().in_bundle(info.index, info.offset);
   std::string version = "CCOB v" + std::to_string(header->version);
   if (header->uncompressed_size > stream.read.max_decompressed_bytes) {
     return Error(ErrorKind::LimitExceeded, version + ": uncompressed_size " + hex(header->uncompressed_size) +
                                                " exceeds the limit " + hex(stream.read.max_decompressed_bytes) +
                                                " (max_decompressed_bytes)")
-        .with_context(context);
+        .in_bundle(info.index, info.offset);
   }
   std::uint64_t end = header->total_size.value_or(bytes.size());
   if (end > bytes.size() || end < header->header_size) {
     return Error(ErrorKind::OutOfBounds, "CCOB: total_size " + hex(end) + " does not fit the " + hex(bytes.size()) +
                                              " bytes given")
-        .with_context(context);
+        .in_bundle(info.index, info.offset);
   }
 
   bool verify = stream.hash == StreamOptions::HashCheck::Verify;
@@ -363,7 +362,7 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
   auto end_rule = header->total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
   auto consumed = detail::decode_stream(header->method, bytes.subspan(header->header_size, end - header->header_size),
                                         header->uncompressed_size, end_rule, sink);
-  if (!consumed) return std::move(consumed).error().with_context(version).with_context(context);
+  if (!consumed) return std::move(consumed).error().with_context(version).in_bundle(info.index, info.offset);
   if (verify) {
     std::uint64_t computed = sink.digest_low();
     if (computed != header->hash) {
@@ -372,7 +371,7 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
                                                 hex(hash_at) + " does not match " + hex(computed) +
                                                 ", the MD5 prefix of the " + hex(header->uncompressed_size) +
                                                 " decompressed bytes")
-          .with_context(context);
+          .in_bundle(info.index, info.offset);
     }
     if (mark) mark->record();
   }
@@ -419,8 +418,8 @@ Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std:
                                                       const BundleInfo& info, const SelectOptions& options,
                                                       const StreamOptions& stream) {
   if (options.unbundler == Unbundler::Comgr) {
-    return Error(ErrorKind::UnsupportedMethod,
-                 where(info) + ": the comgr unbundler cannot read compressed bundles; use the builtin one");
+    return Error(ErrorKind::UnsupportedMethod, "the comgr unbundler cannot read compressed bundles; use the builtin one")
+        .in_bundle(info.index, info.offset);
   }
   return stream_bundle(Chooser{.device = &device, .options = &options}, source, info, stream);
 }

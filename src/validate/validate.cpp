@@ -240,6 +240,28 @@ std::vector<Violation> validate(const CodeObject& code_object, const Device& dev
   return Validator(code_object, device).run();
 }
 
+Expected<void> admit(const CodeObject& code_object, const Device& device, std::string_view what) {
+  std::size_t kernel_problems = 0;
+  const Problem* first = nullptr;
+  for (const Problem& problem : code_object.problems()) {
+    if (problem.kernel.empty()) continue;
+    if (!first) first = &problem;
+    ++kernel_problems;
+  }
+  if (first) {
+    return Error(first->kind, std::string(what) + " has " + std::to_string(kernel_problems) +
+                                  " kernel problem(s), first: " + first->message);
+  }
+  std::vector<Violation> violations = validate(code_object, device);
+  if (!violations.empty()) {
+    return Error(violations.front().kind,
+                 std::string(what) + " refused by the validator: " + violations.front().message +
+                     (violations.size() > 1 ? " (and " + std::to_string(violations.size() - 1) + " more)"
+                                            : std::string()));
+  }
+  return {};
+}
+
 Expected<void> check_dispatch(const Kernel& kernel, const Device& device, const Dispatch& dispatch) {
   std::vector<Problem> problems;
   KernargLayout layout = detail::kernarg_layout(kernel, problems);

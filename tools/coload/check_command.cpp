@@ -305,15 +305,18 @@ int run_check(std::span<const std::string> args) {
       check_bytes(checked, bundle->entries()[0].bytes, target_device);
     }
   } else {
-    KeptBudget budget(stream_options.read.max_decompressed_bytes);
+    KeptBytes budget = command_budget(stream_options.read.max_decompressed_bytes);
     bool over_budget = false;
     auto take = [&](std::size_t i, Expected<BundleChoice>& choice) {
       // A code object read keeps its metadata; counted as its entry's size.
-      if (choice && binary->bundles()[i].format == BundleFormat::Compressed &&
-          !budget.charge(selection_bytes(choice->selection) + choice->chosen_bytes().size(), path, i,
-                         "its report and chosen entry")) {
-        over_budget = true;
-        return false;
+      if (choice && choice->compressed()) {
+        auto charged = budget.charge(selection_bytes(choice->selection) + choice->chosen_bytes().size(),
+                                     "its report and chosen entry");
+        if (!charged) {
+          print_error(std::move(charged).error().in_bundle(i).in_file(path));
+          over_budget = true;
+          return false;
+        }
       }
       Checked& checked = results.emplace_back();
       checked.bundle = i;
@@ -334,7 +337,7 @@ int run_check(std::span<const std::string> args) {
     };
     std::vector<std::size_t> every(binary->bundles().size());
     std::iota(every.begin(), every.end(), std::size_t{0});
-    choose_in_bundles(*binary, every, *device, *select_options, stream_options, path, take);
+    choose_in_binary(*binary, every, *device, {.select = *select_options, .stream = stream_options}, take);
     if (over_budget) return kExitInputError;
   }
 

@@ -14,7 +14,7 @@
 #include "coload/hotswap.h"
 #include "coload/select.h"
 #include "coload/stream_select.h"
-#include "bundle_order.h"
+#include "coload/pipeline.h"
 #include "commands.h"
 
 namespace coload::cli {
@@ -118,7 +118,7 @@ int extract_for_device(const std::string& path, const std::string& output, std::
   const std::optional<SelectOptions> select_options = cli_select_options(*config);
   if (!select_options) return kExitInputError;
   bool failed = false;
-  KeptBudget budget(stream_options.read.max_decompressed_bytes);
+  KeptBytes budget = command_budget(stream_options.read.max_decompressed_bytes);
   // Stops at the first bundle without a usable entry, as the loop did.
   auto take = [&](std::size_t i, Expected<BundleChoice>& choice) {
     std::string where = path + ": bundle " + std::to_string(i);
@@ -135,10 +135,12 @@ int extract_for_device(const std::string& path, const std::string& output, std::
       return false;
     }
     std::span<const std::byte> bytes = choice->chosen_bytes();
-    if (binary->bundles()[i].format == BundleFormat::Compressed &&
-        !budget.charge(bytes.size(), path, i, "its chosen entry")) {
-      failed = true;
-      return false;
+    if (choice->compressed()) {
+      if (auto charged = budget.charge(bytes.size(), "its chosen entry"); !charged) {
+        print_error(std::move(charged).error().in_bundle(i).in_file(path));
+        failed = true;
+        return false;
+      }
     }
     std::string tier(to_string(*candidate->tier));
     if (retarget && candidate->tier == Tier::Equivalent) {
@@ -161,7 +163,7 @@ int extract_for_device(const std::string& path, const std::string& output, std::
     }
     return true;
   };
-  choose_in_bundles(*binary, indices, *device, *select_options, stream_options, path, take);
+  choose_in_binary(*binary, indices, *device, {.select = *select_options, .stream = stream_options}, take);
   if (failed) return kExitInputError;
   if (chosen.size() == 1) return write_file(output, chosen.front().bytes) ? kExitOk : kExitInputError;
   for (const Chosen& hit : chosen) {
@@ -230,7 +232,7 @@ int run_extract(std::span<const std::string> args) {
   constexpr std::size_t kListed = 32;
   std::vector<std::string> present;
   std::uint64_t unlisted = 0;
-  KeptBudget budget(stream_options.read.max_decompressed_bytes);
+  KeptBytes budget = command_budget(stream_options.read.max_decompressed_bytes);
   std::vector<std::size_t> indices;
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     if (!only_bundle || i == *only_bundle) indices.push_back(i);
@@ -253,7 +255,7 @@ int run_extract(std::span<const std::string> args) {
         };
         auto streamed = extract_from_compressed_bundle(binary->source().bytes(), info, picker, stream_options);
         if (!streamed) {
-          result.error = in_bundle(std::move(streamed).error(), path, i).message();
+          result.error = std::move(streamed).error().in_bundle(i).in_file(path).message();
           return result;
         }
         result.hit.streamed = std::move(streamed->chosen);
@@ -268,7 +270,7 @@ int run_extract(std::span<const std::string> args) {
         result.hit.bundle = std::move(*bundle);
       }
     } catch (const std::exception& exception) {
-      result.error = bundle_read_failure(path, i, exception).message();
+      result.error = bundle_failure(i, exception).in_file(path).message();
     }
     return result;
   };
@@ -297,7 +299,8 @@ int run_extract(std::span<const std::string> args) {
       }
     }
     if (!pick.index) return true;
-    if (!budget.charge(result.hit.streamed.size(), path, i, "its entry for the target")) {
+    if (auto charged = budget.charge(result.hit.streamed.size(), "its entry for the target"); !charged) {
+      print_error(std::move(charged).error().in_bundle(i).in_file(path));
       failed = true;
       return false;
     }
@@ -305,7 +308,15 @@ int run_extract(std::span<const std::string> args) {
     if (!hit.bundle) hit.bytes = hit.streamed;  // views the list's own element
     return true;
   };
-  in_bundle_order(indices, decode_threads(*binary, indices, Unbundler::Builtin), read_one, take);
+  std::vector<std::optional<Read>> reads(indices.size());
+  for_each_in_order(
+      indices.size(), decode_threads(*binary, indices, Unbundler::Builtin),
+      [&](std::size_t slot) { reads[slot].emplace(read_one(indices[slot])); },
+      [&](std::size_t slot) {
+        bool going = take(indices[slot], *reads[slot]);
+        reads[slot].reset();
+        return going;
+      });
   if (failed) return kExitInputError;
   if (found.empty()) {
     std::string listed;

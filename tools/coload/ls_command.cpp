@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "bundle_order.h"
 #include "coload/config.h"
 #include "coload/fat_binary.h"
+#include "coload/pipeline.h"
 #include "coload/stream_select.h"
 #include "commands.h"
 #include "json_writer.h"
@@ -77,9 +77,7 @@ Expected<ListedBundle> list_bundle(const FatBinary& binary, std::size_t index, c
   if (info.format == BundleFormat::Compressed) {
     auto nothing = [](std::span<const BundleEntry>) { return std::optional<std::size_t>(); };
     auto streamed = extract_from_compressed_bundle(binary.source().bytes(), info, nothing, {.read = read});
-    if (!streamed) {  // named as FatBinary::read names its errors
-      return Error(streamed.error().kind(), binary.source().name() + ": " + streamed.error().message());
-    }
+    if (!streamed) return std::move(streamed).error().in_file(binary.source().name());
     listed.streamed = std::move(streamed->heads);
     return listed;
   }
@@ -239,14 +237,14 @@ int run_ls(std::span<const std::string> args) {
     Listing listing{path, std::move(*binary), {}};
     // Text is printed as each bundle is taken; only the JSON document keeps them all.
     if (!as_json) print_header(path, *listing.binary);
-    KeptBudget budget(options.max_decompressed_bytes);
+    KeptBytes budget = command_budget(options.max_decompressed_bytes);
     std::vector<std::size_t> indices(listing.binary->bundles().size());
     std::iota(indices.begin(), indices.end(), std::size_t{0});
     auto list = [&](std::size_t index) -> Expected<ListedBundle> {
       try {
         return list_bundle(*listing.binary, index, options);
       } catch (const std::exception& exception) {
-        return bundle_read_failure(path, index, exception);
+        return bundle_failure(index, exception).in_file(path);
       }
     };
     auto take = [&](std::size_t index, Expected<ListedBundle>& listed) {
@@ -259,7 +257,8 @@ int run_ls(std::span<const std::string> args) {
         return true;
       }
       if (listed) {
-        if (!budget.charge(heads_bytes(listed->streamed), path, index, "its table")) {
+        if (auto charged = budget.charge(heads_bytes(listed->streamed), "its table"); !charged) {
+          print_error(std::move(charged).error().in_bundle(index).in_file(path));
           status = kExitInputError;
           return false;
         }
@@ -267,7 +266,15 @@ int run_ls(std::span<const std::string> args) {
       listing.bundles.push_back(std::move(listed));
       return true;
     };
-    in_bundle_order(indices, decode_threads(*listing.binary, indices, Unbundler::Builtin), list, take);
+    std::vector<std::optional<Expected<ListedBundle>>> listed(indices.size());
+    for_each_in_order(
+        indices.size(), decode_threads(*listing.binary, indices, Unbundler::Builtin),
+        [&](std::size_t slot) { listed[slot].emplace(list(indices[slot])); },
+        [&](std::size_t slot) {
+          bool going = take(indices[slot], *listed[slot]);
+          listed[slot].reset();
+          return going;
+        });
     if (as_json) listings.push_back(std::move(listing));
   }
 

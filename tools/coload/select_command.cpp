@@ -239,7 +239,7 @@ int run_select(std::span<const std::string> args) {
   if (!json) text.emplace(*device);
   bool all_selected = true;
   bool over_budget = false;
-  KeptBudget budget(read_options.max_decompressed_bytes);
+  KeptBytes budget = command_budget(read_options.max_decompressed_bytes);
   std::vector<std::size_t> every(binary->bundles().size());
   std::iota(every.begin(), every.end(), std::size_t{0});
   auto take = [&](std::size_t i, Expected<BundleChoice>& choice) {
@@ -251,12 +251,15 @@ int run_select(std::span<const std::string> args) {
     }
     all_selected = all_selected && error.empty();
     if (text) text->add(i, choice ? &*choice : nullptr, error);
-    // Left in place otherwise: choose_in_bundles reuses its storage.
-    if (keep && choice && binary->bundles()[i].format == BundleFormat::Compressed &&
-        !budget.charge(selection_bytes(choice->selection) + choice->streamed.size(), path, i,
-                       "its report and chosen entry")) {
-      over_budget = true;
-      return false;
+    // Left in place otherwise: choose_in_binary reuses its storage.
+    if (keep && choice && choice->compressed()) {
+      auto charged = budget.charge(selection_bytes(choice->selection) + choice->streamed.size(),
+                                   "its report and chosen entry");
+      if (!charged) {
+        print_error(std::move(charged).error().in_bundle(i).in_file(path));
+        over_budget = true;
+        return false;
+      }
     }
     if (keep) {
       results.push_back({.index = i, .choice = choice ? std::optional(std::move(*choice)) : std::nullopt,
@@ -264,7 +267,7 @@ int run_select(std::span<const std::string> args) {
     }
     return true;
   };
-  choose_in_bundles(*binary, every, *device, *select_options, stream_options, path, take);
+  choose_in_binary(*binary, every, *device, {.select = *select_options, .stream = stream_options}, take);
   if (over_budget) {
     if (text) text->flush();  // what was judged before the limit
     return kExitInputError;

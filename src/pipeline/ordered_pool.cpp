@@ -1,45 +1,34 @@
-// Work on a fat binary's bundles on several threads, results handed over in
-// bundle order on the calling thread: what the CLI's subcommands print and
-// write stays exactly what one thread would produce.
-#pragma once
-
+// for_each_in_order (coload/pipeline.h): work on several threads, results
+// taken in order on the calling thread, so that what a caller prints or
+// loads is exactly what one thread would produce.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstddef>
 #include <exception>
 #include <mutex>
-#include <optional>
-#include <span>
 #include <system_error>
 #include <thread>
 #include <vector>
 
-namespace coload::cli {
+#include "coload/pipeline.h"
 
-/// Calls `work(index)` for each of `indices` on up to `threads` threads (this
-/// one included) and `take(index, result)` on this thread, in the order of
-/// `indices`, each as soon as its result and those before it are made. A
-/// helper begins no new work while 8 x `threads` results wait to be taken,
-/// so a slow `take` (a full pipe) holds a few results, not every bundle's
-/// (2 x `threads` kept a helper idle behind this thread's own work: `coload
-/// select` on 128 CCOBs took 18 % longer).
-/// `take` returns false to stop: work not begun is skipped, results made
-/// ahead are dropped. An exception from `work` on a helper thread is
-/// rethrown here, in order, once the helpers are joined.
-template <class Work, class Take>
-void in_bundle_order(std::span<const std::size_t> indices, std::size_t threads, Work work, Take take) {
-  using Result = decltype(work(std::size_t{}));
-  if (threads < 2 || indices.size() < 2) {
-    for (std::size_t index : indices) {
-      Result result = work(index);
-      if (!take(index, result)) return;
+namespace coload {
+
+void for_each_in_order(std::size_t count, std::size_t threads, const std::function<void(std::size_t slot)>& work,
+                       const std::function<bool(std::size_t slot)>& take) {
+  if (threads < 2 || count < 2) {
+    for (std::size_t slot = 0; slot < count; ++slot) {
+      work(slot);
+      if (!take(slot)) return;
     }
     return;
   }
+  // Counting results waiting to be taken, not results begun: a window of
+  // 2 x threads begun kept a helper idle behind this thread's own work
+  // (docs/performance.md, "CLI's decode threads stop while results wait to be taken").
   const std::size_t window = 8 * threads;
-  std::vector<std::optional<Result>> made(indices.size());
-  std::vector<std::exception_ptr> thrown(indices.size());
+  std::vector<char> made(count, 0);
+  std::vector<std::exception_ptr> thrown(count);
   std::mutex mutex;
   std::condition_variable ready, room;
   std::atomic<std::size_t> next{0};
@@ -53,28 +42,24 @@ void in_bundle_order(std::span<const std::size_t> indices, std::size_t threads, 
       if (stop) return false;
       slot = next.fetch_add(1, std::memory_order_relaxed);
     }
-    if (slot >= indices.size()) return false;
-    std::optional<Result> result;
+    if (slot >= count) return false;
     std::exception_ptr failure;
     try {
-      result.emplace(work(indices[slot]));
+      work(slot);
     } catch (...) {
       failure = std::current_exception();
     }
     {
       std::lock_guard lock(mutex);
-      if (failure) {
-        thrown[slot] = failure;
-      } else {
-        made[slot] = std::move(result);
-      }
+      if (failure) thrown[slot] = failure;
+      made[slot] = 1;
       ++waiting;
     }
     ready.notify_all();
     return true;
   };
   std::vector<std::jthread> helpers;
-  for (std::size_t t = 1; t < std::min(threads, indices.size()); ++t) {
+  for (std::size_t t = 1; t < std::min(threads, count); ++t) {
     try {
       helpers.emplace_back([&] {
         for (;;) {
@@ -106,27 +91,26 @@ void in_bundle_order(std::span<const std::size_t> indices, std::size_t threads, 
   // Takes what is ready, in order; with `wait`, waits for the next one first
   // (only called when that one is begun: every begun slot is some thread's).
   auto take_ready = [&](bool wait) -> bool {
-    while (taken < indices.size()) {
+    while (taken < count) {
       std::unique_lock lock(mutex);
-      if (wait) ready.wait(lock, [&] { return made[taken].has_value() || thrown[taken]; });
+      if (wait) ready.wait(lock, [&] { return made[taken] != 0; });
+      if (!made[taken]) return true;
       if (thrown[taken]) {
         failure = thrown[taken];
         return false;
       }
-      if (!made[taken]) return true;
-      Result result = std::move(*made[taken]);
-      made[taken].reset();
+      made[taken] = 0;
       --waiting;
       lock.unlock();
       room.notify_all();
       wait = false;
-      if (!take(indices[taken], result)) return false;
+      if (!take(taken)) return false;
       ++taken;
     }
     return true;
   };
   bool going = true;
-  while (going && taken < indices.size()) {
+  while (going && taken < count) {
     bool room_left;
     {
       std::lock_guard lock(mutex);
@@ -143,4 +127,4 @@ void in_bundle_order(std::span<const std::size_t> indices, std::size_t threads, 
   if (failure) std::rethrow_exception(failure);
 }
 
-}  // namespace coload::cli
+}  // namespace coload

@@ -1,8 +1,8 @@
-// The CLI's in_bundle_order (tools/coload/bundle_order.h): results taken in
-// order, helpers held to a window ahead of a slow consumer, and a helper's
-// exception handed to the caller instead of ending the process. Runs in
-// coload_concurrency_test, so scripts/test.sh runs it under TSan as well.
-#include "bundle_order.h"
+// The pipeline's ordered pool (for_each_in_order, coload/pipeline.h): results
+// taken in order, helpers held to a window ahead of a slow consumer, and a
+// helper's exception handed to the caller instead of ending the process. Runs
+// in coload_concurrency_test, so scripts/test.sh runs it under TSan as well.
+#include "coload/pipeline.h"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,12 @@
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
-namespace coload::cli {
+namespace coload {
 namespace {
 
 std::vector<std::size_t> indices(std::size_t count) {
@@ -23,13 +24,23 @@ std::vector<std::size_t> indices(std::size_t count) {
   return all;
 }
 
-TEST(InBundleOrder, ASlowConsumerHoldsAWindowOfResultsNotEveryOne) {
+/// for_each_in_order over `all` with per-slot results, as the pipeline's callers use it.
+template <class Work, class Take>
+void in_order(const std::vector<std::size_t>& all, std::size_t threads, Work work, Take take) {
+  using Result = decltype(work(std::size_t{}));
+  std::vector<std::optional<Result>> made(all.size());
+  for_each_in_order(
+      all.size(), threads, [&](std::size_t slot) { made[slot].emplace(work(all[slot])); },
+      [&](std::size_t slot) { return take(all[slot], *made[slot]); });
+}
+
+TEST(ForEachInOrder, ASlowConsumerHoldsAWindowOfResultsNotEveryOne) {
   for (std::size_t threads : {2u, 4u}) {
     const std::vector<std::size_t> all = indices(200);
     std::atomic<std::size_t> begun{0};
     std::size_t taken = 0, most_ahead = 0;
     std::vector<std::size_t> order;
-    in_bundle_order(
+    in_order(
         all, threads,
         [&](std::size_t index) {
           begun.fetch_add(1);
@@ -49,10 +60,10 @@ TEST(InBundleOrder, ASlowConsumerHoldsAWindowOfResultsNotEveryOne) {
   }
 }
 
-TEST(InBundleOrder, AnExceptionFromWorkReachesTheCallerAfterTheResultsBeforeIt) {
+TEST(ForEachInOrder, AnExceptionFromWorkReachesTheCallerAfterTheResultsBeforeIt) {
   const std::vector<std::size_t> all = indices(100);
   std::vector<std::size_t> order;
-  EXPECT_THROW(in_bundle_order(
+  EXPECT_THROW(in_order(
                    all, 4,
                    [&](std::size_t index) {
                      if (index == 50) throw std::runtime_error("out of memory, say");
@@ -66,9 +77,9 @@ TEST(InBundleOrder, AnExceptionFromWorkReachesTheCallerAfterTheResultsBeforeIt) 
   EXPECT_EQ(order, indices(50));
 }
 
-TEST(InBundleOrder, AnExceptionFromTakeLetsTheHelpersFinish) {
+TEST(ForEachInOrder, AnExceptionFromTakeLetsTheHelpersFinish) {
   const std::vector<std::size_t> all = indices(100);
-  EXPECT_THROW(in_bundle_order(
+  EXPECT_THROW(in_order(
                    all, 4, [](std::size_t index) { return index; },
                    [](std::size_t index, std::size_t&) {
                      if (index == 3) throw std::runtime_error("a failed write");
@@ -77,11 +88,11 @@ TEST(InBundleOrder, AnExceptionFromTakeLetsTheHelpersFinish) {
                std::runtime_error);
 }
 
-TEST(InBundleOrder, StoppingSkipsTheRest) {
+TEST(ForEachInOrder, StoppingSkipsTheRest) {
   const std::vector<std::size_t> all = indices(100);
   std::atomic<std::size_t> worked{0};
   std::vector<std::size_t> order;
-  in_bundle_order(
+  in_order(
       all, 4,
       [&](std::size_t index) {
         worked.fetch_add(1);
@@ -96,4 +107,4 @@ TEST(InBundleOrder, StoppingSkipsTheRest) {
 }
 
 }  // namespace
-}  // namespace coload::cli
+}  // namespace coload

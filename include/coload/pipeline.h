@@ -1,0 +1,135 @@
+// coload/pipeline.h: the one path from a fat binary to a device's code
+// objects, which the registry, the CLI and the C API all take.
+//
+// Covers: choosing for a device in every bundle of a FatBinary (a plain
+// bundle read in place, a CCOB streamed keeping only its table heads and
+// the chosen entry), on a bounded set of decode threads with results handed
+// over in bundle order; the byte budget shared by everything one caller keeps
+// of a binary's CCOBs; the ordered thread pool itself, for callers that do
+// other work per bundle (listing, extracting by entry ID). Does not cover:
+// reading or validating the chosen code object, loading it, caching across
+// calls (the registry's job).
+//
+// Thread safety: KeptBytes is shared by threads; the functions share no
+// state. Callbacks (`take`) run on the calling thread.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coload/bundle.h"
+#include "coload/device.h"
+#include "coload/error.h"
+#include "coload/fat_binary.h"
+#include "coload/select.h"
+#include "coload/stream_select.h"
+
+namespace coload {
+
+/// What one caller keeps of a binary's compressed bundles (table heads,
+/// chosen entries, reports), held to one limit together: each CCOB is held to
+/// max_decompressed_bytes alone, so a small file of many CCOBs would
+/// otherwise make a caller keep many limits' worth. Thread-safe.
+class KeptBytes {
+ public:
+  /// `scope` ends the error's sentence: "what one load keeps of its compressed bundles".
+  KeptBytes(std::uint64_t limit, std::string scope) : limit_(limit), scope_(std::move(scope)) {}
+
+  /// Counts `size` more bytes, or fails with LimitExceeded (field
+  /// "max_decompressed_bytes", value `size`, the limit) naming `what`
+  /// ("its chosen entry") and what is kept already; nothing is counted then.
+  Expected<void> charge(std::uint64_t size, std::string_view what);
+  std::uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+
+ private:
+  std::uint64_t limit_;
+  std::string scope_;
+  std::atomic<std::uint64_t> used_{0};
+};
+
+/// The bytes a selection's report holds (candidates, their IDs and reasons):
+/// what a caller keeping reports counts against its KeptBytes.
+std::uint64_t selection_bytes(const Selection& selection);
+
+/// One bundle's choice for a device.
+struct BundleChoice {
+  /// Every entry judged, as Selector::select over the whole bundle judges it.
+  Selection selection;
+  /// Plain bundles (and bare code objects): the bundle read in place; its
+  /// entries view the binary's source.
+  std::optional<Bundle> bundle;
+  /// CCOBs: the chosen entry's bytes (empty when nothing fits, or when
+  /// StreamOptions::keep_chosen is false), every entry's table fields and ELF
+  /// header, and how the stream went (StreamSelection's fields).
+  std::vector<std::byte> streamed;
+  std::vector<EntryHead> heads;
+  bool every_head = true;
+  StreamSelection::Hash hash = StreamSelection::Hash::NotChecked;
+  std::uint64_t decoded_bytes = 0;
+
+  bool compressed() const { return !bundle; }
+  /// The chosen entry's bytes; empty when nothing was chosen.
+  std::span<const std::byte> chosen_bytes() const;
+};
+
+/// Chooses with `selector` in bundle `index` of `binary`: a plain bundle is
+/// read in place, a CCOB streamed (select_in_compressed_bundle with
+/// `stream`). `spent`, when given, is a selection no longer needed whose
+/// storage a plain bundle's report reuses. Errors carry the bundle (and, from
+/// the reader, the file) in their location.
+Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
+                                        const StreamOptions& stream, Selection* spent = nullptr);
+
+/// How choose_in_binary works.
+struct ChooseOptions {
+  SelectOptions select;
+  StreamOptions stream;
+  /// Decode threads, this one included; 0: decode_threads() decides.
+  std::size_t threads = 0;
+  /// Whether a CCOB's BundleChoice::heads are handed over (for a caller that
+  /// selects again on them); dropped otherwise.
+  bool keep_heads = false;
+};
+
+/// Threads worth reading bundles `indices` of `binary` on: one per CCOB, up
+/// to the hardware's concurrency (at most 8); 1 when fewer than two are
+/// compressed or the comgr unbundler reads them (plain bundles are cheaper
+/// to read than a thread is to start).
+std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler);
+
+/// Takes a bundle's result on the calling thread; returns false to stop.
+/// It may move the result out.
+using ChoiceTaker = std::function<bool(std::size_t index, Expected<BundleChoice>& choice)>;
+
+/// The pipeline: chooses for `device` in each bundle of `indices` (one
+/// Selector for all of them), on up to `options.threads` threads, and hands
+/// each result to `take` in the order of `indices`. An exception while
+/// reading a bundle becomes that bundle's error (LimitExceeded for
+/// bad_alloc). On one thread, a report `take` leaves in place is reused for
+/// the next bundle.
+void choose_in_binary(const FatBinary& binary, std::span<const std::size_t> indices, const Device& device,
+                      const ChooseOptions& options, const ChoiceTaker& take);
+
+/// The error for an exception out of reading bundle `index`: LimitExceeded
+/// for bad_alloc, InvalidArgument otherwise, located at the bundle.
+Error bundle_failure(std::size_t index, const std::exception& exception);
+
+/// The ordered pool under choose_in_binary: calls `work(slot)` for each slot
+/// in [0, count) on up to `threads` threads (this one included) and
+/// `take(slot)` on this thread in slot order, each as soon as its work and
+/// that of every slot before it is done. Results live in the caller's
+/// storage, indexed by slot. A helper begins no new work while 8 x `threads`
+/// slots wait to be taken, so a slow `take` holds a few results, not all.
+/// `take` returns false to stop: work not begun is skipped. An exception
+/// from `work` is rethrown here, in slot order, once the helpers are joined.
+void for_each_in_order(std::size_t count, std::size_t threads, const std::function<void(std::size_t slot)>& work,
+                       const std::function<bool(std::size_t slot)>& take);
+
+}  // namespace coload

@@ -1,0 +1,118 @@
+// The pipeline (coload/pipeline.h): a device's choice in every bundle of a
+// binary, and the byte budget its callers share.
+#include <algorithm>
+#include <exception>
+#include <new>
+#include <thread>
+
+#include "coload/pipeline.h"
+#include "common/bytes.h"
+
+namespace coload {
+
+Expected<void> KeptBytes::charge(std::uint64_t size, std::string_view what) {
+  std::uint64_t before = used_.load(std::memory_order_relaxed);
+  do {
+    if (size > limit_ - before) {
+      return Error(ErrorKind::LimitExceeded, std::string(what) + " (" + detail::hex(size) +
+                                                 " bytes) would pass the limit " + detail::hex(limit_) +
+                                                 " (max_decompressed_bytes) on " + scope_ + ", of which " +
+                                                 detail::hex(before) + " is kept already")
+          .at_field("max_decompressed_bytes", std::nullopt, size, limit_);
+    }
+  } while (!used_.compare_exchange_weak(before, before + size, std::memory_order_relaxed));
+  return {};
+}
+
+std::uint64_t selection_bytes(const Selection& selection) {
+  std::uint64_t total = 0;
+  for (const Candidate& candidate : selection.candidates) {
+    total += sizeof(Candidate) + candidate.id.size() + candidate.reason.size();
+  }
+  return total;
+}
+
+std::span<const std::byte> BundleChoice::chosen_bytes() const {
+  const Candidate* chosen = selection.chosen();
+  if (!chosen) return {};
+  if (bundle) return bundle->entries()[chosen->entry_index].bytes;
+  return streamed;
+}
+
+Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
+                                        const StreamOptions& stream, Selection* spent) {
+  const BundleInfo& info = binary.bundles()[index];
+  BundleChoice choice;
+  // Streamed, or with comgr refused before anything is decoded (comgr cannot read a CCOB).
+  if (info.format == BundleFormat::Compressed) {
+    auto streamed = select_in_compressed_bundle(selector.device(), binary.source().bytes(), info, selector.options(),
+                                                stream);
+    if (!streamed) return std::move(streamed).error().in_bundle(index).in_file(binary.source().name());
+    choice.selection = std::move(streamed->selection);
+    choice.streamed = std::move(streamed->chosen);
+    choice.heads = std::move(streamed->heads);
+    choice.every_head = streamed->every_head;
+    choice.hash = streamed->hash;
+    choice.decoded_bytes = streamed->decoded_bytes;
+    return choice;
+  }
+  auto bundle = binary.read(index);
+  if (!bundle) return std::move(bundle).error();
+  if (spent) choice.selection = std::move(*spent);
+  if (auto selected = selector.select(*bundle, choice.selection); !selected) {
+    return std::move(selected).error().in_bundle(index).in_file(binary.source().name());
+  }
+  choice.bundle = std::move(*bundle);
+  return choice;
+}
+
+std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler) {
+  // Only decoding CCOBs is worth a thread: for plain bundles a second thread's
+  // start and malloc arena cost more than the work it would share
+  // (docs/performance.md).
+  if (unbundler != Unbundler::Builtin) return 1;
+  std::size_t compressed = std::count_if(indices.begin(), indices.end(), [&](std::size_t index) {
+    return binary.bundles()[index].format == BundleFormat::Compressed;
+  });
+  if (compressed < 2) return 1;  // hardware_concurrency reads sysfs
+  return std::min<std::size_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u), compressed);
+}
+
+Error bundle_failure(std::size_t index, const std::exception& exception) {
+  if (dynamic_cast<const std::bad_alloc*>(&exception)) {
+    return Error(ErrorKind::LimitExceeded, "out of memory while reading it").in_bundle(index);
+  }
+  return Error(ErrorKind::InvalidArgument, std::string("reading it failed: ") + exception.what()).in_bundle(index);
+}
+
+void choose_in_binary(const FatBinary& binary, std::span<const std::size_t> indices, const Device& device,
+                      const ChooseOptions& options, const ChoiceTaker& take) {
+  const Selector selector(device, options.select);
+  const std::size_t threads =
+      options.threads ? options.threads : decode_threads(binary, indices, options.select.unbundler);
+  // One thread: each bundle's report (a Candidate with two strings per
+  // entry) takes over the storage of the one before; an image of 128
+  // bundles was 2 300 allocations for them.
+  Selection spent;
+  Selection* reuse = threads < 2 ? &spent : nullptr;
+  std::vector<std::optional<Expected<BundleChoice>>> made(indices.size());
+  auto work = [&](std::size_t slot) {
+    const std::size_t index = indices[slot];
+    try {
+      made[slot].emplace(choose_in_bundle(binary, index, selector, options.stream, reuse));
+      if (!options.keep_heads && *made[slot]) std::vector<EntryHead>().swap((*made[slot])->heads);
+    } catch (const std::exception& exception) {
+      made[slot].emplace(bundle_failure(index, exception).in_file(binary.source().name()));
+    }
+  };
+  auto hand_over = [&](std::size_t slot) {
+    Expected<BundleChoice>& choice = *made[slot];
+    bool going = take(indices[slot], choice);
+    if (reuse && choice) spent = std::move(choice->selection);
+    made[slot].reset();
+    return going;
+  };
+  for_each_in_order(indices.size(), threads, work, hand_over);
+}
+
+}  // namespace coload

@@ -1,0 +1,187 @@
+// The registry's cache of bundles and the code objects read from them
+// (registry_parts.h, ImageCache).
+#include "common/bytes.h"
+#include "registry/registry_parts.h"
+
+namespace coload::registry {
+namespace {
+
+/// The key CCOBs are shared by: identical stored hash and size.
+std::string ccob_key(const BundleInfo& info) {
+  return detail::hex(info.compressed->hash) + ":" + std::to_string(info.compressed->uncompressed_size);
+}
+
+std::string hash_outcome(StreamSelection::Hash hash) {
+  switch (hash) {
+    case StreamSelection::Hash::Checked: return "verified";
+    case StreamSelection::Hash::CheckedEarlier: return "verified earlier (marked)";
+    case StreamSelection::Hash::NotChecked: break;
+  }
+  return "not checked";
+}
+
+/// The code object already read from entry `id` of `data`, if any device still uses it.
+std::shared_ptr<const EntryImage> cached_image(const BundleData& data, std::string_view id) {
+  auto it = data.entries.find(id);
+  return it == data.entries.end() ? nullptr : it->second.lock();
+}
+
+}  // namespace
+
+Expected<BundleChoice> ImageCache::stream(const FatBinary& fat, const std::string& name, std::size_t index,
+                                          const Selector& selector) {
+  auto streamed = choose_in_bundle(fat, index, selector, stream_);
+  if (!streamed) return streamed;
+  counters_.add(counters_.bundles_decompressed);
+  counters_.add(counters_.bytes_decoded, streamed->decoded_bytes);
+  log_(LogLevel::Debug, [&] {
+    const Candidate* kept = streamed->selection.chosen();
+    return name + ": bundle " + std::to_string(index) + ": CCOB streamed for " + selector.device().str() +
+           ": decoded " + std::to_string(streamed->decoded_bytes) + " of " +
+           std::to_string(fat.bundles()[index].compressed->uncompressed_size) + " bytes, hash " +
+           hash_outcome(streamed->hash) + ", kept " +
+           (kept ? "entry " + std::to_string(kept->entry_index) + " (" + std::to_string(streamed->streamed.size()) +
+                       " bytes)"
+                 : std::string("nothing"));
+  });
+  return streamed;
+}
+
+Expected<std::shared_ptr<const EntryImage>> ImageCache::add_image(const BundleData& data,
+                                                                  std::shared_ptr<const BundleData> bundle,
+                                                                  std::vector<std::byte> decoded,
+                                                                  std::span<const std::byte> bytes,
+                                                                  std::string_view id) {
+  counters_.add(counters_.code_objects_read);
+  auto code_object = CodeObject::read(bytes);  // `decoded` keeps its buffer when moved below
+  if (!code_object) return std::move(code_object).error();
+  auto image = std::make_shared<const EntryImage>(
+      EntryImage{std::move(bundle), std::move(decoded), bytes, std::move(*code_object)});
+  data.entries.insert_or_assign(std::string(id), image);
+  return image;
+}
+
+Expected<std::shared_ptr<const BundleData>> ImageCache::shared_ccob(const FatBinary& fat, const std::string& name,
+                                                                    std::size_t index, const Selector& selector,
+                                                                    std::optional<BundleChoice>& streamed) {
+  const std::string key = ccob_key(fat.bundles()[index]);
+  {
+    std::lock_guard lock(mutex_);
+    auto it = compressed_.find(key);
+    if (it != compressed_.end()) {
+      if (auto data = it->second.lock()) return data;
+    }
+  }
+  auto decoded = stream(fat, name, index, selector);
+  if (!decoded) return std::move(decoded).error();
+  counters_.add(counters_.bundles_read);
+  auto data = std::make_shared<const BundleData>(fat.bundles()[index], std::move(decoded->heads), decoded->every_head);
+  streamed = std::move(*decoded);
+  std::lock_guard lock(mutex_);
+  std::erase_if(compressed_, [](const auto& item) { return item.second.expired(); });
+  auto [it, inserted] = compressed_.try_emplace(key, data);
+  if (!inserted) {
+    if (auto existing = it->second.lock()) return existing;  // another registration streamed it meanwhile
+    it->second = data;
+  }
+  return data;
+}
+
+Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat, const std::string& name,
+                                    BundleSlot& slot, std::size_t index, const Selector& selector, KeptBytes& kept) {
+  const BundleInfo& info = fat->bundles()[index];
+  const bool compressed = info.format == BundleFormat::Compressed && info.compressed;
+  Choice choice;
+  std::optional<BundleChoice> streamed;
+  {
+    std::lock_guard lock(slot.mutex);
+    if (!slot.done) {
+      slot.done = true;
+      Expected<std::shared_ptr<const BundleData>> made = Error(ErrorKind::Malformed, {});
+      if (compressed) {
+        made = shared_ccob(*fat, name, index, selector, streamed);
+      } else {
+        auto read = fat->read(index);
+        counters_.add(counters_.bundles_read);
+        if (read) {
+          made = std::make_shared<const BundleData>(std::move(*read), fat);
+        } else {
+          made = std::move(read).error();
+        }
+      }
+      if (made) {
+        slot.data = std::move(*made);
+      } else {
+        slot.error = std::move(made).error();
+      }
+    }
+    if (slot.error) return *slot.error;
+    choice.data = slot.data;
+  }
+  const BundleData& data = *choice.data;
+  if (compressed) {
+    if (auto charged = kept.charge(heads_bytes(data.heads), "its table's IDs and ELF headers"); !charged) {
+      return std::move(charged).error().with_context("CCOB of " + std::to_string(data.heads.size()) + " entries");
+    }
+  }
+  if (!streamed && !data.every_head) {
+    // Skip mode stopped the stream that kept these heads before some
+    // entries' ELF headers: this device's choice needs a stream of its own.
+    auto again = stream(*fat, name, index, selector);
+    if (!again) return std::move(again).error();
+    streamed = std::move(*again);
+  }
+  if (streamed) {
+    choice.selection = streamed->selection;  // the stream's own, kept for the check below
+  } else {
+    auto selection = selector.select(data.bundle);
+    if (!selection) return std::move(selection).error();
+    choice.selection = std::move(*selection);
+  }
+  const Candidate* chosen = choice.selection.chosen();
+  if (!chosen) return choice;
+  const BundleEntry& entry = data.bundle.entries()[chosen->entry_index];
+  const std::string entry_where = "entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
+  if (compressed) {
+    // Charged before a later device decodes the entry again; a first stream has decoded it already.
+    if (auto charged = kept.charge(data.heads[chosen->entry_index].size, "its size"); !charged) {
+      return std::move(charged).error().with_context(entry_where);
+    }
+  }
+  std::lock_guard lock(data.entries_mutex);
+  choice.image = cached_image(data, entry.id);
+  if (choice.image) {
+    log_(LogLevel::Debug, [&] {
+      return name + ": bundle " + std::to_string(index) + ": " + entry_where + " reused for " +
+             selector.device().str();
+    });
+    return choice;
+  }
+  if (!compressed) {
+    auto image = add_image(data, choice.data, {}, entry.bytes, entry.id);
+    if (!image) return std::move(image).error().with_context(entry_where);
+    choice.image = std::move(*image);
+    return choice;
+  }
+  if (!streamed) {
+    auto again = stream(*fat, name, index, selector);
+    if (!again) return std::move(again).error();
+    streamed = std::move(*again);
+  }
+  const Candidate* decoded = streamed->selection.chosen();
+  if (!decoded || decoded->entry_index != chosen->entry_index) {
+    // The heads came from another registration with this stored hash and
+    // size, and this stream's entries differ: the hash does not tell them apart.
+    return Error(ErrorKind::HashMismatch,
+                 entry_where + ": chosen from the heads of an earlier CCOB with stored hash and size " +
+                     ccob_key(info) + ", but this bundle's stream chose " +
+                     (decoded ? "entry " + std::to_string(decoded->entry_index) : "nothing"));
+  }
+  std::span<const std::byte> bytes = streamed->streamed;
+  auto image = add_image(data, nullptr, std::move(streamed->streamed), bytes, entry.id);
+  if (!image) return std::move(image).error().with_context(entry_where);
+  choice.image = std::move(*image);
+  return choice;
+}
+
+}  // namespace coload::registry
