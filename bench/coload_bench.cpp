@@ -233,7 +233,7 @@ struct HashSetup {
   coload::StreamOptions options;
 };
 
-// LLVM never checks a CCOB's stored hash (reference/bundle-formats.md 2.3),
+// LLVM never checks a CCOB's stored hash (docs/format.md, "Compressed bundle"),
 // so coload's Skip mode is the like-for-like comparison; Verify adds the MD5.
 void BM_HostExtract(benchmark::State& state, const char* file, HashMode mode) {
   const std::string path = input(file);

@@ -15,7 +15,7 @@ void require(bool condition) {
   if (!condition) __builtin_trap();
 }
 
-/// Any and Unsupported constrain nothing (isa-matching.md 1.2), and an
+/// Any and Unsupported constrain nothing (docs/selection.md), and an
 /// always-on xnack is implied by the processor: none of them is printed.
 bool unconstrained(coload::FeatureState state) {
   return state == coload::FeatureState::Any || state == coload::FeatureState::Unsupported;

@@ -242,8 +242,8 @@ TEST_P(V1Bombs, ChainDecodesOneLimitAtMost) {
 INSTANTIATE_TEST_SUITE_P(Ccob, V1Bombs, ::testing::Values(CcobMethod::Zlib), [](const auto&) { return "zlib"; });
 
 // A v1 zstd stream whose frames declare their content size is measured from
-// its frame and block headers (reference: "walk frames with the frame-size
-// query"): nothing is decoded or charged to the v1 budget when the file opens.
+// its frame and block headers (walking the frames with the frame-size
+// query): nothing is decoded or charged to the v1 budget when the file opens.
 TEST(ScanBundles, V1ZstdStreamsAreMeasuredFromTheirFrameHeaders) {
   // 16 bombs that would cost 8 limits of decoding: all found.
   const std::uint64_t declared = ReadOptions{}.max_decompressed_bytes / 2 + (1u << 20);

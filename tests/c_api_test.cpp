@@ -181,7 +181,7 @@ TEST_F(CApiTest, RegisterLookUpAndUnregister) {
   EXPECT_EQ(coload_unregister(registry, binary), COLOAD_ERROR_NOT_FOUND);
 }
 
-// Seeds 002 and 004: a C runtime checks a dispatch against the metadata before
+// docs/loading.md: a C runtime checks a dispatch against the metadata before
 // submitting it, with errors naming kernel, field, value and limit.
 TEST_F(CApiTest, CheckDispatchAgainstTheKernelsMetadata) {
   coload_binary binary = 0;

@@ -138,7 +138,7 @@ expect_exit_env 2 "unknown COLOAD_UNBUNDLER value" COLOAD_UNBUNDLER=both "$coloa
 # `check`: kernels, problems and violations of a code object, alone or as selected.
 "$coload" check --json --device gfx942 "$fixtures/check/lds_heavy-gfx950.co" > "$work/heavy.json"
 check "check exits 1 for a gfx950 LDS object on gfx942" test $? -eq 1
-check "check --json names the LDS overflow and the processor it fits (seeds/002)" python3 -c '
+check "check --json names the LDS overflow and the processor it fits (docs/loading.md)" python3 -c '
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["device"] == "gfx942:sramecc+:xnack-" and doc["ok"] is False, doc

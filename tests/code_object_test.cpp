@@ -651,7 +651,7 @@ TEST(CodeObjectDescriptor, SymbolNamedByTheMetadataNotBuiltFromTheName) {
 }
 
 // ---------------------------------------------------------------------------
-// Cross-checks (table 2.1).
+// Cross-checks (docs/format.md, "Kernel descriptor").
 
 TEST(CodeObjectDescriptor, SizesMustEqualTheMetadata) {
   struct Case {

@@ -491,13 +491,13 @@ struct Difference {
 
 std::vector<Difference> expected_differences() {
   std::vector<Difference> differences;
-  // isa-matching.md 4.2: comgr gives a query the first compatible entry in file
+  // docs/comgr.md: comgr gives a query the first compatible entry in file
   // order; coload prefers the entry whose xnack/sramecc equal the device's.
   for (std::string spec : {"gfx90a:sramecc+:xnack-", "gfx90a:sramecc-:xnack-"}) {
     differences.push_back({"select/cov4_variants.hipfb", spec, dev("gfx90a:xnack-"), dev("gfx90a"),
                            "comgr takes the Any entry listed first; coload the exact xnack- one"});
   }
-  // bundle-formats.md 1.4: coload treats amdgcn-amd-amdhsa-unknown like
+  // docs/format.md (entry IDs): coload treats amdgcn-amd-amdhsa-unknown like
   // amdgcn-amd-amdhsa-; comgr 5.2.3 matches only the empty environment.
   for (std::string spec : {"gfx90a:sramecc+:xnack-", "gfx90a:sramecc+:xnack+", "gfx90a:sramecc-:xnack-"}) {
     differences.push_back({"unknown_env", spec, "hipv4-amdgcn-amd-amdhsa-unknown-gfx90a", std::nullopt,

@@ -317,7 +317,7 @@ TEST_F(HipRuntimeTest, LoadsFromManyThreads) {
 }
 
 // Debian's HIP 5.2.3 on a machine without a GPU: hipGetDeviceCount gives
-// hipErrorNoDevice (reference 6.3), which must arrive as NotFound.
+// hipErrorNoDevice (docs/loading.md), which must arrive as NotFound.
 TEST(HipRealRuntime, NoGpuIsAClearError) {
   void* probe = dlopen("libamdhip64.so.5", RTLD_NOW | RTLD_LOCAL);
   if (!probe) GTEST_SKIP() << "libamdhip64.so.5 is not installed (package libamdhip64-5)";

@@ -438,7 +438,7 @@ TEST(MetadataDifferential, AgreesWithComgrOnEveryFixtureItReads) {
     expect_same(fixture.metadata, *tree, "comgr vs " + fixture.path.lexically_relative(kFixtures).string());
     ++compared;
   }
-  // Section 6.4 of metadata-and-loader.md: comgr 5.2.3 reads v4, v5 and v6 notes.
+  // docs/comgr.md ("Metadata"): comgr 5.2.3 reads v4, v5 and v6 notes.
   EXPECT_GE(compared, 14u);
   EXPECT_TRUE(refused.empty()) << refused.size() << " refused, first: " << refused.front();
 }

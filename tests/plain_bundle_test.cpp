@@ -29,7 +29,7 @@ TEST(PlainBundle, ReadsEntriesAsViewsIntoTheInput) {
   ASSERT_TRUE(Succeeds(parsed));
   ASSERT_EQ(parsed->entries.size(), 3u);
   EXPECT_EQ(parsed->size, bundle.size());
-  EXPECT_EQ(parsed->size, 0x2000u + 4232u);  // matches the reference's annotated example
+  EXPECT_EQ(parsed->size, 0x2000u + 4232u);  // the example of docs/format.md ends there
   EXPECT_EQ(parsed->header_size, testing::plain_bundle_header_size(three_entries()));
 
   const BundleEntry& host = parsed->entries[0];

@@ -118,7 +118,7 @@ TEST(ProcessorTable, GenericFamiliesAreGenericRows) {
     EXPECT_EQ(family->isa_major, row.isa_major);
     EXPECT_EQ(family->wave_sizes, row.wave_sizes);
   }
-  // Family by name, not version arithmetic (isa-matching.md section 3).
+  // Family by name, not version arithmetic (docs/selection.md).
   EXPECT_EQ(find_processor("gfx1250")->generic_family, "gfx12-5-generic");
   EXPECT_EQ(find_processor("gfx906")->generic_family, "gfx9-generic");
   EXPECT_EQ(find_processor("gfx908")->generic_family, "");
@@ -127,7 +127,7 @@ TEST(ProcessorTable, GenericFamiliesAreGenericRows) {
   EXPECT_EQ(find_processor("gfx1250")->wave_sizes, kWave32);
 }
 
-// What ROCr reports as HSA_AGENT_INFO_WAVEFRONT_SIZE (isa-matching.md section 6).
+// What ROCr reports as HSA_AGENT_INFO_WAVEFRONT_SIZE (docs/selection.md, the processor table).
 TEST(ProcessorTable, DefaultWaveSizeIsWhatTheRuntimeReports) {
   EXPECT_EQ(find_processor("gfx803")->default_wave_size, 64);
   EXPECT_EQ(find_processor("gfx90a")->default_wave_size, 64);

@@ -535,7 +535,7 @@ TEST(RegistryLog, DefaultLevelReportsFailedLoadsOnly) {
       << capture.lines[0].second;
 }
 
-// A plugin or pairs without the switch is not a silent no-op (seeds/001): it is said once.
+// A plugin or pairs without the switch is not a silent no-op (docs/environment.md): it is said once.
 TEST(RegistryLog, HotswapSettingsWithoutTheSwitchAreReported) {
   LogCapture capture;
   Config config;
@@ -745,7 +745,7 @@ TEST(RegistryHotswap, NativeWinsAndThePassIsNeverCalled) {
   auto binary = registry.register_file(fixture("select/native_and_foreign.hipfb"));
   ASSERT_TRUE(Succeeds(binary));
   ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi")));
-  EXPECT_EQ(pass.calls->load(), 0);  // shared/seeds/000: a listed pair never beats native code
+  EXPECT_EQ(pass.calls->load(), 0);  // docs/selection.md, "Hotswap last": a listed pair never beats native code
   EXPECT_EQ(loaded_processor(registry, *binary, 0), "gfx942");
   EXPECT_EQ(runtime->total_loads(), 1u);
 }

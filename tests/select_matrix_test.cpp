@@ -1,7 +1,7 @@
 // The selector against toolchain-built fat binaries (tests/fixtures, select/):
 // one cell per (device, overrides, options, fixture). Every expectation comes
-// from shared/reference/isa-matching.md, named per cell; none is read back
-// from the implementation.
+// from a rule of docs/selection.md, labelled per cell as below; none is read
+// back from the implementation.
 //
 //   1.2  an On/Off feature of the code object must equal the device's; Any
 //        and Unsupported constrain nothing
@@ -74,7 +74,7 @@ const std::vector<Cell> kCells = {
   // any_first: gfx90a (Any) precedes gfx90a:xnack- in file order
   {.name = "exact_beats_earlier_any", .device = "gfx90a:sramecc+:xnack-",
    .fixture = "select/any_first.hipfb", .expected = amd("gfx90a:xnack-"), .tier = Tier::Native,
-   .rule = "4.4: exact beats Any regardless of file order (comgr 4.2 would take the Any one)"},
+   .rule = "4.4: exact beats Any regardless of file order (comgr would take the Any one)"},
   {.name = "any_taken_when_no_exact", .device = "gfx90a:sramecc+:xnack+",
    .fixture = "select/any_first.hipfb", .expected = amd("gfx90a"), .tier = Tier::Native,
    .rule = "1.2: Any runs in both modes; xnack- refused"},

@@ -201,7 +201,7 @@ TEST(Select, HotswapOnlyWhenNothingNativeOrGenericFits) {
   Entries both;
   both.code("gfx1250", kGfx1250 | kXnackOn).code("gfx942", kGfx942 | kXnackAny | kSrameccAny);
   Selection native = select_entry(device("gfx942"), both.get(), options);
-  EXPECT_EQ(native.selected, 1u);  // the seeds/000 bug: the allowlisted source must not win
+  EXPECT_EQ(native.selected, 1u);  // the CLR forwarding bug (docs/selection.md): the allowlisted source must not win
   EXPECT_EQ(native.candidates[0].tier, Tier::Hotswap);
   EXPECT_EQ(native.candidates[0].verdict, Verdict::Compatible);
   EXPECT_NE(native.candidates[0].reason.find("not used: a native entry fits"), std::string::npos);

@@ -371,7 +371,7 @@ TEST(Validate, GenericFeatureMismatch) {
 // validate(): per-kernel checks.
 
 TEST(Validate, StaticLdsOverTheDeviceNamesTheProcessorItFits) {
-  // seeds/002: a .co built for gfx950 (160 KiB LDS) checked against gfx942 (64 KiB).
+  // docs/loading.md: a .co built for gfx950 (160 KiB LDS) checked against gfx942 (64 KiB).
   Kernel k = kernel("gemm_128x128", 16, {ptr(0), ptr(8)});
   k.group_segment_fixed_size = 98304;
   auto lds = of_field(validate(code_object("gfx950", {k}), device("gfx942")), "group_segment_fixed_size");
@@ -563,7 +563,7 @@ TEST(CheckDispatch, KernelWithoutArgumentsTakesAnEmptyBuffer) {
   EXPECT_TRUE(FailsWith(check_dispatch(k, device("gfx942"), {.kernarg_bytes = 1}), ErrorKind::SizeMismatch));
 }
 
-// Seed 004: an explicit size of 0 must not mean "take the caller's length".
+// docs/loading.md: an explicit size of 0 must not mean "take the caller's length".
 // Without `.args` the layout is unknown, so the buffer is the whole segment.
 TEST(CheckDispatch, KernelWithoutArgsMetadataTakesTheWholeSegment) {
   Kernel k = kernel("asm_kernel", 24, {});

@@ -107,11 +107,9 @@ struct PlainBundle {
   std::vector<BundleEntry> entries;
 };
 
-/// Most entries a bundle's table may list. A toolchain writes one per target
-/// (a few dozen at most); each parsed entry costs several times its record
-/// (the selection's candidates, a stream's kept heads, the no-fit message),
-/// and a table of a CCOB costs almost nothing to ship: a 50 KB CCOB listing
-/// ten million records took gigabytes to read.
+/// Most entries a bundle's table may list (more is LimitExceeded). A toolchain
+/// writes one per target, a few dozen at most; docs/reading-rules.md ("Plain
+/// bundles") says why the count is bounded.
 inline constexpr std::uint64_t kMaxBundleEntries = 4096;
 /// Longest entry ID (id_len, trailing NULs included) a table may hold; target
 /// IDs take under a hundred bytes.

@@ -4,7 +4,7 @@
 // every range bounds-checked), the AMDGPU metadata note (NT_AMDGPU_METADATA,
 // msgpack, decoded strictly), the 64-byte kernel descriptors (`<name>.kd`),
 // their cross-check against the metadata, and each kernel's kernarg layout.
-// shared/reference/metadata-and-loader.md sections 1, 2, 4 and 7 are the rules.
+// docs/format.md has the layouts, docs/reading-rules.md the rules.
 // Does not cover: checks against a device (coload/validate.h).
 //
 // Ownership: a CodeObject copies what it decodes; it does not keep the bytes.

@@ -28,7 +28,7 @@ struct Device {
   std::vector<unsigned> code_object_versions{4, 5, 6};
   /// HSA_AMD_AGENT_INFO_ASIC_REVISION where known.
   std::optional<std::uint32_t> asic_revision;
-  /// Opt-in same-ISA equivalence (isa-matching.md section 5) for this device.
+  /// Opt-in same-ISA equivalence (docs/selection.md) for this device.
   bool extended_isa_compat = false;
 
   std::string str() const { return target.str(); }
@@ -56,8 +56,8 @@ Expected<Device> device_from_spec(std::string_view spec, const DeviceOverrides& 
 /// The target of a device as a runtime names it: an HSA ISA name without its
 /// "amdgcn-amd-amdhsa--" prefix, or HIP's gcnArchName. A feature the name
 /// leaves out is one the device reports no mode for (Unsupported), so only
-/// code leaving it Any fits, as in ROCr: since ROCm PR #8237, gfx902, gfx909
-/// and gfx90c are reported bare. Errors: those of TargetId::parse, and
+/// code leaving it Any fits, as in ROCr, which reports gfx902, gfx909 and
+/// gfx90c bare (docs/selection.md, "Device defaults"). Errors: those of TargetId::parse, and
 /// InvalidArgument for a generic target.
 Expected<TargetId> device_target_from_runtime(std::string_view name);
 

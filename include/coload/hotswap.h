@@ -6,8 +6,8 @@
 // function is a link error, never a silent no-op), external passes loaded from
 // a plugin (coload/hotswap_plugin.h, COLOAD_HOTSWAP_PLUGIN), the allowlist the
 // selector's hotswap tier consults, and the built-in same-ISA retarget.
-// shared/seeds/000 and 001 are why: a hotswap source is used only for a
-// validated pair and only when no native or generic code object fits.
+// A hotswap source is used only for a validated pair and only when no
+// native or generic code object fits (docs/selection.md says why).
 #pragma once
 
 #include <cstddef>
@@ -87,7 +87,7 @@ Expected<HotswapRegistry> hotswap_registry(const Config& config);
 /// The built-in same-ISA retarget: rewrites the ELF header's EF_AMDGPU_MACH
 /// (and xnack/sramecc bits where the device needs them) and the metadata's
 /// `amdhsa.target` for `device`, keeping every other byte identical. Valid
-/// only for the same-ISA groups of isa-matching.md section 5. xnack/sramecc:
+/// only for the same-ISA groups of docs/selection.md. xnack/sramecc:
 /// On/Off stay and must match the device; an open feature becomes Any where
 /// the device's processor has the mode, Unsupported where it lacks it. The
 /// output is read back (no problems, the device's target) before it is

@@ -4,7 +4,7 @@
 // object on a device; kernels with their handles and sizes) and three
 // implementations: HSA (ROCr, opened at run time), HIP (opened at run time)
 // and dry-run (validation only, for tools and machines without a GPU).
-// shared/reference/metadata-and-loader.md section 3 is the call sequence.
+// docs/loading.md has the call sequences and what each runtime checks.
 //
 // Ownership: a LoadedModule keeps its Image's owner alive for as long as the
 // runtime may read the bytes (ROCr keeps pointers into them), and unloads in

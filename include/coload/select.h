@@ -5,7 +5,7 @@
 // or refused, and the error for a device nothing fits. Does not cover:
 // reading bundles (coload/bundle.h) or checking the chosen code object.
 //
-// Order (shared/reference/isa-matching.md section 4.4): native beats
+// Order (docs/selection.md): native beats
 // equivalent beats generic; hotswap sources are considered only when none of
 // those fit. Inside a tier: more features matched exactly (On/Off equal to
 // the device) beats Any, then a higher generic version, then file order.

@@ -31,13 +31,12 @@ namespace detail {
 struct OpenFile;
 }
 
-/// Reads small pieces of an input (bundle tables, ELF headers) without
-/// touching its mapping where that is cheaper. A first touch of a mapped page
-/// maps a whole 64 KiB window of the file (the kernel's fault-around) and
-/// unmapping tears it down again: a few hundred scattered 64-byte reads of a
-/// large host image cost ~6 µs each that way and under 1 µs with pread.
-/// Copyable; it keeps the file open, and views the Source's bytes, so it is
-/// valid as long as those bytes are. Thread-safe.
+/// Reads small pieces of an input (bundle tables, ELF headers) with pread
+/// instead of touching its mapping, where that is cheaper (a first touch of
+/// a mapped page faults in a whole window around it: docs/performance.md,
+/// "Small reads of a large file"). Copyable; it keeps the file open, and
+/// views the Source's bytes, so it is valid as long as those bytes are.
+/// Thread-safe.
 class SourceReader {
  public:
   /// Reads `bytes` in place (no file: every read is a view).

@@ -1,7 +1,7 @@
 // coload/target.h: AMDGPU processors, target IDs, bundle entry IDs, and the
 // target a code object declares in its ELF header.
 //
-// Covers: the processor table (shared/reference/isa-matching.md section 2),
+// Covers: the processor table (docs/selection.md),
 // parsing, canonicalising and printing target IDs ("gfx90a:sramecc+:xnack-")
 // and bundle entry IDs ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"), reading a
 // code object's target from e_flags, and the xnack/sramecc compatibility rule.
@@ -88,7 +88,7 @@ struct TargetId {
 };
 
 /// Why code with target `code` cannot run in the feature modes of `device`,
-/// or "" when it can (rule 1.2 of isa-matching.md: an On/Off feature must
+/// or "" when it can (the feature rule of docs/selection.md: an On/Off feature must
 /// equal the device's; Any and Unsupported constrain nothing). Processors are
 /// not compared. An always-on xnack device counts as xnack On.
 std::string feature_mismatch(const TargetId& code, const TargetId& device);

@@ -5,7 +5,7 @@
 // device's LDS, wave size, workgroup sizes (load time); the caller's packed
 // kernarg buffer and static + dynamic LDS (dispatch time). Every failure names
 // the kernel, the field, the value and the limit
-// (shared/reference/metadata-and-loader.md section 7).
+// (docs/loading.md says what the runtimes leave unchecked).
 #pragma once
 
 #include <array>

@@ -1,8 +1,8 @@
 // CodeObject::read: the ELF layer of an AMDHSA code object (header, tables,
 // the metadata note, the symbol tables, the kernel descriptors) and the
 // assembly of the metadata, descriptors and kernarg layouts into one
-// CodeObject. shared/reference/metadata-and-loader.md sections 1.1, 2, 2.1,
-// 4.5 and 7 are the rules.
+// CodeObject. docs/format.md ("AMDGPU code objects") has the layouts,
+// docs/reading-rules.md ("Code objects") the rules.
 #include "coload/code_object.h"
 
 #include <algorithm>
@@ -327,7 +327,7 @@ bool is_real_section(std::uint16_t shndx, const Layout& layout) {
 }
 
 /// Reads one SHT_SYMTAB / SHT_DYNSYM table after checking it and its string
-/// table (metadata-and-loader.md section 4.5).
+/// table (docs/format.md, "Symbol tables").
 Expected<void> read_symbol_table(Bytes elf, const Layout& layout, const Section& table,
                                  std::vector<Symbol>& symbols) {
   std::string what = "symbol table " + table.label();
@@ -481,7 +481,7 @@ class KernelBinder {
     std::uint64_t address = 0;
   };
 
-  /// The 64 bytes `.symbol` names, after the symbol rows of table 2.1.
+  /// The 64 bytes `.symbol` names, after the symbol rules of docs/format.md.
   std::optional<Located> locate_descriptor(const Kernel& kernel) {
     // Messages are built only for a problem: most kernels have none.
     auto symbol_text = [&] {

@@ -1,5 +1,5 @@
 // A kernel's kernarg layout: explicit bytes first, then the hidden suffix
-// (shared/reference/metadata-and-loader.md sections 1.5, 4 and 7.5).
+// (docs/format.md "Kernarg segment"; docs/loading.md says why it matters).
 #include "codeobject/kernarg_layout.h"
 #include "codeobject/metadata.h"
 

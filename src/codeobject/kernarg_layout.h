@@ -1,5 +1,5 @@
 // Internal: a kernel's kernarg layout from its `.args`
-// (shared/reference/metadata-and-loader.md sections 1.5 and 4).
+// (docs/format.md, "Kernarg segment").
 #pragma once
 
 #include <vector>

@@ -1,6 +1,6 @@
 // Internal: the 64-byte AMDHSA kernel descriptor (`<name>.kd`) and its
 // cross-check against the kernel's metadata
-// (shared/reference/metadata-and-loader.md sections 2 and 2.1).
+// (docs/format.md, "Kernel descriptor").
 // Does not cover: finding the descriptor symbol, or the entry point, which
 // need the ELF (codeobject/code_object.cpp).
 #pragma once
@@ -24,7 +24,7 @@ inline constexpr std::uint64_t kKernelEntryAlign = 256;
 /// kKernelDescriptorSize bytes (the caller has bounds-checked them).
 KernelDescriptor decode_kernel_descriptor(Bytes bytes, std::uint64_t address);
 
-/// Appends a Problem for every row of table 2.1 that `descriptor` (decoded
+/// Appends a Problem for each rule (docs/format.md) that `descriptor` (decoded
 /// from `bytes`) breaks against `kernel`'s metadata: segment and kernarg
 /// sizes, the wave32 and dynamic-stack bits, WGP mode (GFX10+), a non-zero
 /// GRANULATED_LDS_SIZE, non-zero reserved bytes. Each names both values.

@@ -1,5 +1,5 @@
 // The NT_AMDGPU_METADATA msgpack map, decoded strictly
-// (shared/reference/metadata-and-loader.md sections 1.2-1.5) with LLVM's
+// (docs/format.md "Metadata keys", docs/reading-rules.md) with LLVM's
 // streaming msgpack reader, which reports each value's encoding as written
 // (signed or unsigned, string or integer) rather than a merged document.
 //

@@ -1,5 +1,5 @@
 // Internal: strict decoding of the NT_AMDGPU_METADATA msgpack descriptor
-// (shared/reference/metadata-and-loader.md sections 1.2-1.5) with LLVM's
+// (docs/format.md "Metadata keys", docs/reading-rules.md) with LLVM's
 // msgpack reader. Does not cover: the ELF note that holds the bytes, the
 // kernel descriptors and kernarg layouts (code_object.cpp, kernarg_layout.cpp).
 // Thread safety: a pure function of its input; no shared state.

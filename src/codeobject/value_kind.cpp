@@ -1,5 +1,5 @@
 // The metadata spellings of the argument enums of coload/code_object.h
-// (shared/reference/metadata-and-loader.md section 1.5). metadata.cpp parses
+// (docs/format.md, "Metadata keys"). metadata.cpp parses
 // by comparing against these, so each spelling lives only here.
 #include "coload/code_object.h"
 

@@ -1,5 +1,5 @@
 // The built-in same-ISA retarget pass: code built for one processor of a
-// same-ISA group (isa-matching.md section 5) relabelled for another, so a
+// same-ISA group (docs/selection.md) relabelled for another, so a
 // strict runtime (ROCr) accepts it. The rewrite is retarget_code_object's
 // (src/hotswap/retarget.cpp); this file only binds it to its pairs.
 #include "hotswap/passes.h"

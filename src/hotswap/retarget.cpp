@@ -1,9 +1,9 @@
 // The built-in same-ISA retarget (coload/hotswap.h retarget_code_object):
 // relabels a code object built for one processor of a same-ISA group
-// (shared/reference/isa-matching.md section 5) for another. Two things
+// (docs/selection.md, "same-ISA groups") for another. Two things
 // change: the ELF header's e_flags (EF_AMDGPU_MACH and the xnack/sramecc
-// fields, section 1.3) and the metadata note's `amdhsa.target` string
-// (metadata-and-loader.md section 1). Every other byte is copied unchanged;
+// fields, docs/format.md) and the metadata note's `amdhsa.target` string
+// (docs/format.md, "Metadata keys"). Every other byte is copied unchanged;
 // no section or segment moves.
 //
 // The note and the string are found by walking the note regions by their
@@ -69,7 +69,7 @@ std::uint32_t sramecc_bits(FeatureState state) {
 /// Any where it has the mode, Unsupported where it lacks it. So gfx900 code
 /// (sramecc unsupported) on gfx906 says sramecc Any, as a gfx906 object
 /// must: its metadata target ID "gfx906" means that, and ROCr asserts that
-/// object and agent agree on sramecc support (isa-matching.md section 5).
+/// object and agent agree on sramecc support (docs/selection.md).
 FeatureState carried(FeatureState code, bool device_has_mode) {
   if (!device_has_mode) return FeatureState::Unsupported;
   if (code == FeatureState::Unsupported) return FeatureState::Any;

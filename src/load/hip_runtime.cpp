@@ -1,8 +1,8 @@
 // The HIP backend: libamdhip64 opened at run time, every call through one
 // status check that names the HIP function, modules as RAII handles.
 // <hip/hip_runtime_api.h> is included for its types and enum values only;
-// nothing links against HIP. shared/reference/metadata-and-loader.md 3.3 is
-// the call sequence, 6.3 what HIP 5.2.3 does without a GPU.
+// nothing links against HIP. docs/loading.md has the call sequence and what
+// HIP 5.2.3 does without a GPU.
 //
 // Version rule: hipDeviceProp_t (and the hipDeviceAttribute_t numbering) are
 // header-specific and changed between HIP majors, so the library's

@@ -4,7 +4,7 @@
 // through call(), which turns an hsa_status_t into a coload::Error naming the
 // function and hsa_status_string's text. The HSA headers give the types only;
 // nothing links against libhsa-runtime64. Sequence and statuses:
-// shared/reference/metadata-and-loader.md section 3.
+// docs/loading.md.
 //
 // Status → ErrorKind: hsa_init failing is NotFound (no GPU, no /dev/kfd);
 // INVALID_SYMBOL_NAME is NotFound; INCOMPATIBLE_ARGUMENTS, INVALID_ARGUMENT and

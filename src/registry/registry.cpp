@@ -135,7 +135,7 @@ struct Registry::Impl {
     if (!hotswap && !config.hotswap) {
       // Only the same-ISA retarget can run: the built-in passes, no plugin.
       hotswap = std::shared_ptr<const HotswapRegistry>(std::shared_ptr<const void>(), &HotswapRegistry::builtin());
-      // A plugin or pairs set without the switch would otherwise be a silent no-op (seeds/001).
+      // A plugin or pairs set without the switch would otherwise be a silent no-op (docs/environment.md).
       if (!config.hotswap_plugin.empty() || !config.hotswap_pairs.empty()) {
         log(LogLevel::Warn, [] {
           return std::string("COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but COLOAD_HOTSWAP is not 1: "

@@ -1,5 +1,5 @@
-// The selector: tiers and ranking of shared/reference/isa-matching.md section
-// 4.4, with the hotswap lesson of seeds/000 (never before native or generic).
+// The selector: the tiers and ranking of docs/selection.md, hotswap sources
+// never before native or generic ones ("Hotswap last" there says why).
 #include <algorithm>
 #include <array>
 #include <tuple>
@@ -114,7 +114,7 @@ void judge_entry(Candidate& candidate, std::string& id_note, const Device& devic
     candidate.reason = "not a loadable AMDGPU code object: " + code_object.error().message();
     return;
   }
-  // What no loader takes is not chosen over an entry it does (isa-matching.md 1.3).
+  // What no loader takes is not chosen over an entry it does (docs/selection.md).
   if (code_object->e_type != kElfTypeShared) {
     candidate.reason = "not a loadable AMDGPU code object: e_type " + std::to_string(code_object->e_type) +
                        " at offset 0x10 is not ET_DYN (3); the loader takes only linked code objects";

@@ -195,7 +195,7 @@ std::string generic_isa_name(const Device& device) {
   if (!processor || processor->generic_family.empty()) return {};
   const Processor* generic = find_processor(processor->generic_family);
   if (!generic) return {};
-  // Only the features the generic has (isa-matching.md section 3): a gfx906
+  // Only the features the generic has (docs/selection.md): a gfx906
   // device asks for gfx9-generic:xnack-, never gfx9-generic:sramecc+:xnack-,
   // which comgr's target-ID parser rejects.
   TargetId target{

@@ -6,7 +6,7 @@
 namespace coload::detail {
 namespace {
 
-// The same-ISA groups of the Debian/Solus patches (isa-matching.md section 5):
+// The same-ISA groups of the Debian/Solus patches (docs/selection.md):
 // code built for `code` runs on these devices. gfx904 is in no group; gfx906
 // only receives; gfx1011-1013 code is not accepted on gfx1010.
 struct Equivalence {

@@ -1,6 +1,6 @@
 // Internal: whether a code object's target runs on a device, and in which
 // tier: the rules the selector ranks by and the validator checks by
-// (shared/reference/isa-matching.md sections 1.2, 3.2, 4.4 and 5).
+// (docs/selection.md: the feature rule, tiers, generic families, same-ISA groups).
 #pragma once
 
 #include <cstdint>

@@ -184,7 +184,7 @@ Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> el
     result.target.xnack = FeatureState::Unsupported;
   }
   // Always-on xnack is the bare processor whether e_flags say unsupported, any
-  // or on (isa-matching.md section 2 note 4); only an explicit off differs.
+  // or on (docs/selection.md, "Always-on xnack"); only an explicit off differs.
   if (processor->xnack == XnackSupport::AlwaysOn && result.target.xnack != FeatureState::Off) {
     result.target.xnack = FeatureState::Unsupported;
   }

@@ -1,5 +1,5 @@
 // Target IDs, bundle entry IDs and the xnack/sramecc rule
-// (shared/reference/isa-matching.md section 1, bundle-formats.md 1.3).
+// (docs/format.md, "Bundle entry IDs and target IDs"; docs/selection.md).
 #include <array>
 
 #include "coload/target.h"

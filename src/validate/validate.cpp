@@ -1,5 +1,5 @@
 // Checks of a code object against a device and of a dispatch against a kernel
-// (shared/reference/metadata-and-loader.md sections 3.2, 3.3 and 7): what ROCr
+// (docs/loading.md, "What the runtimes check themselves"): what ROCr
 // and HIP check late, asynchronously or not at all.
 #include "coload/validate.h"
 

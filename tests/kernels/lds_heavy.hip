@@ -1,6 +1,6 @@
 // Test kernel with 96 KiB of static LDS: more than the 64 KiB of gfx942, less
 // than the 160 KiB of gfx950 (clang refuses LDS over the target's limit, so
-// it is built for gfx950 and checked against gfx942: seeds/002).
+// it is built for gfx950 and checked against gfx942: docs/loading.md).
 #include "hip_min.h"
 
 constexpr unsigned kTile = 128;

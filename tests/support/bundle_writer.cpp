@@ -105,7 +105,7 @@ std::uint64_t plain_bundle_header_size(const std::vector<Entry>& entries) {
 
 Bytes write_plain_bundle(const std::vector<Entry>& entries, std::uint64_t align) {
   if (align == 0) throw std::invalid_argument("write_plain_bundle: align must be >= 1");
-  // Offsets first (reference §1.2): running offset from the header size.
+  // Offsets first (docs/format.md, plain bundle): running offset from the header size.
   std::vector<std::uint64_t> offsets;
   offsets.reserve(entries.size());
   std::uint64_t running = plain_bundle_header_size(entries);

@@ -2,11 +2,12 @@
 //
 // Builds inputs in memory for the unit tests, independently of the library
 // under test (this header does not include any coload header). The layout
-// rules follow shared/reference/bundle-formats.md:
-//   * plain bundle: §1.1 layout, §1.2 writer rules (running offset starting at
-//     the header size, rounded up to `align` per entry, zero-filled gaps);
-//   * CCOB: §2.1 headers v1/v2/v3, §2.2 payload (zlib via compress2, zstd
-//     with long-distance matching, as the bundler), §2.3 hash (first 8 bytes
+// rules follow docs/format.md:
+//   * plain bundle: the header and entry records, and the bundler's writer
+//     rules (running offset starting at the header size, rounded up to
+//     `align` per entry, zero-filled gaps);
+//   * CCOB: headers v1/v2/v3, the payload (zlib via compress2, zstd with
+//     long-distance matching, as the bundler) and the hash (first 8 bytes
 //     of the MD5 digest of the plain bundle, stored as they are, i.e.
 //     MD5Result::low() little-endian).
 // Every malformed-input knob is explicit: overrides for CCOB header fields, a

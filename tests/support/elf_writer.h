@@ -18,7 +18,7 @@ namespace coload::testing {
 // EI_ABIVERSION values (ELF.h): 1 = v3, 2 = v4, 3 = v5, 4 = v6.
 inline constexpr std::uint8_t kAbiV3 = 1, kAbiV4 = 2, kAbiV5 = 3, kAbiV6 = 4;
 
-// e_flags pieces (shared/reference/isa-matching.md section 1.3).
+// e_flags pieces (docs/format.md, "ELF header").
 inline constexpr std::uint32_t kXnackAny = 0x100, kXnackOff = 0x200, kXnackOn = 0x300;
 inline constexpr std::uint32_t kSrameccAny = 0x400, kSrameccOff = 0x800, kSrameccOn = 0xc00;
 inline constexpr std::uint32_t generic_version(std::uint32_t version) { return version << 24; }

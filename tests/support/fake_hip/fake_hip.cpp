@@ -131,7 +131,7 @@ FAKE_HIP_EXPORT int coload_fake_hip_counter(const char* name) {
 FAKE_HIP_EXPORT const char* hipGetErrorName(hipError_t status) { return error_name(status); }
 
 FAKE_HIP_EXPORT const char* hipGetErrorString(hipError_t status) {
-  // HIP 5.2.3 answers with the name as well (reference 6.3); a distinct text
+  // HIP 5.2.3 answers with the name as well (docs/loading.md); a distinct text
   // here shows that both reach the message.
   switch (status) {
     case hipErrorNoDevice: return "no ROCm-capable device is detected";
