@@ -70,7 +70,10 @@ for input in "${inputs[@]}" "${damaged[@]}"; do
   run_both "ls --json" ls --json "$input"
   run_both "check" check "$input"
   run_both "check --json" check --json "$input"
-  for device in "${devices[@]}"; do
+  # Damaged inputs fail in reading, whatever the device: two devices say as much.
+  some_devices=("${devices[@]}")
+  [[ "$input" == "$work"/* ]] && some_devices=(gfx90a gfx1100)
+  for device in "${some_devices[@]}"; do
     run_both select select --device "$device" "$input"
     run_both "check --device" check --device "$device" "$input"
     run_both "load dry-run" load --runtime dry-run --device "$device" "$input"
