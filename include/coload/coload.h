@@ -2,10 +2,11 @@
  *
  * Covers: a registry of fat binaries over a runtime (HSA, HIP or dry-run),
  * registering a fat binary from a file or a caller's buffer, looking kernels
- * up per device, and the devices the runtime has. It mirrors the C++ API of
- * coload/registry.h; the semantics (lazy loading, once per binary and device,
- * caching) are that header's. Does not cover: listing, extracting or checking
- * bundles (use the C++ API or the coload tool).
+ * up per device, the entry each bundle chooses for a device (for runtimes
+ * that load code objects themselves), and the devices the runtime has. It
+ * mirrors the C++ API of coload/registry.h; the semantics (lazy loading, once
+ * per binary and device, caching) are that header's. Does not cover: listing,
+ * extracting or checking bundles (use the C++ API or the coload tool).
  *
  * Conventions:
  * - Every function returns a coload_status; COLOAD_OK is 0. On failure the
@@ -158,6 +159,46 @@ coload_status coload_lookup_kernel(coload_registry* registry, coload_binary bina
 coload_status coload_check_dispatch(coload_registry* registry, coload_binary binary, size_t device,
                                     const char* kernel_name, uint64_t kernarg_bytes, uint64_t dynamic_lds,
                                     const uint32_t* workgroup_size);
+
+/** How an entry fits a device (coload::Tier; docs/selection.md). */
+typedef enum coload_tier {
+  COLOAD_TIER_NATIVE = 0,     /**< built for the device's processor */
+  COLOAD_TIER_EQUIVALENT = 1, /**< a same-ISA processor's, with the opt-in */
+  COLOAD_TIER_GENERIC = 2,    /**< the device's generic family */
+  COLOAD_TIER_HOTSWAP = 3     /**< an allowlisted hotswap source */
+} coload_tier;
+
+/** One bundle's choice, as coload_choose hands it over. Every pointer in it
+ *  is valid during the callback only: copy what is needed after it. */
+typedef struct coload_choice {
+  size_t struct_size;   /**< sizeof(coload_choice) of the library that made it */
+  size_t bundle;        /**< the bundle's index in the binary */
+  /** COLOAD_OK: an entry was chosen. COLOAD_ERROR_NOT_FOUND: none fits (the
+   *  message lists the entries and the nearest miss). Another status: the
+   *  bundle could not be read (the message names file, bundle and field). */
+  coload_status status;
+  const char* message;  /**< "" when an entry was chosen; never null */
+  size_t entry_index;   /**< the chosen entry's position in the bundle */
+  const char* entry_id; /**< its bundle entry ID; "" when none */
+  coload_tier tier;
+  /** The chosen code object as stored (an EQUIVALENT or HOTSWAP entry is not
+   *  transformed here); null and 0 when none. */
+  const void* bytes;
+  size_t size;
+} coload_choice;
+
+/** Receives one bundle's choice; returns nonzero to go on, 0 to stop. */
+typedef int (*coload_choice_fn)(void* user_data, const coload_choice* choice);
+
+/** Chooses for device `device` in every bundle of `binary` (coload's tiers,
+ *  CCOBs streamed and verified as the registry's options say) and calls `fn`
+ *  for each bundle in order, on this thread. Nothing is loaded or cached.
+ *  Returns COLOAD_OK once every bundle was handed over or `fn` stopped,
+ *  whatever each bundle's status; errors: an unknown binary,
+ *  COLOAD_ERROR_INVALID_ARGUMENT (device out of range), and a hotswap plugin
+ *  that could not be used. */
+coload_status coload_choose(coload_registry* registry, coload_binary binary, size_t device, coload_choice_fn fn,
+                            void* user_data);
 
 /** The number of devices the runtime has. */
 coload_status coload_device_count(const coload_registry* registry, size_t* out);

@@ -84,6 +84,7 @@
 #include "coload/device.h"
 #include "coload/error.h"
 #include "coload/hotswap.h"
+#include "coload/pipeline.h"
 #include "coload/runtime.h"
 #include "coload/validate.h"
 
@@ -184,6 +185,15 @@ class Registry {
   /// The modules loaded for (binary, device), loading them first if needed;
   /// in bundle order. Valid as lookup_kernel's pointers are. Same errors.
   Expected<std::vector<const LoadedModule*>> modules(BinaryHandle binary, std::size_t device);
+  /// The pipeline (coload::choose_in_binary) over every bundle of `binary`
+  /// for device `device`, with this registry's options (unbundler, hotswap
+  /// allowlist, hash check, byte cap, decode threads): for a runtime that
+  /// loads code objects itself. Nothing is loaded or cached; `take` gets each
+  /// bundle's choice in bundle order on this thread, the chosen entry as
+  /// stored (an equivalent or hotswap entry is not transformed), and returns
+  /// false to stop. The binary is held during the call. Errors: an unknown
+  /// binary, a device out of range, a hotswap plugin that could not be used.
+  Expected<void> choose(BinaryHandle binary, std::size_t device, const ChoiceTaker& take);
   /// The binary's name (its path, or the name given to register_memory).
   Expected<std::string> binary_name(BinaryHandle binary) const;
 

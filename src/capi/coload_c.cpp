@@ -18,6 +18,7 @@
 #include "coload/config.h"
 #include "coload/device.h"
 #include "coload/error.h"
+#include "coload/pipeline.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
 
@@ -167,6 +168,11 @@ coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_reg
 
 }  // namespace
 
+static_assert(static_cast<int>(coload::Tier::Native) == COLOAD_TIER_NATIVE &&
+                  static_cast<int>(coload::Tier::Equivalent) == COLOAD_TIER_EQUIVALENT &&
+                  static_cast<int>(coload::Tier::Generic) == COLOAD_TIER_GENERIC &&
+                  static_cast<int>(coload::Tier::Hotswap) == COLOAD_TIER_HOTSWAP,
+              "coload_tier mirrors coload::Tier");
 static_assert(static_cast<int>(coload::LogLevel::Error) == COLOAD_LOG_ERROR &&
                   static_cast<int>(coload::LogLevel::Warn) == COLOAD_LOG_WARN &&
                   static_cast<int>(coload::LogLevel::Info) == COLOAD_LOG_INFO &&
@@ -308,6 +314,47 @@ coload_status coload_check_dispatch(coload_registry* registry, coload_binary bin
     if (workgroup_size) dispatch.workgroup_size = {workgroup_size[0], workgroup_size[1], workgroup_size[2]};
     auto checked = cxx->check_dispatch(coload::BinaryHandle{binary}, device, kernel_name, dispatch);
     if (!checked) return fail(checked.error());
+    return ok();
+  });
+}
+
+coload_status coload_choose(coload_registry* registry, coload_binary binary, size_t device, coload_choice_fn fn,
+                            void* user_data) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (!fn) return null_argument(function, "fn");
+    const coload::Device* chosen_for = device < cxx->devices().size() ? &cxx->devices()[device] : nullptr;
+    auto name = cxx->binary_name(coload::BinaryHandle{binary});
+    if (!name) return fail(name.error());
+    auto walked = cxx->choose(coload::BinaryHandle{binary}, device, [&](std::size_t index,
+                                                                        coload::Expected<coload::BundleChoice>& made) {
+      coload_choice choice{};
+      choice.struct_size = sizeof choice;
+      choice.bundle = index;
+      std::string message;
+      const coload::Candidate* chosen = made ? made->selection.chosen() : nullptr;
+      if (!made) {
+        message = made.error().message();
+        choice.status = status_of(made.error().kind());
+      } else if (!chosen) {
+        coload::Error none = coload::no_fit_error(*chosen_for, made->selection).in_bundle(index).in_file(*name);
+        message = none.message();
+        choice.status = status_of(none.kind());
+      } else {
+        choice.status = COLOAD_OK;
+        choice.entry_index = chosen->entry_index;
+        choice.tier = static_cast<coload_tier>(*chosen->tier);
+        std::span<const std::byte> bytes = made->chosen_bytes();
+        choice.bytes = bytes.data();
+        choice.size = bytes.size();
+      }
+      choice.message = message.c_str();
+      choice.entry_id = chosen ? chosen->id.c_str() : "";
+      return fn(user_data, &choice) != 0;
+    });
+    if (!walked) return fail(walked.error());
     return ok();
   });
 }

@@ -21,6 +21,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -327,16 +328,18 @@ struct Registry::Impl {
                                           skipped_note((*state)->skipped, (*state)->first_skipped));
   }
 
+  Error device_out_of_range(std::size_t device) const {
+    return Error(ErrorKind::InvalidArgument, "device " + std::to_string(device) + " out of range: runtime " +
+                                                 std::string(runtime->name()) + " has " +
+                                                 std::to_string(devices.size()) + " devices");
+  }
+
   /// The loaded state of (binary, device), built on first use.
   Expected<const DeviceState*> state(BinaryHandle handle, std::size_t device, std::shared_ptr<Binary>& binary) {
     auto found = find(handle);
     if (!found) return std::move(found).error();
     binary = std::move(*found);
-    if (device >= devices.size()) {
-      return Error(ErrorKind::InvalidArgument, "device " + std::to_string(device) + " out of range: runtime " +
-                                                   std::string(runtime->name()) + " has " +
-                                                   std::to_string(devices.size()) + " devices");
-    }
+    if (device >= devices.size()) return device_out_of_range(device);
     DeviceSlot& slot = *binary->devices[device];
     if (!slot.ready.load(std::memory_order_acquire)) {
       std::lock_guard lock(slot.mutex);
@@ -429,6 +432,21 @@ Expected<std::vector<const LoadedModule*>> Registry::modules(BinaryHandle binary
   std::vector<const LoadedModule*> modules;
   for (const auto& module : (*state)->modules) modules.push_back(module.get());
   return modules;
+}
+
+Expected<void> Registry::choose(BinaryHandle binary, std::size_t device, const ChoiceTaker& take) {
+  auto found = impl_->find(binary);
+  if (!found) return std::move(found).error();
+  const Binary& held = **found;
+  if (device >= impl_->devices.size()) return impl_->device_out_of_range(device);
+  if (impl_->hotswap_error) return impl_->hotswap_error->with_context(held.name);
+  std::vector<std::size_t> every(held.fat->bundles().size());
+  std::iota(every.begin(), every.end(), std::size_t{0});
+  const ChooseOptions options{.select = impl_->select_options,
+                              .stream = impl_->stream_options,
+                              .threads = std::min(impl_->decode_threads, std::max<std::size_t>(every.size(), 1))};
+  choose_in_binary(*held.fat, every, impl_->devices[device], options, take);
+  return {};
 }
 
 Expected<std::string> Registry::binary_name(BinaryHandle binary) const {
