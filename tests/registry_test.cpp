@@ -288,7 +288,8 @@ TEST(RegistryCompressed, CorruptStreamIsAnErrorForEveryDeviceAndNotRetried) {
   ASSERT_FALSE(first.has_value());
   EXPECT_TRUE(first.error().kind() == ErrorKind::CorruptData || first.error().kind() == ErrorKind::HashMismatch)
       << first.error().message();
-  EXPECT_NE(first.error().message().find("corrupt.hipfb: bundle 0"), std::string::npos) << first.error().message();
+  EXPECT_EQ(first.error().location().file, "corrupt.hipfb");
+  EXPECT_EQ(first.error().location().bundle, std::optional<std::size_t>(0));
   auto other = registry.lookup_kernel(*binary, 1, "_Z9block_sumPKfPfj");
   ASSERT_FALSE(other.has_value());
   EXPECT_EQ(other.error().kind(), first.error().kind());
@@ -386,6 +387,8 @@ TEST_F(KeptBytesLimit, TheTablesOfCcobsWithNothingChosenCountToo) {
   ASSERT_TRUE(FailsWith(none_fits, ErrorKind::NotFound));
   auto limited = load(all - 1, 1, runtime);
   ASSERT_TRUE(FailsWith(limited, ErrorKind::LimitExceeded));
+  EXPECT_EQ(limited.error().location().bundle, std::optional<std::size_t>(5));
+  EXPECT_EQ(limited.error().location().value, std::optional<std::uint64_t>(tables[5]));
   EXPECT_EQ(limited.error().message(),
             "three.ccob: bundle 5: CCOB of 105 entries: its table's IDs and ELF headers (" + hex(tables[5]) +
                 " bytes) would pass the limit " + hex(all - 1) +
@@ -423,8 +426,13 @@ TEST(RegistryCompressed, EntriesReusedFromAnotherDeviceCountAgainstTheLimit) {
   ASSERT_TRUE(Succeeds(registry.modules(*binary, 0)));
   auto second = registry.modules(*binary, 1);
   ASSERT_TRUE(FailsWith(second, ErrorKind::LimitExceeded));
-  EXPECT_NE(second.error().message().find("two.ccob: bundle 1: entry 2 (" + std::string(off_id) + ")"),
-            std::string::npos)
+  const ErrorLocation& at = second.error().location();
+  EXPECT_EQ(at.file, "two.ccob");
+  EXPECT_EQ(at.bundle, std::optional<std::size_t>(1));
+  EXPECT_EQ(at.field, "max_decompressed_bytes");
+  EXPECT_EQ(at.value, std::optional<std::uint64_t>(off.size()));
+  EXPECT_EQ(at.limit, std::optional<std::uint64_t>(config.max_decompressed_bytes));
+  EXPECT_EQ(second.error().detail().rfind("entry 2 (" + std::string(off_id) + "): its size", 0), 0u)
       << second.error().message();
 }
 
@@ -432,7 +440,8 @@ TEST_F(KeptBytesLimit, OnSeveralThreadsTheLimitHoldsAsOnOne) {
   auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a"}));
   auto modules = load(total() - 1, 3, runtime);
   ASSERT_TRUE(FailsWith(modules, ErrorKind::LimitExceeded));
-  EXPECT_NE(modules.error().message().find(" (max_decompressed_bytes)"), std::string::npos);
+  EXPECT_EQ(modules.error().location().field, "max_decompressed_bytes");
+  EXPECT_EQ(modules.error().location().limit, std::optional<std::uint64_t>(total() - 1));
   EXPECT_EQ(runtime->live_modules(), 0);
 }
 
@@ -477,7 +486,8 @@ TEST(RegistryDecodeThreads, FirstErrorInBundleOrder) {
     ASSERT_TRUE(Succeeds(binary));
     auto modules = registry.modules(*binary, 0);
     ASSERT_TRUE(FailsWith(modules, ErrorKind::HashMismatch)) << threads;
-    EXPECT_NE(modules.error().message().find("two_bad.so: bundle 1"), std::string::npos) << modules.error().message();
+    EXPECT_EQ(modules.error().location().file, "two_bad.so") << threads;
+    EXPECT_EQ(modules.error().location().bundle, std::optional<std::size_t>(1)) << threads;  // the first bad one
     EXPECT_EQ(runtime->total_loads(), 0u);
   }
 }
