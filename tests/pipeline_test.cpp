@@ -22,23 +22,15 @@ namespace {
 using testing::Bytes;
 using testing::CcobMethod;
 using testing::describe;
+using testing::device;
+using testing::entry_bytes;
 using testing::FailsWith;
 using testing::Succeeds;
 
 constexpr std::uint32_t kGfx90a = 0x3f, kGfx942 = 0x4c, kGfx1030 = 0x36;
 constexpr std::uint32_t kAny = testing::kXnackAny | testing::kSrameccAny;
 
-Bytes entry_bytes(std::uint32_t flags, std::size_t size, std::uint8_t fill) {
-  Bytes bytes = testing::amdgpu_elf_header(flags);
-  bytes.resize(size, std::byte{fill});
-  return bytes;
-}
 
-Device device(std::string_view spec) {
-  auto result = device_from_spec(spec);
-  EXPECT_TRUE(Succeeds(result)) << spec;
-  return *result;
-}
 
 // A file of three bundles back to back: plain {gfx1030, gfx90a}, a CCOB v3
 // {gfx90a, gfx942}, and a CCOB v3 {gfx942} whose stored hash is wrong.

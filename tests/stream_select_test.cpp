@@ -23,6 +23,8 @@ namespace {
 using testing::Bytes;
 using testing::CcobMethod;
 using testing::describe;
+using testing::device;
+using testing::entry_bytes;
 using testing::FailsWith;
 using testing::Succeeds;
 using Hash = StreamOptions::HashCheck;
@@ -31,11 +33,6 @@ const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
 constexpr std::uint32_t kGfx90a = 0x3f, kGfx942 = 0x4c, kGfx1030 = 0x36;
 constexpr const char* kDevices[] = {"gfx90a", "gfx90a:xnack+", "gfx942", "gfx1030", "gfx1100", "gfx908", "gfx1201"};
 
-Device device(std::string_view spec) {
-  auto result = device_from_spec(spec);
-  EXPECT_TRUE(Succeeds(result)) << spec;
-  return *result;
-}
 
 // Streams and compares with read_bundle + select_entry, in both modes.
 void expect_same(const Device& dev, std::span<const std::byte> source, const BundleInfo& info,
@@ -126,11 +123,6 @@ TEST(StreamSelect, EqualsWholeBundleSelectionOnEveryCompressedFixture) {
 
 // A bundle of real-looking entries: gfx1030, gfx90a (large), gfx942, each an
 // ELF header followed by filler.
-Bytes entry_bytes(std::uint32_t flags, std::size_t size, std::uint8_t fill) {
-  Bytes bytes = testing::amdgpu_elf_header(flags);
-  bytes.resize(size, std::byte{fill});
-  return bytes;
-}
 
 // kLarge makes it 4.8 MB: past 2 MiB, libzstd's window gives way to decoding
 // in place (bundle/decompress.cpp), so both ways are covered.

@@ -12,10 +12,19 @@
 
 #include "coload/error.h"
 #include "coload/select.h"
+#include "support/elf_writer.h"
 
 namespace coload::testing {
 
 inline std::span<const std::byte> view(const std::vector<std::byte>& bytes) { return bytes; }
+
+/// A code object stand-in of `size` bytes: an AMDGPU ELF header with
+/// `e_flags`, then `fill`. All selection reads of an entry.
+inline std::vector<std::byte> entry_bytes(std::uint32_t e_flags, std::size_t size, std::uint8_t fill) {
+  std::vector<std::byte> bytes = amdgpu_elf_header(e_flags);
+  bytes.resize(size, std::byte{fill});
+  return bytes;
+}
 
 /// Asserts that `result` failed with exactly `kind`; prints the message otherwise.
 template <class T>
@@ -33,6 +42,13 @@ template <class T>
 ::testing::AssertionResult Succeeds(const Expected<T>& result) {
   if (result.has_value()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << to_string(result.error().kind()) << ": " << result.error().message();
+}
+
+/// The device a spec names; a test failure (and a default device) when it names none.
+inline Device device(std::string_view spec) {
+  auto result = device_from_spec(spec);
+  EXPECT_TRUE(Succeeds(result)) << spec;
+  return result ? *result : Device{};
 }
 
 /// Every field of a selection, one line per candidate, to compare two whole.
