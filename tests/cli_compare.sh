@@ -151,6 +151,83 @@ run_both "devices unknown option" devices --frob
 run_both "devices hsa" devices
 run_both "devices hip --json" devices --runtime hip --json
 run_both "load hsa" load "$mixed"
+# What the option tables must keep: which error wins, values that look like
+# options, repeated options, a lone '-', and each command's own wording.
+run_both "main -h" -h
+run_both "help ignores what follows" help select
+run_both "ls lone dash is a file" ls -
+run_both "ls missing byte count" ls "$mixed" --max-decompressed-bytes
+run_both "ls bad byte count" ls --max-decompressed-bytes 1Q "$mixed"
+run_both "ls json twice" ls --json --json "$mixed"
+run_both "ls option after file" ls "$mixed" --json
+run_both "ls empty argument" ls ""
+run_both "ls --x=y" ls --max-decompressed-bytes=4K "$mixed"
+run_both "select no file" select --device gfx90a
+run_both "select lone dash" select --device gfx90a -
+run_both "select -o missing value" select --device gfx90a "$mixed" -o
+run_both "select co-versions missing value" select --device gfx90a "$mixed" --co-versions
+run_both "select bad lds before unknown" select --lds 12x --frob --device gfx90a "$mixed"
+run_both "select unknown before bad lds" select --frob --lds 12x --device gfx90a "$mixed"
+run_both "select bad co-versions before bad byte count" select --co-versions 9 --max-decompressed-bytes 0 "$mixed"
+run_both "select hex lds" select --device gfx90a --lds 0x10000 "$mixed"
+run_both "select octal-looking lds" select --device gfx90a --lds 010 "$mixed"
+run_both "select lds 0x" select --device gfx90a --lds 0x "$mixed"
+run_both "select last device wins" select --device gfx9999 --device gfx90a "$mixed"
+run_both "check last co-versions wins" check --device gfx90a --co-versions 6 --co-versions 4,5 "$fixtures/check/kernel_args-cov6.co"
+run_both "select empty device" select --device "" "$mixed"
+run_both "select device then no file" select --device "$mixed"
+run_both "select value that looks like an option" select --device gfx90a -o --json "$mixed"
+run_both "select -o --help is a file name" select --device gfx90a -o --help "$mixed"
+run_both "select --device=SPEC" select --device=gfx90a "$mixed"
+run_both "select empty file argument" select --device gfx90a ""
+run_both "select two files before no device" select "$mixed" "$mixed"
+run_both "select bad device before file count" select --device gfx9999 "$mixed" "$mixed"
+run_both "extract device options without device" extract --lds 5 -o out.co "$mixed"
+run_both "extract extended-isa-compat without device" extract --extended-isa-compat --target gfx90a -o out.co "$mixed"
+run_both "extract retarget alone" extract --retarget -o out.co "$mixed"
+run_both "extract both modes without -o" extract --target gfx90a --device gfx90a "$mixed"
+run_both "extract neither mode without -o" extract "$mixed"
+run_both "extract device without -o" extract --device gfx90a "$mixed"
+run_both "extract two files" extract --target gfx90a -o out.co "$mixed" "$mixed"
+run_both "extract no file" extract --target gfx90a -o out.co
+run_both "extract empty target" extract --target "" -o out.co "$mixed"
+run_both "extract empty -o" extract --target gfx90a -o "" "$mixed"
+run_both "extract hex bundle" extract --target hipv4-amdgcn-amd-amdhsa--gfx90a --bundle 0x1 -o out.co "$mixed"
+run_both "extract bundle missing value" extract --target gfx90a -o out.co "$mixed" --bundle
+run_both "extract bad byte count" extract --target gfx90a --max-decompressed-bytes 1Q -o out.co "$mixed"
+run_both "extract bad lds" extract --device gfx90a --lds x -o out.co "$mixed"
+run_both "extract bad device" extract --device gfx9999 -o out.co "$mixed"
+run_both "extract bad bundle before unknown" extract --bundle x --frob "$mixed"
+run_both "extract lone dash" extract --target gfx90a -o out.co -
+run_both "check lds without device" check --lds 65536 "$mixed"
+run_both "check no file before lds without device" check --lds 65536
+run_both "check bad device" check --device gfx9999 "$mixed"
+run_both "check bad co-versions" check --device gfx90a --co-versions 2 "$mixed"
+run_both "check two files" check "$mixed" "$mixed"
+run_both "check -o is not an option" check -o out.co "$mixed"
+run_both "load lds without dry-run" load --lds 65536 "$mixed"
+run_both "load dry-run device index" load --runtime dry-run --device 3 "$mixed"
+run_both "load dry-run bad device" load --runtime dry-run --device gfx9999 "$mixed"
+run_both "load runtime missing value" load "$mixed" --runtime
+run_both "load bad runtime before unknown" load --runtime cuda --frob "$mixed"
+run_both "load unknown before bad runtime" load --frob --runtime cuda "$mixed"
+run_both "load no file" load --runtime dry-run --device gfx90a
+run_both "load two files" load --runtime dry-run --device gfx90a "$mixed" "$mixed"
+run_both "load last runtime wins" load --runtime hip --runtime dry-run --device gfx90a "$mixed"
+run_both "devices operand" devices "$mixed"
+run_both "devices runtime missing value" devices --runtime
+run_both "devices bad runtime before unknown" devices --runtime dry-run --frob
+run_both "devices unknown before bad runtime" devices --frob --runtime cuda
+run_both "devices lone dash" devices -
+environment=(COLOAD_VERIFY_CACHE=off COLOAD_LOG=loud)
+run_both "environment error before ls usage error" ls --frob "$mixed"
+run_both "select usage error before environment error" select --frob "$mixed"
+run_both "environment error before bad device" select --device gfx9999 "$mixed"
+run_both "extract usage error before environment error" extract --target gfx90a "$mixed"
+run_both "check usage error before environment error" check --lds 5 "$mixed"
+run_both "load usage error before environment error" load --lds 5 "$mixed"
+run_both "devices usage error before environment error" devices --frob
+environment=(COLOAD_VERIFY_CACHE=off)
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -227,6 +227,41 @@ expect_exit 1 "extract of an absent target" "$coload" extract --target gfx000 -o
   "$fixtures/bundles/bundler_plain.hipfb"
 check "extract of the host entry writes an empty file" test -f "$work/host.out" -a ! -s "$work/host.out"
 expect_exit 0 "help" "$coload" --help
+# `coload COMMAND --help` (or -h) prints that command's usage, from its option
+# table, to stdout and exits 0; it lists each option the command takes.
+device_options="--device --extended-isa-compat --lds --co-versions"
+declare -A command_options=(
+  [ls]="--json --max-decompressed-bytes"
+  [extract]="$device_options --target --retarget --bundle -o --max-decompressed-bytes"
+  [select]="$device_options --json -o --max-decompressed-bytes"
+  [check]="$device_options --json --max-decompressed-bytes"
+  [devices]="--runtime --json"
+  [load]="$device_options --runtime --json"
+)
+for command in ls extract select check devices load; do
+  for spelling in --help -h; do
+    "$coload" "$command" "$spelling" > "$work/help.out" 2> "$work/help.err"
+    check "$command $spelling exits 0" test $? -eq 0
+    check "$command $spelling prints nothing on stderr" test ! -s "$work/help.err"
+    check "$command $spelling starts with its usage line" grep -q "^usage: coload $command \\[options\\]" "$work/help.out"
+    for option in ${command_options[$command]} --help; do
+      check "$command $spelling lists $option" grep -qE -- "^  (-h, )?$option( |\$)" "$work/help.out"
+    done
+    listed=$(grep -cE '^  -' "$work/help.out")
+    check "$command $spelling lists no other option" test "$listed" -eq $(($(wc -w <<< "${command_options[$command]}") + 1))
+  done
+done
+check "devices --help offers the runtimes" grep -qE '^  --runtime hsa\|hip  ' <("$coload" devices --help)
+check "load --help offers the runtimes" grep -qE '^  --runtime hsa\|hip\|dry-run  ' <("$coload" load --help)
+# --help is read where it stands: an error before it wins, and an option's value is never it.
+"$coload" select --frob --help > "$work/out" 2> "$work/err"
+check "an unknown option before --help is the error" test $? -eq 2 -a ! -s "$work/out"
+check "the error names the unknown option" grep -qx "coload: select: unknown option or missing value: '--frob'" "$work/err"
+"$coload" select --device gfx9999 --help /nonexistent > "$work/out" 2> "$work/err"
+check "--help after other arguments prints the usage alone" test $? -eq 0 -a ! -s "$work/err"
+check "--help after other arguments prints select's usage" grep -q "^usage: coload select " "$work/out"
+(cd "$work" && "$coload" select --device gfx90a -o --help "$fixtures/bundles/driver_two_arch.hipfb" > out 2> err)
+check "-o --help writes a file named --help" test $? -eq 0 -a -s "$work/--help"
 expect_exit 2 "select without --device" "$coload" select "$fixtures/$first"
 expect_exit 2 "select with an unknown processor" "$coload" select --device gfx9999 "$fixtures/$first"
 expect_exit 2 "select with a generic device" "$coload" select --device gfx9-generic "$fixtures/$first"

@@ -234,27 +234,12 @@ void print_json(const std::string& path, const FatBinary& binary, const Device* 
 }  // namespace
 
 int run_check(std::span<const std::string> args) {
-  DeviceOptions device_options;
-  bool json = false;
-  std::optional<std::uint64_t> max_decompressed;
-  std::vector<std::string> files;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    bool has_value = i + 1 < args.size();
-    if (Option taken = take_device_option(args, i, "check", device_options); taken != Option::NotMine) {
-      if (taken == Option::UsageError) return kExitUsage;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "--max-decompressed-bytes" && has_value) {
-      auto limit = parse_byte_count(args[++i], "--max-decompressed-bytes");
-      if (!limit) return usage_error("check: " + limit.error().message());
-      max_decompressed = *limit;
-    } else if (arg.starts_with("-")) {
-      return usage_error("check: unknown option or missing value: '" + arg + "'");
-    } else {
-      files.push_back(arg);
-    }
-  }
+  Expected<Arguments> parsed = parse_arguments(kCheckCommand, args);
+  if (std::optional<int> exit = stop_after_parse(kCheckCommand, parsed)) return *exit;
+  DeviceOptions device_options = parsed->device_options();
+  bool json = parsed->given(kJson);
+  std::optional<std::uint64_t> max_decompressed = parsed->number(kMaxDecompressedBytes);
+  std::vector<std::string> files = std::move(parsed->operands);
   if (files.size() != 1) return usage_error("check: exactly one FILE is required");
   if (device_options.overridden && device_options.spec.empty()) {
     return usage_error("check: --lds, --co-versions and --extended-isa-compat describe a device: give --device");

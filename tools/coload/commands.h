@@ -18,6 +18,7 @@
 #include "coload/pipeline.h"
 #include "coload/select.h"
 #include "coload/stream_select.h"
+#include "options.h"
 
 namespace coload::cli {
 
@@ -31,28 +32,6 @@ int run_select(std::span<const std::string> args);
 int run_check(std::span<const std::string> args);
 int run_devices(std::span<const std::string> args);
 int run_load(std::span<const std::string> args);
-
-/// Parses a decimal or 0x-prefixed unsigned number; nullopt if it is not one.
-std::optional<std::uint64_t> parse_number(const std::string& text);
-
-/// Prints "coload: <message>" to stderr and returns kExitUsage.
-int usage_error(const std::string& message);
-
-/// The device options `select` and `check` share: --device SPEC, --lds BYTES,
-/// --co-versions LIST, --extended-isa-compat.
-struct DeviceOptions {
-  std::string spec;
-  DeviceOverrides overrides;
-  bool overridden = false;  ///< an option besides --device was given
-};
-enum class Option { NotMine, Taken, UsageError };
-/// Takes args[i] (and its value, advancing i) when it is a device option; a
-/// bad value prints a usage error for `command`.
-Option take_device_option(std::span<const std::string> args, std::size_t& i, std::string_view command,
-                          DeviceOptions& options);
-/// The device the options describe, with the environment's config applied;
-/// nullopt after printing a usage error.
-std::optional<Device> build_device(const DeviceOptions& options, const Config& config, std::string_view command);
 
 /// The select options of `config`, with COLOAD_HOTSWAP_PLUGIN's pairs on the
 /// allowlist when hotswap is on (what `select`, `check` and `extract --device`

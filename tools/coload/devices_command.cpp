@@ -25,21 +25,10 @@ std::string wave_sizes_text(std::uint8_t mask) {
 }
 
 int run_devices(std::span<const std::string> args) {
-  std::string runtime_name = "hsa";
-  bool json = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--runtime" && i + 1 < args.size()) {
-      runtime_name = args[++i];
-      if (runtime_name != "hsa" && runtime_name != "hip") {
-        return usage_error("devices: --runtime is hsa or hip, not '" + runtime_name + "'");
-      }
-    } else if (arg == "--json") {
-      json = true;
-    } else {
-      return usage_error("devices: unknown argument or missing value: '" + arg + "'");
-    }
-  }
+  Expected<Arguments> parsed = parse_arguments(kDevicesCommand, args);
+  if (std::optional<int> exit = stop_after_parse(kDevicesCommand, parsed)) return *exit;
+  std::string runtime_name = parsed->text(kDevicesRuntime);
+  bool json = parsed->given(kJson);
   const Expected<Config>& config = process_config();
   if (!config) return usage_error("environment: " + config.error().message());
   auto runtime = open_gpu_runtime(runtime_name);

@@ -177,38 +177,15 @@ int extract_for_device(const std::string& path, const std::string& output, std::
 }  // namespace
 
 int run_extract(std::span<const std::string> args) {
-  std::string target;
-  std::string output;
-  std::optional<std::size_t> only_bundle;
-  std::optional<std::uint64_t> max_decompressed;
-  DeviceOptions device_options;
-  bool retarget = false;
-  std::vector<std::string> files;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    bool has_value = i + 1 < args.size();
-    if (Option taken = take_device_option(args, i, "extract", device_options); taken != Option::NotMine) {
-      if (taken == Option::UsageError) return kExitUsage;
-    } else if (arg == "--retarget") {
-      retarget = true;
-    } else if (arg == "--target" && has_value) {
-      target = args[++i];
-    } else if (arg == "-o" && has_value) {
-      output = args[++i];
-    } else if (arg == "--bundle" && has_value) {
-      auto index = parse_number(args[++i]);
-      if (!index) return usage_error("extract: --bundle needs a bundle index");
-      only_bundle = *index;
-    } else if (arg == "--max-decompressed-bytes" && has_value) {
-      auto limit = parse_byte_count(args[++i], "--max-decompressed-bytes");
-      if (!limit) return usage_error("extract: " + limit.error().message());
-      max_decompressed = *limit;
-    } else if (arg.starts_with("-")) {
-      return usage_error("extract: unknown option or missing value: '" + arg + "'");
-    } else {
-      files.push_back(arg);
-    }
-  }
+  Expected<Arguments> parsed = parse_arguments(kExtractCommand, args);
+  if (std::optional<int> exit = stop_after_parse(kExtractCommand, parsed)) return *exit;
+  std::string target = parsed->text(kTarget);
+  std::string output = parsed->text(kOutput);
+  std::optional<std::size_t> only_bundle = parsed->number(kBundle);
+  std::optional<std::uint64_t> max_decompressed = parsed->number(kMaxDecompressedBytes);
+  DeviceOptions device_options = parsed->device_options();
+  bool retarget = parsed->given(kRetarget);
+  std::vector<std::string> files = std::move(parsed->operands);
   bool by_device = !device_options.spec.empty();
   if (!target.empty() && by_device) return usage_error("extract: give --target or --device, not both");
   if (!by_device && (retarget || device_options.overridden)) {

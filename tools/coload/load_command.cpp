@@ -102,27 +102,12 @@ void print_json(const std::string& path, const std::string& runtime_name, std::s
 }  // namespace
 
 int run_load(std::span<const std::string> args) {
-  std::string runtime_name = "hsa";
-  bool json = false;
-  DeviceOptions device_options;
-  std::vector<std::string> files;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (Option taken = take_device_option(args, i, "load", device_options); taken != Option::NotMine) {
-      if (taken == Option::UsageError) return kExitUsage;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "--runtime" && i + 1 < args.size()) {
-      runtime_name = args[++i];
-      if (runtime_name != "hsa" && runtime_name != "hip" && runtime_name != "dry-run") {
-        return usage_error("load: --runtime is hsa, hip or dry-run, not '" + runtime_name + "'");
-      }
-    } else if (arg.starts_with("-")) {
-      return usage_error("load: unknown option or missing value: '" + arg + "'");
-    } else {
-      files.push_back(arg);
-    }
-  }
+  Expected<Arguments> parsed = parse_arguments(kLoadCommand, args);
+  if (std::optional<int> exit = stop_after_parse(kLoadCommand, parsed)) return *exit;
+  std::string runtime_name = parsed->text(kLoadRuntime);
+  bool json = parsed->given(kJson);
+  DeviceOptions device_options = parsed->device_options();
+  std::vector<std::string> files = std::move(parsed->operands);
   if (files.size() != 1) return usage_error("load: exactly one FILE is required");
   const std::string& path = files.front();
   const bool dry_run = runtime_name == "dry-run";

@@ -204,25 +204,16 @@ void write_json(JsonWriter& json, const Listing& listing) {
 }  // namespace
 
 int run_ls(std::span<const std::string> args) {
-  bool as_json = false;
+  Expected<Arguments> parsed = parse_arguments(kLsCommand, args);
+  if (parsed && parsed->help) return *stop_after_parse(kLsCommand, parsed);
+  // Unlike the other commands, ls reads the environment first: its error wins over the command line's.
   const Expected<Config>& config = process_config();
   if (!config) return usage_error("environment: " + config.error().message());
+  if (std::optional<int> exit = stop_after_parse(kLsCommand, parsed)) return *exit;
+  bool as_json = parsed->given(kJson);
   ReadOptions options = config->read_options();  // the decompression cap and verified marks
-  std::vector<std::string> files;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      as_json = true;
-    } else if (args[i] == "--max-decompressed-bytes") {
-      if (i + 1 >= args.size()) return usage_error("ls: --max-decompressed-bytes needs a byte count");
-      auto limit = parse_byte_count(args[++i], "--max-decompressed-bytes");
-      if (!limit) return usage_error("ls: " + limit.error().message());
-      options.max_decompressed_bytes = *limit;
-    } else if (args[i].starts_with("-") && args[i] != "-") {
-      return usage_error("ls: unknown option '" + args[i] + "'");
-    } else {
-      files.push_back(args[i]);
-    }
-  }
+  if (auto limit = parsed->number(kMaxDecompressedBytes)) options.max_decompressed_bytes = *limit;
+  std::vector<std::string> files = std::move(parsed->operands);
   if (files.empty()) return usage_error("ls: no FILE given");
 
   int status = kExitOk;

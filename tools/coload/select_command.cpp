@@ -186,30 +186,13 @@ void print_json(const Device& device, Unbundler unbundler, const std::vector<Bun
 }  // namespace
 
 int run_select(std::span<const std::string> args) {
-  DeviceOptions device_options;
-  std::string output;
-  bool json = false;
-  std::optional<std::uint64_t> max_decompressed;
-  std::vector<std::string> files;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    bool has_value = i + 1 < args.size();
-    if (Option taken = take_device_option(args, i, "select", device_options); taken != Option::NotMine) {
-      if (taken == Option::UsageError) return kExitUsage;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "-o" && has_value) {
-      output = args[++i];
-    } else if (arg == "--max-decompressed-bytes" && has_value) {
-      auto limit = parse_byte_count(args[++i], "--max-decompressed-bytes");
-      if (!limit) return usage_error("select: " + limit.error().message());
-      max_decompressed = *limit;
-    } else if (arg.starts_with("-")) {
-      return usage_error("select: unknown option or missing value: '" + arg + "'");
-    } else {
-      files.push_back(arg);
-    }
-  }
+  Expected<Arguments> parsed = parse_arguments(kSelectCommand, args);
+  if (std::optional<int> exit = stop_after_parse(kSelectCommand, parsed)) return *exit;
+  DeviceOptions device_options = parsed->device_options();
+  std::string output = parsed->text(kOutput);
+  bool json = parsed->given(kJson);
+  std::optional<std::uint64_t> max_decompressed = parsed->number(kMaxDecompressedBytes);
+  std::vector<std::string> files = std::move(parsed->operands);
   if (device_options.spec.empty()) {
     return usage_error("select: --device SPEC is required (e.g. gfx90a:sramecc+:xnack-)");
   }
