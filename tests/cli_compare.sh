@@ -32,6 +32,11 @@ run_both() {
     rm -rf "$work/$side" && mkdir -p "$work/$side/out"
     (cd "$work/$side/out" && timeout 60 env "${environment[@]}" "$bin" "$@" > "../stdout" 2> "../stderr"
       echo $? > "../status")
+    # Debug lines come from the decode threads in the order they finish:
+    # the same lines, in any order, are the same output.
+    if [[ " ${environment[*]} " == *" COLOAD_LOG=debug "* ]]; then
+      sort "$work/$side/stderr" > "$work/$side/stderr.sorted" && mv "$work/$side/stderr.sorted" "$work/$side/stderr"
+    fi
   done
   if diff -r "$work/old" "$work/new" > "$work/diff" 2>&1; then
     passed=$((passed + 1))
