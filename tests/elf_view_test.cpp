@@ -61,6 +61,7 @@ TEST(NoteWalk, YieldsRecordsWithFileOffsets) {
   EXPECT_EQ(notes[0].offset, 0x100u);
   EXPECT_EQ(notes[0].name, std::string_view("AMDGPU\0", 7));
   EXPECT_EQ(notes[0].type, 32u);
+  EXPECT_EQ(notes[0].name_offset(), 0x100u + 12);
   EXPECT_EQ(notes[0].desc_offset, 0x100u + 20);
   EXPECT_EQ(notes[0].desc.size(), 5u);
   EXPECT_TRUE(notes[0].is_amdgpu_metadata());

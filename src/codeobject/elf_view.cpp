@@ -143,8 +143,9 @@ std::uint64_t elf_tables_extent(Bytes bytes) {
     if (shnum == 0) shnum = load_le<std::uint64_t>(zero + offsetof(E::Elf64_Shdr, sh_size));
     if (phnum == E::PN_XNUM) phnum = load_le<std::uint32_t>(zero + offsetof(E::Elf64_Shdr, sh_info));
   }
+  const std::uint64_t phoff = header.e_phoff;
   std::uint64_t end = sizeof(E::Elf64_Ehdr);
-  for (auto [offset, count, entry] : {std::tuple{std::uint64_t{header.e_phoff}, phnum, std::uint64_t{header.e_phentsize}},
+  for (auto [offset, count, entry] : {std::tuple{phoff, phnum, std::uint64_t{header.e_phentsize}},
                                       std::tuple{shoff, shnum, std::uint64_t{header.e_shentsize}}}) {
     if (count == 0) continue;
     if (entry != 0 && count > (~std::uint64_t{0} - offset) / entry) return bytes.size();
@@ -212,7 +213,7 @@ bool is_real_section(std::uint16_t shndx, const ElfLayout& layout) {
 namespace {
 
 /// Reads one SHT_SYMTAB / SHT_DYNSYM table after checking it and its string
-/// table (metadata-and-loader.md section 4.5).
+/// table (gABI "Symbol Table"; docs/reading-rules.md, "Code objects").
 Expected<void> read_symbol_table(Bytes elf, const ElfLayout& layout, const ElfSection& table,
                                  std::vector<ElfSymbol>& symbols) {
   std::string what = "symbol table " + table.label();

@@ -2,7 +2,9 @@
 // every reader of code objects uses (CodeObject::read, the retarget, the
 // sizing of a code object inside a bundle): the header checks, the section
 // and segment tables with every content range checked, the note records of a
-// note region, and the symbol tables. LLVM's ELF reader lists the tables.
+// note region, and the symbol tables. LLVM's ELF reader lists the tables;
+// the note walk is this file's own, since LLVM's note iterator requires the
+// last record's padding and says only "ELF note overflows container".
 // Does not cover: the metadata msgpack (metadata.h), kernel descriptors
 // (kernel_descriptor.h), the target ID in e_flags (coload/code_object.h
 // read_code_object_target), host images (source/host_image.cpp).
@@ -113,10 +115,12 @@ std::optional<std::uint64_t> next_note_at(std::uint64_t desc_end, std::uint64_t 
 struct ElfNote {
   std::uint64_t offset = 0;  ///< the record's header (namesz, descsz, type)
   std::uint32_t type = 0;
-  std::string_view name;  ///< namesz bytes, the NUL included
+  std::string_view name;  ///< namesz bytes, the NUL included; at name_offset()
   std::uint64_t desc_offset = 0;
   Bytes desc;
 
+  /// Where the name starts: right after the 12-byte header.
+  std::uint64_t name_offset() const { return offset + 12; }
   /// NT_AMDGPU_METADATA named "AMDGPU".
   bool is_amdgpu_metadata() const;
 };

@@ -115,7 +115,8 @@ std::uint32_t new_e_flags(std::uint32_t old, const TargetId& target) {
 /// A note region: a PT_NOTE segment or an SHT_NOTE section.
 struct Region {
   std::string name;
-  std::uint64_t offset = 0, size = 0, align = 4;
+  std::uint64_t offset = 0, size = 0;
+  std::uint64_t align = 4;  ///< the records' alignment (note_alignment of the header's)
 
   /// Where the record after a descriptor ending at file offset `desc_end`
   /// starts (as the note walk computes it), or nullopt when the padding runs
@@ -138,29 +139,23 @@ struct NoteRecord {
 /// rewritten together, so both must stay well-formed.
 Expected<std::vector<Region>> note_regions(const detail::ElfLayout& layout) {
   std::vector<Region> regions;
-  auto add = [&](std::string name, std::uint64_t offset, std::uint64_t size, std::uint64_t align) -> Expected<void> {
-    auto records = detail::note_alignment(align);
-    if (!records) {
-      return retarget_error(ErrorKind::Malformed, name + ": alignment " + std::to_string(align) + " is not 4 or 8");
-    }
-    regions.push_back({std::move(name), offset, size, *records});
-    return {};
-  };
   for (const detail::ElfSegment& segment : layout.segments) {
     if (segment.type != E::PT_NOTE) continue;
-    if (auto added = add("PT_NOTE segment " + std::to_string(segment.index), segment.offset, segment.filesz,
-                         segment.align);
-        !added) {
-      return std::move(added).error();
-    }
+    regions.push_back({"PT_NOTE segment " + std::to_string(segment.index), segment.offset, segment.filesz,
+                       segment.align});
   }
   for (const detail::ElfSection& section : layout.sections) {
     if (section.type != E::SHT_NOTE) continue;
-    if (auto added = add("SHT_NOTE section " + std::to_string(section.index), section.offset, section.size,
-                         section.addralign);
-        !added) {
-      return std::move(added).error();
+    regions.push_back({"SHT_NOTE section " + std::to_string(section.index), section.offset, section.size,
+                       section.addralign});
+  }
+  for (Region& region : regions) {
+    auto records = detail::note_alignment(region.align);
+    if (!records) {
+      return retarget_error(ErrorKind::Malformed,
+                            region.name + ": alignment " + std::to_string(region.align) + " is not 4 or 8");
     }
+    region.align = *records;
   }
   return regions;
 }
@@ -176,7 +171,8 @@ Error note_fault_error(const Region& region, const detail::NoteFault& fault) {
   switch (fault.part) {
     case Part::Header: return retarget_error(ErrorKind::Truncated, record + " has no room for its header");
     case Part::Name: return out_of_range(record + ": name");
-    case Part::NamePadding: return retarget_error(ErrorKind::OutOfBounds, record + ": name padding runs past the region");
+    case Part::NamePadding:
+      return retarget_error(ErrorKind::OutOfBounds, record + ": name padding runs past the region");
     case Part::Descriptor: return out_of_range(record + ": descriptor");
     case Part::DescriptorPadding: break;
   }
@@ -188,7 +184,9 @@ Error note_fault_error(const Region& region, const detail::NoteFault& fault) {
 Expected<std::optional<NoteRecord>> find_in_region(Bytes elf, const Region& region) {
   detail::NoteWalk walk(elf.subspan(region.offset, region.size), region.offset, region.align);
   while (auto note = walk.next()) {
-    if (note->is_amdgpu_metadata()) return std::optional<NoteRecord>({note->offset, note->desc_offset, note->desc.size()});
+    if (note->is_amdgpu_metadata()) {
+      return std::optional<NoteRecord>({note->offset, note->desc_offset, note->desc.size()});
+    }
   }
   if (walk.fault()) return note_fault_error(region, *walk.fault());
   return std::optional<NoteRecord>();
