@@ -137,7 +137,7 @@ struct NoteRecord {
 
 /// Every PT_NOTE segment and SHT_NOTE section: both views of the record are
 /// rewritten together, so both must stay well-formed.
-Expected<std::vector<Region>> note_regions(const detail::ElfLayout& layout) {
+std::vector<Region> note_regions(const detail::ElfLayout& layout) {
   std::vector<Region> regions;
   for (const detail::ElfSegment& segment : layout.segments) {
     if (segment.type != E::PT_NOTE) continue;
@@ -149,14 +149,11 @@ Expected<std::vector<Region>> note_regions(const detail::ElfLayout& layout) {
     regions.push_back({"SHT_NOTE section " + std::to_string(section.index), section.offset, section.size,
                        section.addralign});
   }
-  for (Region& region : regions) {
-    auto records = detail::note_alignment(region.align);
-    if (!records) {
-      return retarget_error(ErrorKind::Malformed,
-                            region.name + ": alignment " + std::to_string(region.align) + " is not 4 or 8");
-    }
-    region.align = *records;
-  }
+  // A region the reader would refuse for its alignment is one it did not
+  // walk (an SHT_NOTE section beside PT_NOTE segments): its records are
+  // taken as 4-aligned, as AMDGPU writes them, and the object stays
+  // retargetable as it always was.
+  for (Region& region : regions) region.align = detail::note_alignment(region.align).value_or(4);
   return regions;
 }
 
@@ -224,11 +221,10 @@ Expected<bool> detail::rewrite_metadata_target(std::vector<std::byte>& out, std:
   if (!view) return std::move(view).error();
   auto layout = view->layout();
   if (!layout) return std::move(layout).error();
-  auto regions = note_regions(*layout);
-  if (!regions) return std::move(regions).error();
+  const std::vector<Region> regions = note_regions(*layout);
   std::optional<NoteRecord> record;
   std::vector<const Region*> holders;
-  for (const Region& region : *regions) {
+  for (const Region& region : regions) {
     auto found = find_in_region(elf, region);
     if (!found) return std::move(found).error();
     if (!*found) continue;
