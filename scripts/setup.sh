@@ -16,8 +16,8 @@ packages=(
   libzstd-dev zstd zlib1g-dev
   # ROCm 5.2.3 runtimes and comgr (loader and differential tests)
   libhsa-runtime-dev libamdhip64-dev libamd-comgr-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks; clang-format-22 checks the sources' layout
+  libgtest-dev libgmock-dev libbenchmark-dev clang-format-22
 )
 
 sudo=""

@@ -476,6 +476,34 @@ TEST_F(NoteCase, NoTargetKeyChangesNothing) {
   EXPECT_EQ(elf, before);
 }
 
+TEST_F(NoteCase, WalksTheSectionBesideTheSegment) {
+  // CodeObject::read walks only the PT_NOTE segment; the retarget rewrites
+  // the record in every region that holds it, so it walks .note too and
+  // says, in its own words, which record does not fit there.
+  ElfSpec spec = spec_for(mach("gfx1030"), kTarget28);
+  spec.section_patches.push_back({.name = ".note", .sh_size = 60});
+  auto elf = write_amdgpu_elf(spec);
+  ASSERT_TRUE(Succeeds(CodeObject::read(elf)));
+  auto before = elf;
+  auto done = detail::rewrite_metadata_target(elf, "amdgcn-amd-amdhsa--gfx1031");
+  ASSERT_TRUE(FailsWith(done, ErrorKind::OutOfBounds));
+  EXPECT_EQ(done.error().message(),
+            "SHT_NOTE section 1: note record at file offset 0xe8: descriptor: offset 0xfc + size 0x4e runs past the "
+            "end of SHT_NOTE section 1 (0x124 bytes)");
+  EXPECT_EQ(elf, before);
+
+  // A note section aligned to neither 4 nor 8, beside the segment the reader
+  // walks, is walked as 4-aligned, and the record in it rewritten too.
+  ElfSpec aligned16 = spec_for(mach("gfx1030"), kTarget28);
+  aligned16.section_patches.push_back({.name = ".note", .sh_addralign = 16});
+  elf = write_amdgpu_elf(aligned16);
+  ASSERT_TRUE(Succeeds(CodeObject::read(elf)));
+  done = detail::rewrite_metadata_target(elf, "amdgcn-amd-amdhsa--gfx1031");
+  ASSERT_TRUE(Succeeds(done));
+  EXPECT_TRUE(*done);
+  EXPECT_EQ(target_of(elf), "amdgcn-amd-amdhsa--gfx1031");
+}
+
 TEST_F(NoteCase, TruncatedObject) {
   std::vector<std::byte> tiny(20);
   EXPECT_TRUE(FailsWith(detail::rewrite_metadata_target(tiny, "x"), ErrorKind::Truncated));

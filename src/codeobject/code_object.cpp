@@ -1,14 +1,15 @@
-// CodeObject::read: the ELF layer of an AMDHSA code object (header, tables,
-// the metadata note, the symbol tables, the kernel descriptors) and the
-// assembly of the metadata, descriptors and kernarg layouts into one
-// CodeObject. docs/format.md ("AMDGPU code objects") has the layouts,
-// docs/reading-rules.md ("Code objects") the rules.
+// CodeObject::read: an AMDHSA code object's metadata note, symbols and
+// kernel descriptors, read through the checked ELF view (elf_view.h), and
+// their assembly into one CodeObject: the metadata, the descriptors and the
+// kernarg layouts, cross-checked. docs/reading-rules.md (Code objects) lists
+// the bounds a crafted object meets.
 #include "coload/code_object.h"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "codeobject/elf_view.h"
 #include "codeobject/kernarg_layout.h"
 #include "codeobject/kernel_descriptor.h"
 #include "codeobject/metadata.h"
@@ -18,7 +19,6 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/BinaryFormat/ELF.h"
-#include "llvm/Object/ELF.h"
 #include "target/elf_target.h"
 
 namespace coload {
@@ -27,150 +27,18 @@ namespace {
 namespace E = llvm::ELF;
 using detail::Bytes;
 using detail::check_range;
-using detail::checked_add;
+using detail::check_range_lazily;
+using detail::elf_error;
 using detail::hex;
+using Section = detail::ElfSection;
+using Segment = detail::ElfSegment;
+using Layout = detail::ElfLayout;
+using Symbol = detail::ElfSymbol;
 
 constexpr std::string_view kContainer = "the code object";
 constexpr std::string_view kTriplePrefix = "amdgcn-amd-amdhsa--";
-constexpr std::string_view kNoteName{"AMDGPU\0", 7};
-
-Error elf_error(ErrorKind kind, const std::string& what) { return Error(kind, "code object ELF: " + what); }
 
 std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
-
-/// check_range, with `what()` building the range's name only when the
-/// range does not fit: most ranges are checked once per symbol or kernel.
-template <class What>
-Expected<void> check_range_lazily(What&& what, std::uint64_t offset, std::uint64_t size, std::uint64_t limit,
-                                  std::string_view container) {
-  if (auto end = checked_add(offset, size); end && *end <= limit) return {};
-  return check_range(what(), offset, size, limit, container);
-}
-
-/// A section header, copied out of the (aligned) bytes.
-struct Section {
-  unsigned index = 0;
-  std::uint32_t type = 0;
-  std::uint64_t flags = 0, addr = 0, offset = 0, size = 0;
-  std::uint32_t link = 0;
-  std::uint64_t addralign = 0, entsize = 0;
-
-  std::string label() const { return "section " + std::to_string(index); }
-};
-
-/// A program header, copied out.
-struct Segment {
-  unsigned index = 0;
-  std::uint32_t type = 0, flags = 0;
-  std::uint64_t offset = 0, vaddr = 0, filesz = 0, memsz = 0, align = 0;
-};
-
-/// The header tables, every range checked against the bytes.
-struct Layout {
-  std::vector<Section> sections;
-  std::vector<Segment> segments;
-};
-
-/// One symbol; `name` views the caller's (aligned) bytes.
-struct Symbol {
-  std::string_view name;
-  std::uint8_t type = 0;
-  std::uint16_t shndx = 0;
-  std::uint64_t value = 0, size = 0;
-};
-
-// ---------------------------------------------------------------------------
-// Header and tables.
-
-Expected<void> check_header(Bytes elf) {
-  E::Elf64_Ehdr header;
-  std::memcpy(&header, elf.data(), sizeof header);  // read_code_object_target checked the length
-  if (header.e_ident[E::EI_VERSION] != E::EV_CURRENT || header.e_version != E::EV_CURRENT) {
-    return elf_error(ErrorKind::Malformed, "EI_VERSION " + std::to_string(header.e_ident[E::EI_VERSION]) +
-                                               " (offset 0x6) / e_version " + std::to_string(header.e_version) +
-                                               " (offset 0x14) is not EV_CURRENT (1)");
-  }
-  if (header.e_type != E::ET_DYN) {
-    return elf_error(ErrorKind::Malformed,
-                     "e_type " + std::to_string(header.e_type) +
-                         " at offset 0x10 is not ET_DYN (3); a code object is a linked shared object");
-  }
-  // detail::code_object_size counts e_ehsize in the extent; only the real size is sane.
-  if (header.e_ehsize != sizeof(E::Elf64_Ehdr)) {
-    return elf_error(ErrorKind::Malformed, "e_ehsize " + std::to_string(header.e_ehsize) + " at offset 0x34 is not " +
-                                               std::to_string(sizeof(E::Elf64_Ehdr)));
-  }
-  if (header.e_phnum != 0 && header.e_phentsize != sizeof(E::Elf64_Phdr)) {
-    return elf_error(ErrorKind::Malformed, "e_phentsize " + std::to_string(header.e_phentsize) +
-                                               " at offset 0x36 is not " + std::to_string(sizeof(E::Elf64_Phdr)));
-  }
-  if ((header.e_shnum != 0 || header.e_shoff != 0) && header.e_shentsize != sizeof(E::Elf64_Shdr)) {
-    return elf_error(ErrorKind::Malformed, "e_shentsize " + std::to_string(header.e_shentsize) +
-                                               " at offset 0x3a is not " + std::to_string(sizeof(E::Elf64_Shdr)));
-  }
-  // Extended numbering (PN_XNUM, e_shnum 0) keeps its count in section 0, which LLVM reads below.
-  if (header.e_phnum != E::PN_XNUM) {
-    auto what = [&] {
-      return "program header table (e_phoff " + hex(header.e_phoff) + ", " + std::to_string(header.e_phnum) +
-             " entries)";
-    };
-    if (auto fits = check_range_lazily(what, header.e_phoff, std::uint64_t{header.e_phnum} * sizeof(E::Elf64_Phdr),
-                                       elf.size(), kContainer);
-        !fits) {
-      return fits;
-    }
-  }
-  if (header.e_shoff != 0) {
-    std::uint64_t count = header.e_shnum == 0 ? 1 : header.e_shnum;
-    auto what = [&] {
-      return "section header table (e_shoff " + hex(header.e_shoff) + ", " + std::to_string(count) + " entries)";
-    };
-    if (auto fits = check_range_lazily(what, header.e_shoff, count * sizeof(E::Elf64_Shdr), elf.size(), kContainer);
-        !fits) {
-      return fits;
-    }
-  }
-  return {};
-}
-
-Expected<Layout> read_layout(const llvm::object::ELF64LEFile& file, Bytes elf) {
-  Layout layout;
-  auto sections = file.sections();
-  if (!sections) return elf_error(ErrorKind::Malformed, llvm::toString(sections.takeError()));
-  layout.sections.reserve(sections->size());
-  unsigned index = 0;
-  for (const auto& shdr : *sections) {
-    Section section{index++,      shdr.sh_type, shdr.sh_flags, shdr.sh_addr,      shdr.sh_offset,
-                    shdr.sh_size, shdr.sh_link, shdr.sh_addralign, shdr.sh_entsize};
-    // A NOBITS section occupies no bytes, but its offset still counts (ROCr's ElfSize).
-    std::uint64_t bytes = section.type == E::SHT_NOBITS ? 0 : section.size;
-    auto what = [&] { return section.label() + " (sh_type " + std::to_string(section.type) + ")"; };
-    if (auto fits = check_range_lazily(what, section.offset, bytes, elf.size(), kContainer); !fits) {
-      return std::move(fits).error();
-    }
-    layout.sections.push_back(section);
-  }
-  std::uint32_t shstrndx = file.getHeader().e_shstrndx;
-  if (shstrndx != E::SHN_UNDEF && shstrndx != E::SHN_XINDEX && shstrndx >= layout.sections.size()) {
-    return elf_error(ErrorKind::Malformed, "e_shstrndx " + std::to_string(shstrndx) +
-                                               " at offset 0x3e is not one of the " +
-                                               std::to_string(layout.sections.size()) + " sections");
-  }
-  auto segments = file.program_headers();
-  if (!segments) return elf_error(ErrorKind::Malformed, llvm::toString(segments.takeError()));
-  layout.segments.reserve(segments->size());
-  index = 0;
-  for (const auto& phdr : *segments) {
-    Segment segment{index++,        phdr.p_type,  phdr.p_flags, phdr.p_offset,
-                    phdr.p_vaddr,   phdr.p_filesz, phdr.p_memsz, phdr.p_align};
-    auto what = [&] { return "segment " + std::to_string(segment.index) + " (p_type " + hex(segment.type) + ")"; };
-    if (auto fits = check_range_lazily(what, segment.offset, segment.filesz, elf.size(), kContainer); !fits) {
-      return std::move(fits).error();
-    }
-    layout.segments.push_back(segment);
-  }
-  return layout;
-}
 
 // ---------------------------------------------------------------------------
 // Notes.
@@ -193,61 +61,43 @@ struct MetadataNotes {
   }
 };
 
-/// Walks the note records in elf[offset, offset + size) by their declared
-/// sizes, collecting the AMDGPU metadata ones. The last record may lack the
-/// padding after its descriptor when the descriptor ends exactly at the end
-/// of the region (IREE accepts this too).
+/// A note record that does not fit its region, in the reader's words
+/// (offsets relative to the region).
+Error note_fault_error(const detail::NoteFault& fault, std::uint64_t offset, std::uint64_t size,
+                       std::uint64_t align, const std::string& where) {
+  using Part = detail::NoteFault::Part;
+  constexpr std::string_view kLimit = "the region";
+  std::string record = where + " (file offset " + hex(offset) + "): note record at region offset " + hex(fault.record);
+  auto out_of_range = [&](const std::string& what) {
+    auto fits = check_range(what, fault.at, fault.size, size, kLimit);
+    return fits ? Error(ErrorKind::OutOfBounds, what) : std::move(fits).error();
+  };
+  switch (fault.part) {
+    case Part::Header:
+      return Error(ErrorKind::Truncated, record + " needs a 12-byte header, only " + std::to_string(fault.size) +
+                                             " bytes remain");
+    case Part::Name: return out_of_range(record + ": name (namesz " + hex(fault.size) + ")");
+    case Part::NamePadding:
+      return Error(ErrorKind::OutOfBounds, record + ": name padding to " + std::to_string(align) +
+                                               " bytes runs past the end of the region (" + hex(size) + " bytes)");
+    case Part::Descriptor: return out_of_range(record + ": descriptor (descsz " + hex(fault.size) + ")");
+    case Part::DescriptorPadding: break;
+  }
+  return Error(ErrorKind::Truncated, record + ": descriptor padding to " + std::to_string(align) +
+                                         " bytes runs past the end of the region (" + hex(size) + " bytes)");
+}
+
+/// Walks the note records in elf[offset, offset + size), collecting the
+/// AMDGPU metadata ones.
 Expected<void> walk_notes(Bytes elf, std::uint64_t offset, std::uint64_t size, std::uint64_t align,
                           const std::string& where, MetadataNotes& found) {
   if (auto fits = check_range(where, offset, size, elf.size(), kContainer); !fits) return fits;
-  Bytes region = elf.subspan(offset, size);
-  // Offsets below are relative to the region; messages say so.
-  std::string_view limit = "the region";
-  std::uint64_t position = 0;
-  while (position < size) {
-    auto record = [&] {
-      return where + " (file offset " + hex(offset) + "): note record at region offset " + hex(position);
-    };
-    if (size - position < 12) {
-      return Error(ErrorKind::Truncated, record() + " needs a 12-byte header, only " +
-                                             std::to_string(size - position) + " bytes remain");
-    }
-    auto namesz = detail::load_le<std::uint32_t>(region.data() + position);
-    auto descsz = detail::load_le<std::uint32_t>(region.data() + position + 4);
-    auto type = detail::load_le<std::uint32_t>(region.data() + position + 8);
-    std::uint64_t name_at = position + 12;
-    auto name_what = [&] { return record() + ": name (namesz " + hex(namesz) + ")"; };
-    if (auto fits = check_range_lazily(name_what, name_at, namesz, size, limit); !fits) return fits;
-    auto desc_at = detail::align_up(name_at + namesz, align);
-    if (!desc_at || *desc_at > size) {
-      return Error(ErrorKind::OutOfBounds, record() + ": name padding to " + std::to_string(align) +
-                                               " bytes runs past the end of the region (" + hex(size) + " bytes)");
-    }
-    auto desc_what = [&] { return record() + ": descriptor (descsz " + hex(descsz) + ")"; };
-    if (auto fits = check_range_lazily(desc_what, *desc_at, descsz, size, limit); !fits) return fits;
-    std::uint64_t desc_end = *desc_at + descsz;
-    auto next = detail::align_up(desc_end, align);
-    if (!next || *next > size) {
-      if (desc_end != size) {
-        return Error(ErrorKind::Truncated, record() + ": descriptor padding to " + std::to_string(align) +
-                                               " bytes runs past the end of the region (" + hex(size) + " bytes)");
-      }
-      next = size;  // the producer left out the last record's padding
-    }
-    if (type == E::NT_AMDGPU_METADATA && namesz == kNoteName.size() &&
-        detail::as_chars(region.subspan(name_at, namesz)) == kNoteName) {
-      found.add({offset + position, region.subspan(*desc_at, descsz)});
-    }
-    position = *next;
+  detail::NoteWalk walk(elf.subspan(offset, size), offset, align);
+  while (auto note = walk.next()) {
+    if (note->is_amdgpu_metadata()) found.add({note->offset, note->desc});
   }
+  if (walk.fault()) return note_fault_error(*walk.fault(), offset, size, align, where);
   return {};
-}
-
-/// Note records are aligned to 4, or to 8 in a region aligned to 8.
-Expected<std::uint64_t> note_alignment(std::uint64_t align, const std::string& where) {
-  if (align <= 4) return std::uint64_t{4};
-  if (align == 8) return std::uint64_t{8};
-  return Error(ErrorKind::Malformed, where + ": alignment " + std::to_string(align) + " is not 4 or 8");
 }
 
 /// One PT_NOTE segment or SHT_NOTE section to walk.
@@ -298,8 +148,10 @@ Expected<MetadataNote> find_metadata_note(Bytes elf, const Layout& layout) {
   MetadataNotes found;
   for (const NoteRegion& region : distinct) {
     std::string where = name(region);
-    auto align = note_alignment(region.align, where);
-    if (!align) return std::move(align).error();
+    auto align = detail::note_alignment(region.align);
+    if (!align) {
+      return Error(ErrorKind::Malformed, where + ": alignment " + std::to_string(region.align) + " is not 4 or 8");
+    }
     if (auto walked = walk_notes(elf, region.offset, region.size, *align, where, found); !walked) {
       return std::move(walked).error();
     }
@@ -322,92 +174,6 @@ Expected<MetadataNote> find_metadata_note(Bytes elf, const Layout& layout) {
 // ---------------------------------------------------------------------------
 // Symbols.
 
-bool is_real_section(std::uint16_t shndx, const Layout& layout) {
-  return shndx != E::SHN_UNDEF && shndx < E::SHN_LORESERVE && shndx < layout.sections.size();
-}
-
-/// Reads one SHT_SYMTAB / SHT_DYNSYM table after checking it and its string
-/// table (docs/format.md, "Symbol tables").
-Expected<void> read_symbol_table(Bytes elf, const Layout& layout, const Section& table,
-                                 std::vector<Symbol>& symbols) {
-  std::string what = "symbol table " + table.label();
-  if (auto fits = check_range(what, table.offset, table.size, elf.size(), kContainer); !fits) return fits;
-  if (table.entsize != sizeof(E::Elf64_Sym)) {
-    return elf_error(ErrorKind::Malformed, what + ": sh_entsize " + std::to_string(table.entsize) + " is not " +
-                                               std::to_string(sizeof(E::Elf64_Sym)));
-  }
-  if (table.size % sizeof(E::Elf64_Sym) != 0) {
-    return elf_error(ErrorKind::Malformed, what + ": sh_size " + hex(table.size) + " is not a multiple of " +
-                                               std::to_string(sizeof(E::Elf64_Sym)));
-  }
-  if (table.link == 0 || table.link >= layout.sections.size() ||
-      layout.sections[table.link].type != E::SHT_STRTAB) {
-    return elf_error(ErrorKind::Malformed,
-                     what + ": sh_link " + std::to_string(table.link) + " is not a string table section");
-  }
-  const Section& strings = layout.sections[table.link];
-  auto strings_what = [&] { return what + ": string table " + strings.label(); };
-  if (auto fits = check_range_lazily(strings_what, strings.offset, strings.size, elf.size(), kContainer); !fits) {
-    return fits;
-  }
-  std::string_view text = detail::as_chars(elf.subspan(strings.offset, strings.size));
-  std::uint64_t count = table.size / sizeof(E::Elf64_Sym);
-  symbols.reserve(symbols.size() + count);
-  // Names may share bytes (a linker merges tails), but symbols naming one
-  // long string over and over would cost symbols x string table to measure
-  // and then to hash.
-  const std::uint64_t name_budget = 4 * text.size() + (std::uint64_t{1} << 20);
-  std::uint64_t name_bytes = 0;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    E::Elf64_Sym raw;
-    std::memcpy(&raw, elf.data() + table.offset + i * sizeof raw, sizeof raw);
-    auto entry = [&] { return what + ": symbol " + std::to_string(i); };
-    if (raw.st_name >= text.size()) {
-      return elf_error(ErrorKind::OutOfBounds, entry() + ": st_name " + hex(raw.st_name) +
-                                                   " is outside its string table (" + hex(text.size()) + " bytes)");
-    }
-    std::size_t end = text.find('\0', raw.st_name);
-    if (end == std::string_view::npos) {
-      return elf_error(ErrorKind::Malformed, entry() + ": name at st_name " + hex(raw.st_name) +
-                                                 " has no NUL before the end of its string table");
-    }
-    name_bytes += end - raw.st_name;
-    if (name_bytes > name_budget) {
-      return elf_error(ErrorKind::LimitExceeded, entry() + ": the names of symbols 0 to " + std::to_string(i) +
-                                                     " take " + hex(name_bytes) + " bytes, more than " +
-                                                     hex(name_budget) + " (four times their string table, " +
-                                                     hex(text.size()) + " bytes, and 1 MiB)");
-    }
-    if (raw.st_shndx != E::SHN_UNDEF && raw.st_shndx < E::SHN_LORESERVE && raw.st_shndx >= layout.sections.size()) {
-      return elf_error(ErrorKind::Malformed, entry() + " (" + quoted(text.substr(raw.st_name, end - raw.st_name)) +
-                                                 "): st_shndx " + std::to_string(raw.st_shndx) + " is not one of the " +
-                                                 std::to_string(layout.sections.size()) + " sections");
-    }
-    symbols.push_back({text.substr(raw.st_name, end - raw.st_name), raw.getType(), raw.st_shndx, raw.st_value,
-                       raw.st_size});
-  }
-  return {};
-}
-
-/// Every symbol of the SHT_SYMTAB and the SHT_DYNSYM, .symtab first. An ELF
-/// file has at most one of each (gABI); more would each be read in full.
-Expected<std::vector<Symbol>> read_symbols(Bytes elf, const Layout& layout) {
-  std::vector<Symbol> symbols;
-  for (std::uint32_t type : {E::SHT_SYMTAB, E::SHT_DYNSYM}) {
-    const Section* first = nullptr;
-    for (const Section& section : layout.sections) {
-      if (section.type != type) continue;
-      if (first) {
-        return elf_error(ErrorKind::Malformed, section.label() + " is a second " +
-                                                   (type == E::SHT_SYMTAB ? "SHT_SYMTAB" : "SHT_DYNSYM") + " (after " +
-                                                   first->label() + "); an ELF file has at most one");
-      }
-      first = &section;
-      if (auto read = read_symbol_table(elf, layout, section, symbols); !read) return std::move(read).error();
-    }
-  }
-  return symbols;
-}
 
 /// Defined symbols by name. A hash table with open addressing: one
 /// allocation, where a tree of thousands of mangled names sharing long
@@ -481,7 +247,7 @@ class KernelBinder {
     std::uint64_t address = 0;
   };
 
-  /// The 64 bytes `.symbol` names, after the symbol rules of docs/format.md.
+  /// The 64 bytes `.symbol` names, after the symbol rows of table 2.1.
   std::optional<Located> locate_descriptor(const Kernel& kernel) {
     // Messages are built only for a problem: most kernels have none.
     auto symbol_text = [&] {
@@ -509,7 +275,7 @@ class KernelBinder {
           symbol_text() + ": st_value " + hex(symbol.value) + " is not 64-byte aligned");
       return std::nullopt;
     }
-    if (!is_real_section(symbol.shndx, layout_)) {
+    if (!detail::is_real_section(symbol.shndx, layout_)) {
       add(kernel, ErrorKind::Malformed, ".symbol",
           symbol_text() + ": st_shndx " + hex(symbol.shndx) + " is not a section");
       return std::nullopt;
@@ -713,11 +479,11 @@ Expected<CodeObject> CodeObject::read(std::span<const std::byte> bytes) {
   if (!target) return std::move(target).error();
   detail::AlignedBytes aligned(bytes);
   Bytes elf = aligned.bytes();
-  if (auto header = check_header(elf); !header) return std::move(header).error();
+  if (auto header = detail::check_code_object_header(elf); !header) return std::move(header).error();
 
-  auto file = llvm::object::ELF64LEFile::create(detail::as_chars(elf));
-  if (!file) return elf_error(ErrorKind::Malformed, llvm::toString(file.takeError()));
-  auto layout = read_layout(*file, elf);
+  auto view = detail::ElfView::open(elf);
+  if (!view) return std::move(view).error();
+  auto layout = view->layout();
   if (!layout) return std::move(layout).error();
   auto size = detail::code_object_size(elf);
   if (!size) return std::move(size).error();
@@ -726,7 +492,7 @@ Expected<CodeObject> CodeObject::read(std::span<const std::byte> bytes) {
   if (!note) return std::move(note).error();
   auto decoded = detail::decode_metadata(note->desc);
   if (!decoded) return std::move(decoded).error().with_context("metadata note at offset " + hex(note->offset));
-  auto symbols = read_symbols(elf, *layout);
+  auto symbols = detail::read_symbols(elf, *layout);
   if (!symbols) return std::move(symbols).error();
 
   Metadata metadata = std::move(decoded->metadata);

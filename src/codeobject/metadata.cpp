@@ -457,10 +457,9 @@ class Decoder {
     if (auto read = next(map, top); !read) return std::move(read).error();
     if (map.kind() != Type::Map) return wrong_type(top, map, "a map at the root");
     KeySet seen;
-    Metadata& metadata = result_.metadata;
     auto done = entries(map, top, 1, seen, [&](std::string_view key, const Path& path) -> Expected<void> {
       if (key == "amdhsa.version") return version(path);
-      if (key == "amdhsa.target") return store(metadata.target, string(path));
+      if (key == "amdhsa.target") return target(path);
       if (key == "amdhsa.printf") return printf_formats(path);
       if (key == "amdhsa.kernels") return kernels(path);
       return unknown(path, 2);
@@ -486,6 +485,15 @@ class Decoder {
   static Expected<void> store(Field& field, Expected<T> value) {
     if (!value) return std::move(value).error();
     field = std::move(*value);
+    return {};
+  }
+
+  Expected<void> target(const Path& path) {
+    std::uint64_t at = position_;
+    auto text = string(path);
+    if (!text) return std::move(text).error();
+    result_.metadata.target = *text;
+    result_.target_at = StringLocation{at, static_cast<unsigned>(text->data() - input_.data() - at), text->size()};
     return {};
   }
 

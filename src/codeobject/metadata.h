@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,9 +39,20 @@ std::string printable(std::string_view text, std::size_t limit = 64);
 /// into every one of them.
 inline constexpr std::size_t kMessageNameLimit = 128;
 
+/// Where a string value lies in the msgpack: its encoding starts at byte
+/// `offset` with a `head`-byte head (fixstr 1, str8 2, str16 3, str32 5),
+/// then `length` bytes of text.
+struct StringLocation {
+  std::uint64_t offset = 0;
+  unsigned head = 0;
+  std::uint64_t length = 0;
+};
+
 /// What decode_metadata returns.
 struct DecodedMetadata {
   Metadata metadata;  ///< kernels without descriptor or layout yet
+  /// Where `amdhsa.target` lies (the retarget rewrites it in place); nullopt without the key.
+  std::optional<StringLocation> target_at;
   /// Findings that do not stop decoding: two kernels sharing a `.name` or a
   /// `.symbol` (Ambiguous), an `amdhsa.printf` string not of the form
   /// `ID:N:S0:...:Format` (Malformed).

@@ -15,7 +15,7 @@ namespace coload::detail {
 /// Sets the `amdhsa.target` string of the NT_AMDGPU_METADATA note of `elf`
 /// (a whole code object) to `text`, in place: the note is found by walking
 /// the PT_NOTE segments and SHT_NOTE sections by their declared sizes, the
-/// string by walking the msgpack map. A string of another length is
+/// string by decoding the metadata (decode_metadata). A string of another length is
 /// re-encoded and descsz updated only when the descriptor stays within its
 /// old padding in every region that holds it (the next record does not
 /// move); the string's msgpack head may widen (fixstr to str8, ...) to get
@@ -23,7 +23,8 @@ namespace coload::detail {
 /// `amdhsa.target`. Errors: UnsupportedMethod when the new descriptor does
 /// not fit ("retargeted metadata note needs N bytes, the note has M"),
 /// NotFound without a metadata note, Truncated / OutOfBounds / Malformed for
-/// note records or msgpack that do not walk (`elf` is unchanged then).
+/// ELF tables or note records that do not walk, decode_metadata's errors
+/// ("retarget: ...") for metadata it refuses (`elf` is unchanged then).
 Expected<bool> rewrite_metadata_target(std::vector<std::byte>& elf, std::string_view text);
 
 }  // namespace coload::detail

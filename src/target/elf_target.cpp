@@ -2,60 +2,24 @@
 
 #include <algorithm>
 #include <cstring>
-#include <tuple>
 #include <vector>
 
+#include "codeobject/elf_view.h"
+#include "common/aligned_bytes.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELF.h"
-#include "common/aligned_bytes.h"
 
 namespace coload::detail {
-namespace {
-
-// Returns LLVM's own Expected: a coload::Expected<llvm::…> instantiation would
-// be a weak coload:: symbol carrying an LLVM type out of libcoload.so.
-llvm::Expected<llvm::object::ELF64LEFile> open_amdgpu_elf(Bytes elf) {
-  auto file = llvm::object::ELF64LEFile::create(as_chars(elf));
-  if (file && file->getHeader().e_machine != llvm::ELF::EM_AMDGPU) {
-    return llvm::createStringError("e_machine " + std::to_string(file->getHeader().e_machine) +
-                                   " at offset 0x12 is not EM_AMDGPU (224)");
-  }
-  return file;
-}
-
-/// How far into `bytes` an ELF's header tables reach, from its header (and
-/// section 0, which holds the counts of PN_XNUM / SHN_UNDEF headers); all of
-/// `bytes` when it cannot tell. Sizing reads nothing past the tables, so an
-/// unaligned object is copied only that far: a region of 160 000 bare
-/// objects at odd offsets was copied to its end once per object.
-std::uint64_t tables_extent(Bytes bytes) {
-  if (bytes.size() < sizeof(llvm::ELF::Elf64_Ehdr)) return bytes.size();
-  const std::byte* data = bytes.data();
-  const auto phoff = load_le<std::uint64_t>(data + 32), shoff = load_le<std::uint64_t>(data + 40);
-  const auto phentsize = load_le<std::uint16_t>(data + 54), shentsize = load_le<std::uint16_t>(data + 58);
-  std::uint64_t phnum = load_le<std::uint16_t>(data + 56), shnum = load_le<std::uint16_t>(data + 60);
-  if (shoff != 0 && shoff <= bytes.size() && bytes.size() - shoff >= sizeof(llvm::ELF::Elf64_Shdr)) {
-    if (shnum == 0) shnum = load_le<std::uint64_t>(data + shoff + 32);             // section 0's sh_size
-    if (phnum == llvm::ELF::PN_XNUM) phnum = load_le<std::uint32_t>(data + shoff + 44);  // its sh_info
-  }
-  std::uint64_t end = sizeof(llvm::ELF::Elf64_Ehdr);
-  for (auto [offset, count, entry] : {std::tuple{phoff, phnum, std::uint64_t{phentsize}},
-                                      std::tuple{shoff, shnum, std::uint64_t{shentsize}}}) {
-    if (count == 0) continue;
-    if (entry != 0 && count > (~std::uint64_t{0} - offset) / entry) return bytes.size();
-    end = std::max(end, offset + count * entry);
-  }
-  return std::min<std::uint64_t>(end, bytes.size());
-}
-
-}  // namespace
 
 Expected<std::uint64_t> code_object_size(Bytes unaligned) {
-  AlignedBytes aligned(unaligned.first(tables_extent(unaligned)));
-  Bytes elf = aligned.bytes();
-  auto file = open_amdgpu_elf(elf);
-  if (!file) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(file.takeError()));
-  const auto& header = file->getHeader();
+  // Sizing reads nothing past the header tables, so an unaligned object is
+  // copied only that far: a region of 160 000 bare objects at odd offsets
+  // was copied to its end once per object.
+  AlignedBytes aligned(unaligned.first(elf_tables_extent(unaligned)));
+  auto view = ElfView::open(aligned.bytes());
+  if (!view) return std::move(view).error();
+  const llvm::object::ELF64LEFile& file = view->file();
+  const auto& header = view->header();
   std::uint64_t end = sizeof(llvm::ELF::Elf64_Ehdr);
   auto extend = [&](std::string_view what, std::uint64_t offset, std::uint64_t size) -> Expected<void> {
     if (auto fits = check_range(what, offset, size, unaligned.size(), "the available bytes"); !fits) return fits;
@@ -67,8 +31,8 @@ Expected<std::uint64_t> code_object_size(Bytes unaligned) {
     return std::move(fits).error();
   }
   // LLVM has checked both header tables against the buffer when listing them.
-  auto sections = file->sections();
-  if (!sections) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(sections.takeError()));
+  auto sections = file.sections();
+  if (!sections) return elf_error(ErrorKind::Malformed, llvm::toString(sections.takeError()));
   if (!sections->empty()) end = std::max<std::uint64_t>(end, header.e_shoff + sections->size() * header.e_shentsize);
   for (const auto& section : *sections) {
     // A NOBITS section occupies no bytes, but its offset still counts (ROCr's ElfSize).
@@ -77,8 +41,8 @@ Expected<std::uint64_t> code_object_size(Bytes unaligned) {
       return std::move(fits).error();
     }
   }
-  auto segments = file->program_headers();
-  if (!segments) return Error(ErrorKind::Malformed, "code object ELF: " + llvm::toString(segments.takeError()));
+  auto segments = file.program_headers();
+  if (!segments) return elf_error(ErrorKind::Malformed, llvm::toString(segments.takeError()));
   if (!segments->empty()) end = std::max<std::uint64_t>(end, header.e_phoff + segments->size() * header.e_phentsize);
   for (const auto& segment : *segments) {
     if (auto fits = extend("code object segment", segment.p_offset, segment.p_filesz); !fits) {
