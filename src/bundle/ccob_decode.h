@@ -44,10 +44,11 @@ Expected<void> check_decoded_limit(const CompressedHeader& header, const ReadOpt
 /// Decodes the CCOB at ccob[0] (`header` parsed from it, perhaps under other
 /// options) into `keep`, checking in order: the limit, that total_size fits
 /// `ccob`, the stream and its decoded size (decode_stream), and the stored
-/// hash as `verify` says. `keep` hears begin(true) when the whole stream is
-/// hashed; otherwise its done() may stop the decode early, unchecked past
-/// that point. Errors: LimitExceeded, OutOfBounds (total_size), those of
-/// decode_stream (with "CCOB vN: " in front), HashMismatch.
+/// hash as `verify` says. `keep` hears begin() first, true when the whole
+/// stream is hashed (a sink that could stop early then reads on); its done()
+/// stops the decode, unchecked past that point. Errors: LimitExceeded,
+/// OutOfBounds (total_size), those of decode_stream (with "CCOB vN: " in
+/// front), HashMismatch.
 Expected<HashOutcome> decode_verified(Bytes ccob, const CompressedHeader& header, const ReadOptions& options,
                                       DecodeSink& keep, VerifyOptions verify = {});
 
