@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "bundle/ccob_layout.h"
 #include "bundle/decompress.h"
 #include "bundle/plain_table.h"
 #include "coload/bundle.h"
@@ -18,7 +19,6 @@ using detail::Bytes;
 using detail::hex;
 
 constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
-constexpr std::string_view kCompressedMagic = "CCOB";
 constexpr std::string_view kElfMagic = "\x7f" "ELF";
 
 // A plain bundle's table is read from a first 1 KiB prefix, grown when the
@@ -105,9 +105,10 @@ Expected<void> charge_v1(const CompressedHeader& header, std::uint64_t& used, co
   std::uint64_t left = options.max_decompressed_bytes - used;
   if (header.uncompressed_size > left) {
     return Error(ErrorKind::LimitExceeded,
-                 "CCOB v1 header: uncompressed_size " + hex(header.uncompressed_size) + " at offset 0x8 exceeds the " +
-                     hex(left) + " bytes left for measuring v1 streams in this walk: earlier v1 bundles used " +
-                     hex(used) + " of the limit " + hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)");
+                 "CCOB v1 header: uncompressed_size " + hex(header.uncompressed_size) + " at offset " +
+                     hex(detail::kCcobV1.uncompressed_size.offset) + " exceeds the " + hex(left) +
+                     " bytes left for measuring v1 streams in this walk: earlier v1 bundles used " + hex(used) +
+                     " of the limit " + hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)");
   }
   used += header.uncompressed_size;
   return {};
@@ -134,7 +135,7 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
   // A CCOB's payload or a code object's tables are read through the mapping
   // anyway; their headers are read there too.
   Bytes bytes = source.bytes().subspan(offset, end - offset);
-  if (detail::starts_with(bytes, kCompressedMagic)) {
+  if (detail::starts_with(bytes, detail::kCcobMagic)) {
     auto header = parse_compressed_header(bytes, options);
     if (!header) return std::move(header).error();
     std::optional<std::uint64_t> size = header->total_size;

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "bundle/ccob_decode.h"
+#include "bundle/ccob_layout.h"
 #include "bundle/decompress.h"
 #include "bundle/md5_stream.h"
 #include "bundle/verified_marks.h"
@@ -18,10 +20,7 @@ namespace {
 using detail::Bytes;
 using detail::hex;
 
-constexpr std::string_view kMagic = "CCOB";
 constexpr std::uint64_t kSmallestPlainBundle = 32;  // magic + num_entries
-
-std::uint64_t hash_offset(std::uint16_t version) { return version == 1 ? 12 : version == 2 ? 16 : 24; }
 
 class DiscardSink final : public detail::DecodeSink {
  public:
@@ -35,8 +34,8 @@ class HashingSink final : public detail::DecodeSink {
     if (hash) md5_.emplace(expected);
   }
   void write(Bytes chunk) override {
+    if (md5_) md5_->update(chunk);  // first: a helper thread hashes while `keep` works
     keep_.write(chunk);
-    if (md5_) md5_->update(chunk);
   }
   bool done() const override { return keep_.done(); }
   std::span<std::byte> output() override { return keep_.output(); }
@@ -76,100 +75,116 @@ class MappedSink final : public detail::DecodeSink {
   bool overrun_ = false;
 };
 
-Expected<void> check_limit(const CompressedHeader& header, const ReadOptions& options) {
-  if (header.uncompressed_size <= options.max_decompressed_bytes) return {};
-  return Error(ErrorKind::LimitExceeded, "CCOB: uncompressed_size " + hex(header.uncompressed_size) +
-                                             " exceeds the limit " + hex(options.max_decompressed_bytes));
+template <class T>
+Expected<std::uint64_t> widened(Expected<T> value) {
+  if (!value) return std::move(value).error();
+  return std::uint64_t{*value};
 }
 
-/// Decodes the CCOB at bytes[0] into `keep` and checks what decompress_bundle
-/// documents: the limit, total_size, the decoded size and the stored MD5
-/// prefix (or a verified mark in its place).
-Expected<void> decode_checked(Bytes bytes, const CompressedHeader& header, const ReadOptions& options,
-                              detail::DecodeSink& keep) {
-  if (auto fits = check_limit(header, options); !fits) return fits;
-  std::uint64_t end = header.total_size.value_or(bytes.size());
-  if (end > bytes.size() || end < header.header_size) {
-    return Error(ErrorKind::OutOfBounds, "CCOB: total_size " + hex(end) + " does not fit the " +
-                                             hex(bytes.size()) + " bytes given");
+/// The header field at the cursor, as wide as the layout declares it.
+Expected<std::uint64_t> read_field(detail::Cursor& cursor, detail::CcobField field, std::string_view name) {
+  switch (field.width) {
+    case 2: return widened(cursor.u16(name));
+    case 4: return widened(cursor.u32(name));
+    default: return cursor.u64(name);
   }
-  std::optional<detail::VerifiedMark> mark;
-  if (!options.verified_cache.empty()) mark.emplace(options.verified_cache, bytes.first(end), header);
-  bool checked_earlier = mark && mark->present();
-  HashingSink sink(keep, !checked_earlier, header.uncompressed_size);
-  auto end_rule = header.total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
-  auto consumed = detail::decode_stream(header.method, bytes.subspan(header.header_size, end - header.header_size),
-                                        header.uncompressed_size, end_rule, sink);
-  if (!consumed) return std::move(consumed).error().with_context("CCOB v" + std::to_string(header.version));
-  if (checked_earlier) return {};  // the size is still checked, by decode_stream
-  std::uint64_t computed = sink.digest_low();
-  if (computed != header.hash) {
-    return Error(ErrorKind::HashMismatch, "CCOB v" + std::to_string(header.version) + ": stored hash " +
-                                              hex(header.hash) + " at offset " + hex(hash_offset(header.version)) +
-                                              " does not match " + hex(computed) + ", the MD5 prefix of the " +
-                                              hex(header.uncompressed_size) + " decompressed bytes");
-  }
-  if (mark) mark->record();
-  return {};
 }
 
 }  // namespace
 
+Expected<void> detail::check_decoded_limit(const CompressedHeader& header, const ReadOptions& options,
+                                           LimitWording wording) {
+  if (header.uncompressed_size <= options.max_decompressed_bytes) return {};
+  if (wording == LimitWording::Bare) {
+    return Error(ErrorKind::LimitExceeded, "CCOB: uncompressed_size " + hex(header.uncompressed_size) +
+                                               " exceeds the limit " + hex(options.max_decompressed_bytes));
+  }
+  return Error(ErrorKind::LimitExceeded, "CCOB v" + std::to_string(header.version) + ": uncompressed_size " +
+                                             hex(header.uncompressed_size) + " exceeds the limit " +
+                                             hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)");
+}
+
+Expected<detail::HashOutcome> detail::decode_verified(Bytes ccob, const CompressedHeader& header,
+                                                      const ReadOptions& options, DecodeSink& keep,
+                                                      VerifyOptions verify) {
+  if (auto fits = check_decoded_limit(header, options, verify.limit_wording); !fits) return std::move(fits).error();
+  std::uint64_t end = header.total_size.value_or(ccob.size());
+  if (end > ccob.size() || end < header.header_size) {
+    return Error(ErrorKind::OutOfBounds, "CCOB: total_size " + hex(end) + " does not fit the " + hex(ccob.size()) +
+                                             " bytes given");
+  }
+  std::optional<VerifiedMark> mark;
+  if (verify.check_hash && !options.verified_cache.empty()) {
+    mark.emplace(options.verified_cache, ccob.first(end), header);
+  }
+  bool checked_earlier = mark && mark->present();
+  bool hash = verify.check_hash && !checked_earlier;
+  keep.begin(hash);
+  HashingSink sink(keep, hash, header.uncompressed_size);
+  auto end_rule = header.total_size ? StreamEnd::EndOfInput : StreamEnd::EndOfExpected;
+  auto consumed = decode_stream(header.method, ccob.subspan(header.header_size, end - header.header_size),
+                                header.uncompressed_size, end_rule, sink);
+  if (!consumed) return std::move(consumed).error().with_context("CCOB v" + std::to_string(header.version));
+  // Unhashed, the size is still checked, by decode_stream (unless keep.done() stopped it).
+  if (checked_earlier) return HashOutcome::CheckedEarlier;
+  if (!hash) return HashOutcome::NotChecked;
+  std::uint64_t computed = sink.digest_low();
+  if (computed != header.hash) {
+    return Error(ErrorKind::HashMismatch, "CCOB v" + std::to_string(header.version) + ": stored hash " +
+                                              hex(header.hash) + " at offset " +
+                                              hex(ccob_layout(header.version).hash.offset) + " does not match " +
+                                              hex(computed) + ", the MD5 prefix of the " +
+                                              hex(header.uncompressed_size) + " decompressed bytes");
+  }
+  if (mark) mark->record();
+  return HashOutcome::Checked;
+}
+
 Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> bytes, const ReadOptions& options) {
   detail::Cursor cursor(bytes, "CCOB header");
-  auto magic = cursor.take("magic", kMagic.size());
+  auto magic = cursor.take("magic", detail::kCcobMagicField.width);
   if (!magic) return std::move(magic).error();
-  if (detail::as_chars(*magic) != kMagic) {
-    return Error(ErrorKind::BadMagic, "CCOB header: offset 0x0 does not hold CCOB");
+  if (detail::as_chars(*magic) != detail::kCcobMagic) {
+    return Error(ErrorKind::BadMagic,
+                 "CCOB header: offset " + hex(detail::kCcobMagicField.offset) + " does not hold CCOB");
   }
-  auto version = cursor.u16("version");
+  auto version = read_field(cursor, detail::kCcobVersionField, "version");
   if (!version) return std::move(version).error();
-  auto method = cursor.u16("method");
+  auto method = read_field(cursor, detail::kCcobMethodField, "method");
   if (!method) return std::move(method).error();
   if (*version < 1 || *version > 3) {
-    return Error(ErrorKind::UnsupportedVersion,
-                 "CCOB header: version " + std::to_string(*version) + " at offset 0x4 is not 1, 2 or 3");
+    return Error(ErrorKind::UnsupportedVersion, "CCOB header: version " + std::to_string(*version) + " at offset " +
+                                                    hex(detail::kCcobVersionField.offset) + " is not 1, 2 or 3");
   }
   if (*method > 1) {
-    return Error(ErrorKind::UnsupportedMethod, "CCOB header: method " + std::to_string(*method) +
-                                                   " at offset 0x6 is not 0 (zlib) or 1 (zstd)");
+    return Error(ErrorKind::UnsupportedMethod, "CCOB header: method " + std::to_string(*method) + " at offset " +
+                                                   hex(detail::kCcobMethodField.offset) +
+                                                   " is not 0 (zlib) or 1 (zstd)");
   }
 
+  // The fields after the method, read in the order the layout lays them out.
   CompressedHeader header;
-  header.version = *version;
+  header.version = static_cast<std::uint16_t>(*version);
   header.method = *method == 0 ? Compression::Zlib : Compression::Zstd;
-  std::uint64_t uncompressed_at = 8;
-  if (*version == 1) {
-    auto uncompressed = cursor.u32("uncompressed_size");
-    if (!uncompressed) return std::move(uncompressed).error();
-    header.uncompressed_size = *uncompressed;
-  } else if (*version == 2) {
-    auto total = cursor.u32("total_size");
+  const detail::CcobLayout& layout = detail::ccob_layout(header.version);
+  if (layout.total_size.width > 0) {
+    auto total = read_field(cursor, layout.total_size, "total_size");
     if (!total) return std::move(total).error();
-    auto uncompressed = cursor.u32("uncompressed_size");
-    if (!uncompressed) return std::move(uncompressed).error();
     header.total_size = *total;
-    header.uncompressed_size = *uncompressed;
-    uncompressed_at = 12;
-  } else {
-    auto total = cursor.u64("total_size");
-    if (!total) return std::move(total).error();
-    auto uncompressed = cursor.u64("uncompressed_size");
-    if (!uncompressed) return std::move(uncompressed).error();
-    header.total_size = *total;
-    header.uncompressed_size = *uncompressed;
-    uncompressed_at = 16;
   }
-  auto hash = cursor.u64("hash");
+  auto uncompressed = read_field(cursor, layout.uncompressed_size, "uncompressed_size");
+  if (!uncompressed) return std::move(uncompressed).error();
+  header.uncompressed_size = *uncompressed;
+  auto hash = read_field(cursor, layout.hash, "hash");
   if (!hash) return std::move(hash).error();
   header.hash = *hash;
-  header.header_size = static_cast<std::uint32_t>(cursor.position());
+  header.header_size = layout.header_size;
 
   std::string version_name = "CCOB v" + std::to_string(*version) + " header";
   if (header.total_size) {
     if (*header.total_size <= header.header_size) {
-      return Error(ErrorKind::Malformed, version_name + ": total_size " + hex(*header.total_size) +
-                                             " at offset 0x8 leaves no payload after the " +
+      return Error(ErrorKind::Malformed, version_name + ": total_size " + hex(*header.total_size) + " at offset " +
+                                             hex(layout.total_size.offset) + " leaves no payload after the " +
                                              hex(header.header_size) + "-byte header");
     }
     if (auto fits = detail::check_range(version_name + ": total_size", 0, *header.total_size, bytes.size(),
@@ -178,14 +193,15 @@ Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> by
       return std::move(fits).error();
     }
   }
+  std::string uncompressed_at = hex(layout.uncompressed_size.offset);
   if (header.uncompressed_size > options.max_decompressed_bytes) {
     return Error(ErrorKind::LimitExceeded, version_name + ": uncompressed_size " + hex(header.uncompressed_size) +
-                                               " at offset " + hex(uncompressed_at) + " exceeds the limit " +
+                                               " at offset " + uncompressed_at + " exceeds the limit " +
                                                hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)");
   }
   if (header.uncompressed_size < kSmallestPlainBundle) {
     return Error(ErrorKind::Malformed, version_name + ": uncompressed_size " + hex(header.uncompressed_size) +
-                                           " at offset " + hex(uncompressed_at) +
+                                           " at offset " + uncompressed_at +
                                            " is smaller than an empty plain bundle (0x20 bytes)");
   }
   return header;
@@ -216,7 +232,7 @@ Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes,
 Expected<std::vector<std::byte>> decompress_bundle(std::span<const std::byte> bytes, const CompressedHeader& header,
                                                    const ReadOptions& options) {
   VectorSink keep(header.uncompressed_size);
-  if (auto checked = decode_checked(bytes, header, options, keep); !checked) return std::move(checked).error();
+  if (auto checked = detail::decode_verified(bytes, header, options, keep); !checked) return std::move(checked).error();
   return keep.take();
 }
 
@@ -235,7 +251,7 @@ bool detail::DecompressedBundle::append(Bytes chunk) {
 
 Expected<std::shared_ptr<const detail::DecompressedBundle>> detail::decompress_bundle_mapped(
     Bytes ccob, const CompressedHeader& header, const ReadOptions& options) {
-  if (auto fits = check_limit(header, options); !fits) return std::move(fits).error();
+  if (auto fits = check_decoded_limit(header, options, LimitWording::Bare); !fits) return std::move(fits).error();
   // Address space for the declared size; pages come only as bytes arrive.
   auto bundle = std::make_shared<DecompressedBundle>(header.uncompressed_size);
   if (!bundle->allocated()) {
@@ -243,7 +259,7 @@ Expected<std::shared_ptr<const detail::DecompressedBundle>> detail::decompress_b
                                                " bytes (uncompressed_size) for the decompressed bundle");
   }
   MappedSink keep(*bundle);
-  if (auto checked = decode_checked(ccob, header, options, keep); !checked) return std::move(checked).error();
+  if (auto checked = decode_verified(ccob, header, options, keep); !checked) return std::move(checked).error();
   if (keep.overrun()) {
     return Error(ErrorKind::SizeMismatch, "CCOB: decompressed data passes uncompressed_size " +
                                               hex(header.uncompressed_size));

@@ -20,6 +20,10 @@ namespace coload::detail {
 class DecodeSink {
  public:
   virtual ~DecodeSink() = default;
+  /// Called by decode_verified (bundle/ccob_decode.h) before the first
+  /// write: true when the whole stream is decoded anyway (to check its
+  /// hash), so a sink that could stop early may keep reading instead.
+  virtual void begin(bool /*whole_stream*/) {}
   virtual void write(Bytes chunk) = 0;
   /// True once the sink needs no more bytes: decode_stream then returns
   /// early, without its end-of-stream and size checks.

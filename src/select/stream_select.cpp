@@ -14,10 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "bundle/decompress.h"
-#include "bundle/md5_stream.h"
+#include "bundle/ccob_decode.h"
 #include "bundle/plain_table.h"
-#include "bundle/verified_marks.h"
 #include "common/bytes.h"
 #include "select/rank.h"
 
@@ -57,16 +55,16 @@ Candidate picked_candidate(std::size_t index, std::string id, bool picked) {
 
 class SelectingSink final : public detail::DecodeSink {
  public:
-  /// `hash`: MD5 the whole stream (so never stop early); otherwise stop once
-  /// the choice is final. `keep_chosen`: buffer the chosen entry (the choice
-  /// is then final only once it is complete).
-  SelectingSink(Chooser chooser, std::uint64_t extent, bool hash, bool keep_chosen)
-      : chooser_(chooser), extent_(extent), keep_chosen_(keep_chosen) {
-    if (hash) md5_.emplace(extent);
-  }
+  /// `keep_chosen`: buffer the chosen entry (the choice is then final only
+  /// once it is complete).
+  SelectingSink(Chooser chooser, std::uint64_t extent, bool keep_chosen)
+      : chooser_(chooser), extent_(extent), keep_chosen_(keep_chosen) {}
+
+  /// A stream decoded whole (for its hash) is never stopped early; otherwise
+  /// it stops once the choice is final.
+  void begin(bool whole_stream) override { whole_stream_ = whole_stream; }
 
   void write(Bytes chunk) override {
-    if (md5_) md5_->update(chunk);
     std::uint64_t at = position_;
     position_ += chunk.size();
     if (state_ == State::Header) {
@@ -83,7 +81,7 @@ class SelectingSink final : public detail::DecodeSink {
     if (state_ == State::Entries) walk(chunk, at);
   }
 
-  bool done() const override { return !md5_ && finished_; }
+  bool done() const override { return !whole_stream_ && finished_; }
 
   bool streamed() const { return state_ == State::Entries && finished_; }
   /// Whether every entry's head went by (Skip mode may stop before).
@@ -93,7 +91,6 @@ class SelectingSink final : public detail::DecodeSink {
     });
   }
   std::uint64_t decoded() const { return position_; }
-  std::uint64_t digest_low() { return md5_->low(); }
   Selection take_selection() { return std::move(selection_); }
   std::vector<std::byte> take_chosen() { return std::move(best_bytes_); }
   std::vector<EntryHead> take_heads() { return std::move(slots_); }
@@ -264,7 +261,7 @@ class SelectingSink final : public detail::DecodeSink {
   Chooser chooser_;
   std::uint64_t extent_;
   bool keep_chosen_;
-  std::optional<detail::Md5Stream> md5_;  // when hashing: never stop early
+  bool whole_stream_ = false;  // hashed: never stop early
   std::uint64_t position_ = 0;
 
   State state_ = State::Header;
@@ -286,6 +283,15 @@ class SelectingSink final : public detail::DecodeSink {
   std::optional<std::size_t> picked_;  // pick mode: the caller's choice
   bool finished_ = false;
 };
+
+StreamSelection::Hash stream_hash(detail::HashOutcome outcome) {
+  switch (outcome) {
+    case detail::HashOutcome::Checked: return StreamSelection::Hash::Checked;
+    case detail::HashOutcome::CheckedEarlier: return StreamSelection::Hash::CheckedEarlier;
+    case detail::HashOutcome::NotChecked: break;
+  }
+  return StreamSelection::Hash::NotChecked;
+}
 
 // The whole-bundle path: read_bundle, choose, copy the chosen entry.
 // `hash` says how read_bundle's hash check went, as the caller arranged it.
@@ -337,44 +343,11 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
   auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
                                 : parse_compressed_header(bytes, stream.read);
   if (!header) return std::move(header).error().in_bundle(info.index, info.offset);
-  std::string version = "CCOB v" + std::to_string(header->version);
-  if (header->uncompressed_size > stream.read.max_decompressed_bytes) {
-    return Error(ErrorKind::LimitExceeded, version + ": uncompressed_size " + hex(header->uncompressed_size) +
-                                               " exceeds the limit " + hex(stream.read.max_decompressed_bytes) +
-                                               " (max_decompressed_bytes)")
-        .in_bundle(info.index, info.offset);
-  }
-  std::uint64_t end = header->total_size.value_or(bytes.size());
-  if (end > bytes.size() || end < header->header_size) {
-    return Error(ErrorKind::OutOfBounds, "CCOB: total_size " + hex(end) + " does not fit the " + hex(bytes.size()) +
-                                             " bytes given")
-        .in_bundle(info.index, info.offset);
-  }
-
-  bool verify = stream.hash == StreamOptions::HashCheck::Verify;
-  std::optional<detail::VerifiedMark> mark;
-  if (verify && !stream.read.verified_cache.empty()) {
-    mark.emplace(stream.read.verified_cache, bytes.first(end), *header);
-  }
-  bool checked_earlier = mark && mark->present();
-  if (checked_earlier) verify = false;
-  SelectingSink sink(chooser, header->uncompressed_size, verify, stream.keep_chosen);
-  auto end_rule = header->total_size ? detail::StreamEnd::EndOfInput : detail::StreamEnd::EndOfExpected;
-  auto consumed = detail::decode_stream(header->method, bytes.subspan(header->header_size, end - header->header_size),
-                                        header->uncompressed_size, end_rule, sink);
-  if (!consumed) return std::move(consumed).error().with_context(version).in_bundle(info.index, info.offset);
-  if (verify) {
-    std::uint64_t computed = sink.digest_low();
-    if (computed != header->hash) {
-      std::uint64_t hash_at = header->version == 1 ? 12 : header->version == 2 ? 16 : 24;
-      return Error(ErrorKind::HashMismatch, version + ": stored hash " + hex(header->hash) + " at offset " +
-                                                hex(hash_at) + " does not match " + hex(computed) +
-                                                ", the MD5 prefix of the " + hex(header->uncompressed_size) +
-                                                " decompressed bytes")
-          .in_bundle(info.index, info.offset);
-    }
-    if (mark) mark->record();
-  }
+  SelectingSink sink(chooser, header->uncompressed_size, stream.keep_chosen);
+  auto hash = detail::decode_verified(bytes, *header, stream.read, sink,
+                                      {.check_hash = stream.hash == StreamOptions::HashCheck::Verify,
+                                       .limit_wording = detail::LimitWording::Versioned});
+  if (!hash) return std::move(hash).error().in_bundle(info.index, info.offset);
   if (!sink.streamed()) {
     // read_bundle checks the hash whatever the mode. In Verify mode it
     // trusts the mark this call found (CheckedEarlier) or has just written
@@ -382,7 +355,8 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
     ReadOptions read = stream.read;
     if (stream.hash == StreamOptions::HashCheck::Skip) read.verified_cache.clear();
     return select_whole(chooser, source, info, read, stream.keep_chosen, sink.decoded(),
-                        checked_earlier ? StreamSelection::Hash::CheckedEarlier : StreamSelection::Hash::Checked);
+                        *hash == detail::HashOutcome::CheckedEarlier ? StreamSelection::Hash::CheckedEarlier
+                                                                     : StreamSelection::Hash::Checked);
   }
 
   StreamSelection result;
@@ -391,9 +365,7 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
   result.chosen = sink.take_chosen();
   result.heads = sink.take_heads();
   result.decoded_bytes = sink.decoded();
-  result.hash = verify            ? StreamSelection::Hash::Checked
-                : checked_earlier ? StreamSelection::Hash::CheckedEarlier
-                                  : StreamSelection::Hash::NotChecked;
+  result.hash = stream_hash(*hash);
   return result;
 }
 

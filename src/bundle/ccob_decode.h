@@ -1,0 +1,55 @@
+// Internal: decoding a CCOB and checking it against its header. One routine
+// behind decompress_bundle, read_bundle (decompress_bundle_mapped) and the
+// selecting stream (coload/stream_select.h); each brings its own sink for
+// the decoded bytes. Defined in compressed_bundle.cpp. Does not cover parsing
+// the header (parse_compressed_header) or the plain bundle inside.
+#pragma once
+
+#include <cstdint>
+
+#include "bundle/decompress.h"
+#include "coload/bundle.h"
+#include "common/bytes.h"
+
+namespace coload::detail {
+
+/// What became of the stored hash.
+enum class HashOutcome : std::uint8_t {
+  Checked,         ///< the whole stream decoded, and its MD5 prefix matched
+  CheckedEarlier,  ///< a verified mark stood for the MD5 (bundle/verified_marks.h)
+  NotChecked,      ///< not asked for (VerifyOptions::check_hash false)
+};
+
+/// How the error for an uncompressed_size above the limit reads; each
+/// caller's wording is kept as it has always read.
+enum class LimitWording : std::uint8_t {
+  Bare,       ///< "CCOB: uncompressed_size X exceeds the limit Y" (decompress_bundle, read_bundle)
+  Versioned,  ///< "CCOB v3: uncompressed_size X exceeds the limit Y (max_decompressed_bytes)" (streams)
+};
+
+/// What decode_verified checks of the stored hash, and how its limit error reads.
+struct VerifyOptions {
+  /// True: MD5 the whole stream and check the stored hash, unless a mark in
+  /// ReadOptions::verified_cache says these bytes were checked; record a
+  /// mark when it matches. False (a Skip-mode stream): no MD5, no marks.
+  bool check_hash = true;
+  LimitWording limit_wording = LimitWording::Bare;
+};
+
+/// LimitExceeded when header.uncompressed_size passes
+/// options.max_decompressed_bytes: decode_verified's first check, for a
+/// caller that must know before it allocates.
+Expected<void> check_decoded_limit(const CompressedHeader& header, const ReadOptions& options, LimitWording wording);
+
+/// Decodes the CCOB at ccob[0] (`header` parsed from it, perhaps under other
+/// options) into `keep`, checking in order: the limit, that total_size fits
+/// `ccob`, the stream and its decoded size (decode_stream), and the stored
+/// hash as `verify` says. `keep` hears begin() first, true when the whole
+/// stream is hashed (a sink that could stop early then reads on); its done()
+/// stops the decode, unchecked past that point. Errors: LimitExceeded,
+/// OutOfBounds (total_size), those of decode_stream (with "CCOB vN: " in
+/// front), HashMismatch.
+Expected<HashOutcome> decode_verified(Bytes ccob, const CompressedHeader& header, const ReadOptions& options,
+                                      DecodeSink& keep, VerifyOptions verify = {});
+
+}  // namespace coload::detail
