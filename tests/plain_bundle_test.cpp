@@ -107,6 +107,9 @@ TEST(PlainBundle, EntryPastTheEndNamesEntryOffsetAndSize) {
   testing::place(bundle, 0x1000, payload(0x100, 8));
   auto parsed = parse_plain_bundle(bundle);
   ASSERT_TRUE(FailsWith(parsed, ErrorKind::OutOfBounds));
+  EXPECT_EQ(parsed.error().location().field, "entries[0].offset");
+  EXPECT_EQ(parsed.error().location().value, std::optional<std::uint64_t>(0x1000));
+  EXPECT_EQ(parsed.error().location().limit, std::optional<std::uint64_t>(0x1100));
   EXPECT_EQ(parsed.error().message(),
             "bundle entry 0 (hipv4-amdgcn-amd-amdhsa--gfx90a): offset 0x1000 + size 0x8000 runs past the end of "
             "the input (0x1100 bytes)");
@@ -125,7 +128,10 @@ TEST(PlainBundle, HugeEntryCountFailsBeforeAllocating) {
   raw.entries = {testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a", 0x1000, 0)};
   auto parsed = parse_plain_bundle(testing::write_raw_bundle_header(raw));
   ASSERT_TRUE(FailsWith(parsed, ErrorKind::LimitExceeded));
-  EXPECT_NE(parsed.error().message().find("num_entries 0xfffffffffffffff at offset 0x18"), std::string::npos);
+  EXPECT_EQ(parsed.error().location().field, "num_entries");
+  EXPECT_EQ(parsed.error().location().offset, std::optional<std::uint64_t>(0x18));
+  EXPECT_EQ(parsed.error().location().value, std::optional<std::uint64_t>(0x0fffffffffffffffull));
+  EXPECT_EQ(parsed.error().location().limit, std::optional<std::uint64_t>(kMaxBundleEntries));
 }
 
 TEST(PlainBundle, EntryCountPastTheBytesIsTruncated) {
@@ -134,8 +140,9 @@ TEST(PlainBundle, EntryCountPastTheBytesIsTruncated) {
   raw.entries = {testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a", 0x1000, 0)};
   auto parsed = parse_plain_bundle(testing::write_raw_bundle_header(raw));
   ASSERT_TRUE(FailsWith(parsed, ErrorKind::Truncated));
-  EXPECT_EQ(parsed.error().message(), "plain bundle header: num_entries 0x3e8 at offset 0x18 needs at least 24 "
-                                      "bytes per entry, only 0x37 bytes follow");
+  EXPECT_EQ(parsed.error().location().field, "num_entries");
+  EXPECT_EQ(parsed.error().location().value, std::optional<std::uint64_t>(1000));
+  EXPECT_EQ(parsed.error().location().limit, std::optional<std::uint64_t>(0x37 / 24));
 }
 
 // Within the bytes at hand, but past what any toolchain writes: each parsed
@@ -162,8 +169,10 @@ TEST(PlainBundle, IdLengthPastTheLimitIsLimitExceeded) {
   raw.entries = {entry};
   auto parsed = parse_plain_bundle(testing::write_raw_bundle_header(raw));
   ASSERT_TRUE(FailsWith(parsed, ErrorKind::LimitExceeded));
-  EXPECT_EQ(parsed.error().message(),
-            "bundle entry 0: id_len 0xffffffffffff at offset 0x30 exceeds the 0x100 bytes an entry ID may take");
+  EXPECT_EQ(parsed.error().location().field, "entries[0].id_len");
+  EXPECT_EQ(parsed.error().location().offset, std::optional<std::uint64_t>(0x30));
+  EXPECT_EQ(parsed.error().location().value, std::optional<std::uint64_t>(0xffffffffffffull));
+  EXPECT_EQ(parsed.error().location().limit, std::optional<std::uint64_t>(kMaxEntryIdBytes));
   // The longest allowed ID reads; one byte more, even with every byte present, does not.
   for (std::uint64_t length : {kMaxEntryIdBytes, kMaxEntryIdBytes + 1}) {
     raw.entries = {testing::raw_entry("hipv4-amdgcn-amd-amdhsa--gfx90a" + std::string(length - 31, 'x'), 0, 0)};
@@ -184,7 +193,8 @@ TEST(PlainBundle, IdLengthPastTheBytesIsTruncated) {
   raw.entries = {entry};
   auto parsed = parse_plain_bundle(testing::write_raw_bundle_header(raw));
   ASSERT_TRUE(FailsWith(parsed, ErrorKind::Truncated));
-  EXPECT_NE(parsed.error().message().find("entry 0 id"), std::string::npos);
+  EXPECT_EQ(parsed.error().location().field, "entry 0 id");
+  EXPECT_EQ(parsed.error().location().offset, std::optional<std::uint64_t>(0x38));
 }
 
 TEST(PlainBundle, PayloadInsideTheHeaderIsMalformed) {
@@ -200,7 +210,9 @@ TEST(PlainBundle, ControlBytesInAnIdAreMalformed) {
   testing::place(bundle, 0xff, payload(1, 0));
   auto parsed = parse_plain_bundle(bundle);
   ASSERT_TRUE(FailsWith(parsed, ErrorKind::Malformed));
-  EXPECT_NE(parsed.error().message().find("byte 0x1"), std::string::npos);
+  EXPECT_EQ(parsed.error().location().field, "entries[0].id");
+  EXPECT_EQ(parsed.error().location().value, std::optional<std::uint64_t>(1));
+  EXPECT_EQ(parsed.error().location().offset, std::optional<std::uint64_t>(0x38 + 12));
 }
 
 TEST(PlainBundle, NoPrefixOfABundleIsAccepted) {

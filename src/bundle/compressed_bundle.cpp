@@ -97,11 +97,15 @@ Expected<void> detail::check_decoded_limit(const CompressedHeader& header, const
   if (header.uncompressed_size <= options.max_decompressed_bytes) return {};
   if (wording == LimitWording::Bare) {
     return Error(ErrorKind::LimitExceeded, "CCOB: uncompressed_size " + hex(header.uncompressed_size) +
-                                               " exceeds the limit " + hex(options.max_decompressed_bytes));
+                                               " exceeds the limit " + hex(options.max_decompressed_bytes))
+        .at_field("uncompressed_size", ccob_layout(header.version).uncompressed_size.offset,
+                  header.uncompressed_size, options.max_decompressed_bytes);
   }
   return Error(ErrorKind::LimitExceeded, "CCOB v" + std::to_string(header.version) + ": uncompressed_size " +
                                              hex(header.uncompressed_size) + " exceeds the limit " +
-                                             hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)");
+                                             hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)")
+      .at_field("uncompressed_size", ccob_layout(header.version).uncompressed_size.offset, header.uncompressed_size,
+                options.max_decompressed_bytes);
 }
 
 Expected<detail::HashOutcome> detail::decode_verified(Bytes ccob, const CompressedHeader& header,
@@ -111,7 +115,8 @@ Expected<detail::HashOutcome> detail::decode_verified(Bytes ccob, const Compress
   std::uint64_t end = header.total_size.value_or(ccob.size());
   if (end > ccob.size() || end < header.header_size) {
     return Error(ErrorKind::OutOfBounds, "CCOB: total_size " + hex(end) + " does not fit the " + hex(ccob.size()) +
-                                             " bytes given");
+                                             " bytes given")
+        .at_field("total_size", ccob_layout(header.version).total_size.offset, end, ccob.size());
   }
   std::optional<VerifiedMark> mark;
   if (verify.check_hash && !options.verified_cache.empty()) {
@@ -134,7 +139,8 @@ Expected<detail::HashOutcome> detail::decode_verified(Bytes ccob, const Compress
                                               hex(header.hash) + " at offset " +
                                               hex(ccob_layout(header.version).hash.offset) + " does not match " +
                                               hex(computed) + ", the MD5 prefix of the " +
-                                              hex(header.uncompressed_size) + " decompressed bytes");
+                                              hex(header.uncompressed_size) + " decompressed bytes")
+        .at_field("hash", ccob_layout(header.version).hash.offset, header.hash);
   }
   if (mark) mark->record();
   return HashOutcome::Checked;
@@ -146,7 +152,8 @@ Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> by
   if (!magic) return std::move(magic).error();
   if (detail::as_chars(*magic) != detail::kCcobMagic) {
     return Error(ErrorKind::BadMagic,
-                 "CCOB header: offset " + hex(detail::kCcobMagicField.offset) + " does not hold CCOB");
+                 "CCOB header: offset " + hex(detail::kCcobMagicField.offset) + " does not hold CCOB")
+        .at_field("magic", detail::kCcobMagicField.offset);
   }
   auto version = read_field(cursor, detail::kCcobVersionField, "version");
   if (!version) return std::move(version).error();
@@ -154,12 +161,14 @@ Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> by
   if (!method) return std::move(method).error();
   if (*version < 1 || *version > 3) {
     return Error(ErrorKind::UnsupportedVersion, "CCOB header: version " + std::to_string(*version) + " at offset " +
-                                                    hex(detail::kCcobVersionField.offset) + " is not 1, 2 or 3");
+                                                    hex(detail::kCcobVersionField.offset) + " is not 1, 2 or 3")
+        .at_field("version", detail::kCcobVersionField.offset, *version);
   }
   if (*method > 1) {
     return Error(ErrorKind::UnsupportedMethod, "CCOB header: method " + std::to_string(*method) + " at offset " +
                                                    hex(detail::kCcobMethodField.offset) +
-                                                   " is not 0 (zlib) or 1 (zstd)");
+                                                   " is not 0 (zlib) or 1 (zstd)")
+        .at_field("method", detail::kCcobMethodField.offset, *method);
   }
 
   // The fields after the method, read in the order the layout lays them out.
@@ -185,24 +194,29 @@ Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> by
     if (*header.total_size <= header.header_size) {
       return Error(ErrorKind::Malformed, version_name + ": total_size " + hex(*header.total_size) + " at offset " +
                                              hex(layout.total_size.offset) + " leaves no payload after the " +
-                                             hex(header.header_size) + "-byte header");
+                                             hex(header.header_size) + "-byte header")
+          .at_field("total_size", layout.total_size.offset, *header.total_size, header.header_size);
     }
     if (auto fits = detail::check_range(version_name + ": total_size", 0, *header.total_size, bytes.size(),
                                         "the input");
         !fits) {
-      return std::move(fits).error();
+      return std::move(fits).error().at_field("total_size", layout.total_size.offset, *header.total_size,
+                                              bytes.size());
     }
   }
   std::string uncompressed_at = hex(layout.uncompressed_size.offset);
   if (header.uncompressed_size > options.max_decompressed_bytes) {
     return Error(ErrorKind::LimitExceeded, version_name + ": uncompressed_size " + hex(header.uncompressed_size) +
                                                " at offset " + uncompressed_at + " exceeds the limit " +
-                                               hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)");
+                                               hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)")
+        .at_field("uncompressed_size", layout.uncompressed_size.offset, header.uncompressed_size,
+                  options.max_decompressed_bytes);
   }
   if (header.uncompressed_size < kSmallestPlainBundle) {
     return Error(ErrorKind::Malformed, version_name + ": uncompressed_size " + hex(header.uncompressed_size) +
                                            " at offset " + uncompressed_at +
-                                           " is smaller than an empty plain bundle (0x20 bytes)");
+                                           " is smaller than an empty plain bundle (0x20 bytes)")
+        .at_field("uncompressed_size", layout.uncompressed_size.offset, header.uncompressed_size);
   }
   return header;
 }

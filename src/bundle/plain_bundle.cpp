@@ -36,12 +36,14 @@ Expected<std::string_view> check_id(std::string_view raw, std::size_t index, std
   while (!id.empty() && id.back() == '\0') id.remove_suffix(1);  // some producers count a NUL
   if (!id.empty() && printable(id)) return id;
   auto where = [&] { return "bundle entry " + std::to_string(index) + ": id at offset " + hex(id_offset); };
-  if (id.empty()) return Error(ErrorKind::Malformed, where() + " is empty");
+  const std::string field = "entries[" + std::to_string(index) + "].id";
+  if (id.empty()) return Error(ErrorKind::Malformed, where() + " is empty").at_field(field, id_offset);
   for (std::size_t i = 0; i < id.size(); ++i) {
     auto c = static_cast<unsigned char>(id[i]);
     if (c < 0x21 || c > 0x7e) {
       return Error(ErrorKind::Malformed, where() + ": byte " + hex(c) + " at offset " + hex(id_offset + i) +
-                                             " is not a printable ASCII character");
+                                             " is not a printable ASCII character")
+          .at_field(field, id_offset + i, c);
     }
   }
   return id;
@@ -53,7 +55,8 @@ Expected<void> check_id_len(std::uint64_t id_len, std::uint64_t index, std::uint
   if (id_len <= kMaxEntryIdBytes) return {};
   return Error(ErrorKind::LimitExceeded, "bundle entry " + std::to_string(index) + ": id_len " + hex(id_len) +
                                              " at offset " + hex(at) + " exceeds the " + hex(kMaxEntryIdBytes) +
-                                             " bytes an entry ID may take");
+                                             " bytes an entry ID may take")
+      .at_field("entries[" + std::to_string(index) + "].id_len", at, id_len, kMaxEntryIdBytes);
 }
 
 // One entry record (offset, size, id_len, id). The field names ("entry 3
@@ -90,20 +93,23 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
   auto magic = cursor.take("magic", kMagic.size());
   if (!magic) return std::move(magic).error();
   if (detail::as_chars(*magic) != kMagic) {
-    return Error(ErrorKind::BadMagic, "plain bundle header: offset 0x0 does not hold __CLANG_OFFLOAD_BUNDLE__");
+    return Error(ErrorKind::BadMagic, "plain bundle header: offset 0x0 does not hold __CLANG_OFFLOAD_BUNDLE__")
+        .at_field("magic", 0);
   }
   auto count = cursor.u64("num_entries");
   if (!count) return std::move(count).error();
   if (*count > kMaxBundleEntries) {
     return Error(ErrorKind::LimitExceeded, "plain bundle header: num_entries " + hex(*count) +
                                                " at offset 0x18 exceeds the " + hex(kMaxBundleEntries) +
-                                               " entries a bundle may list");
+                                               " entries a bundle may list")
+        .at_field("num_entries", kMagic.size(), *count, kMaxBundleEntries);
   }
   std::uint64_t follow = extent - cursor.position();
   if (*count > follow / kEntryRecordMinSize) {
     return Error(ErrorKind::Truncated, "plain bundle header: num_entries " + hex(*count) +
                                            " at offset 0x18 needs at least 24 bytes per entry, only " +
-                                           hex(follow) + " bytes follow");
+                                           hex(follow) + " bytes follow")
+        .at_field("num_entries", kMagic.size(), *count, follow / kEntryRecordMinSize);
   }
 
   // Records first (their IDs raw), then the checks that need the header's
@@ -142,12 +148,13 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
     auto label = [&] { return "bundle entry " + std::to_string(i) + " (" + std::string(*id) + ")"; };
     if (auto end = detail::checked_add(entry.offset, entry.size); !end || *end > extent) {
       auto in_range = detail::check_range(label(), entry.offset, entry.size, extent, "the input");
-      if (!in_range) return std::move(in_range).error();
+      if (!in_range) return std::move(in_range).error().at_field("entries[" + std::to_string(i) + "].offset", std::nullopt, entry.offset, extent);
     }
     if (entry.size > 0 && entry.offset < bundle.header_size) {
       return Error(ErrorKind::Malformed, label() + ": offset " + hex(entry.offset) +
                                              " lies inside the bundle header (" + hex(bundle.header_size) +
-                                             " bytes)");
+                                             " bytes)")
+          .at_field("entries[" + std::to_string(i) + "].offset", std::nullopt, entry.offset, bundle.header_size);
     }
     bundle.size = std::max(bundle.size, entry.offset + entry.size);
     entry.is_host = id->starts_with("host-");

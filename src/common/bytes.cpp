@@ -40,7 +40,8 @@ Expected<void> check_range(std::string_view what, std::uint64_t offset, std::uin
 Error Cursor::short_read(std::string_view field, std::uint64_t size) const {
   return Error(ErrorKind::Truncated, std::string(structure_) + ": field " + std::string(field) + " at offset " +
                                          hex(position_) + " needs " + hex(size) + " bytes, only " +
-                                         hex(remaining()) + " remain");
+                                         hex(remaining()) + " remain")
+      .at_field(field, position_, std::nullopt, remaining());
 }
 
 }  // namespace coload::detail
