@@ -161,6 +161,9 @@ TEST(ErrorLocation, IsSetOnceByTheInnermostLayerAndRenderedAtTheEdge) {
   EXPECT_EQ(inner.message(), "bundle 0: entry 1: bad");
   EXPECT_EQ(Error(ErrorKind::Truncated, "short").in_bundle(1, 0x10, ", decompressed").message(),
             "bundle 1 at offset 0x10, decompressed: short");
+  Error entry = Error(ErrorKind::LimitExceeded, "its size").at_entry(3, "hipv4-amdgcn-amd-amdhsa--gfx90a");
+  EXPECT_EQ(std::move(entry).in_bundle(2).in_file("a.so").message(),
+            "a.so: bundle 2: entry 3 (hipv4-amdgcn-amd-amdhsa--gfx90a): its size");
 }
 
 TEST(ErrorLocation, AReadErrorNamesFileAndBundleAsFields) {

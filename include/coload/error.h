@@ -49,6 +49,8 @@ struct ErrorLocation {
   /// How the bundle was reached, rendered right after it: ", decompressed",
   /// " (from __hip_fatbin_wrapper)".
   std::string bundle_view;
+  std::optional<std::size_t> entry;  ///< entry index in that bundle's table
+  std::string entry_id;              ///< that entry's ID
   std::string field;                    ///< the field (path) at fault: "uncompressed_size", "max_decompressed_bytes"
   std::optional<std::uint64_t> offset;  ///< the field's byte offset in its structure
   std::optional<std::uint64_t> value;   ///< the value found there
@@ -57,7 +59,7 @@ struct ErrorLocation {
 
 /// An error: a kind, where it lies (ErrorLocation) and a sentence that says
 /// what went wrong. message() renders the three at the edges (CLI, C API, log):
-/// "[outer context: ][file: ][bundle N[ at offset X][view]: ]detail".
+/// "[outer context: ][file: ][bundle N[ at offset X][view]: ][entry N (ID): ]detail".
 class Error {
  public:
   Error(ErrorKind kind, std::string detail) : kind_(kind), detail_(std::move(detail)) {}
@@ -81,6 +83,8 @@ class Error {
   /// layer closer to the fault has.
   Error&& in_bundle(std::size_t index, std::optional<std::uint64_t> offset = std::nullopt,
                     std::string_view view = {}) &&;
+  /// Sets location().entry and entry_id unless a layer closer to the fault has.
+  Error&& at_entry(std::size_t index, std::string_view id) &&;
   /// Sets the field at fault and, when known, its offset, value and limit.
   Error&& at_field(std::string_view field, std::optional<std::uint64_t> offset,
                    std::optional<std::uint64_t> value = std::nullopt,

@@ -26,7 +26,9 @@ std::string_view to_string(ErrorKind kind) {
 }
 
 std::string Error::message() const {
-  if (location_.file.empty() && !location_.bundle) return outer_.empty() ? detail_ : outer_ + detail_;
+  if (location_.file.empty() && !location_.bundle && !location_.entry) {
+    return outer_.empty() ? detail_ : outer_ + detail_;
+  }
   std::string text = outer_;
   if (!location_.file.empty()) text.append(location_.file).append(": ");
   if (location_.bundle) {
@@ -38,6 +40,9 @@ std::string Error::message() const {
     }
     text.append(location_.bundle_view).append(": ");
   }
+  if (location_.entry) {
+    text.append("entry ").append(std::to_string(*location_.entry)).append(" (").append(location_.entry_id).append("): ");
+  }
   return text.append(detail_);
 }
 
@@ -47,7 +52,7 @@ Error Error::with_context(std::string_view context) const& {
 }
 
 Error Error::with_context(std::string_view context) && {
-  std::string& text = location_.file.empty() && !location_.bundle ? detail_ : outer_;
+  std::string& text = location_.file.empty() && !location_.bundle && !location_.entry ? detail_ : outer_;
   text.insert(0, std::string(context) + ": ");
   return std::move(*this);
 }
@@ -62,6 +67,14 @@ Error&& Error::in_bundle(std::size_t index, std::optional<std::uint64_t> offset,
     location_.bundle = index;
     location_.bundle_offset = offset;
     location_.bundle_view = view;
+  }
+  return std::move(*this);
+}
+
+Error&& Error::at_entry(std::size_t index, std::string_view id) && {
+  if (!location_.entry) {
+    location_.entry = index;
+    location_.entry_id = id;
   }
   return std::move(*this);
 }

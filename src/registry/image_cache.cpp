@@ -145,7 +145,7 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
   if (compressed) {
     // Charged before a later device decodes the entry again; a first stream has decoded it already.
     if (auto charged = kept.charge(data.heads[chosen->entry_index].size, "its size"); !charged) {
-      return std::move(charged).error().with_context(entry_where);
+      return std::move(charged).error().at_entry(chosen->entry_index, chosen->id);
     }
   }
   std::lock_guard lock(data.entries_mutex);
@@ -159,7 +159,7 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
   }
   if (!compressed) {
     auto image = add_image(data, choice.data, {}, entry.bytes, entry.id);
-    if (!image) return std::move(image).error().with_context(entry_where);
+    if (!image) return std::move(image).error().at_entry(chosen->entry_index, chosen->id);
     choice.image = std::move(*image);
     return choice;
   }
@@ -173,13 +173,14 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
     // The heads came from another registration with this stored hash and
     // size, and this stream's entries differ: the hash does not tell them apart.
     return Error(ErrorKind::HashMismatch,
-                 entry_where + ": chosen from the heads of an earlier CCOB with stored hash and size " +
-                     ccob_key(info) + ", but this bundle's stream chose " +
-                     (decoded ? "entry " + std::to_string(decoded->entry_index) : "nothing"));
+                 "chosen from the heads of an earlier CCOB with stored hash and size " + ccob_key(info) +
+                     ", but this bundle's stream chose " +
+                     (decoded ? "entry " + std::to_string(decoded->entry_index) : "nothing"))
+        .at_entry(chosen->entry_index, chosen->id);
   }
   std::span<const std::byte> bytes = streamed->streamed;
   auto image = add_image(data, nullptr, std::move(streamed->streamed), bytes, entry.id);
-  if (!image) return std::move(image).error().with_context(entry_where);
+  if (!image) return std::move(image).error().at_entry(chosen->entry_index, chosen->id);
   choice.image = std::move(*image);
   return choice;
 }
