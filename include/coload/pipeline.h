@@ -125,11 +125,12 @@ Error bundle_failure(std::size_t index, const std::exception& exception);
 /// in [0, count) on up to `threads` threads (this one included) and
 /// `take(slot)` on this thread in slot order, each as soon as its work and
 /// that of every slot before it is done. Results live in the caller's
-/// storage, indexed by slot. A helper begins no new work while 8 x `threads`
-/// slots wait to be taken, so a slow `take` holds a few results, not all.
+/// storage, indexed by slot. A helper begins no new work while `ahead` slots
+/// (0: 8 x `threads`) wait to be taken, so a slow `take` holds a few results,
+/// not all; a caller that keeps every result anyway passes `count`.
 /// `take` returns false to stop: work not begun is skipped. An exception
 /// from `work` is rethrown here, in slot order, once the helpers are joined.
 void for_each_in_order(std::size_t count, std::size_t threads, const std::function<void(std::size_t slot)>& work,
-                       const std::function<bool(std::size_t slot)>& take);
+                       const std::function<bool(std::size_t slot)>& take, std::size_t ahead = 0);
 
 }  // namespace coload

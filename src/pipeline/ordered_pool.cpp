@@ -15,7 +15,7 @@
 namespace coload {
 
 void for_each_in_order(std::size_t count, std::size_t threads, const std::function<void(std::size_t slot)>& work,
-                       const std::function<bool(std::size_t slot)>& take) {
+                       const std::function<bool(std::size_t slot)>& take, std::size_t ahead) {
   if (threads < 2 || count < 2) {
     for (std::size_t slot = 0; slot < count; ++slot) {
       work(slot);
@@ -26,7 +26,7 @@ void for_each_in_order(std::size_t count, std::size_t threads, const std::functi
   // Counting results waiting to be taken, not results begun: a window of
   // 2 x threads begun kept a helper idle behind this thread's own work
   // (docs/performance.md, "CLI's decode threads stop while results wait to be taken").
-  const std::size_t window = 8 * threads;
+  const std::size_t window = ahead ? ahead : 8 * threads;
   std::vector<char> made(count, 0);
   std::vector<std::exception_ptr> thrown(count);
   std::mutex mutex;

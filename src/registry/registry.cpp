@@ -248,7 +248,8 @@ struct Registry::Impl {
       choices[i].emplace(std::move(made));
     };
     // Every slot is settled by the thread that made it (the report cut
-    // above must happen there); handing over in order has nothing to do.
+    // above must happen there) and kept: handing over in order has nothing
+    // to do, and no helper need wait for it.
     auto work = [&](std::size_t i) {
       try {
         settle(i, images.choose(binary.fat, binary.name, *binary.bundles[i], i, selector, kept));
@@ -256,7 +257,7 @@ struct Registry::Impl {
         choices[i].emplace(bundle_failure(i, exception));
       }
     };
-    for_each_in_order(count, std::min(decode_threads, count), work, [](std::size_t) { return true; });
+    for_each_in_order(count, std::min(decode_threads, count), work, [](std::size_t) { return true; }, count);
     return choices;
   }
 
