@@ -1,7 +1,8 @@
 // Internal: strict decoding of the NT_AMDGPU_METADATA msgpack descriptor
-// (docs/format.md "Metadata keys", docs/reading-rules.md) with LLVM's
-// msgpack reader. Does not cover: the ELF note that holds the bytes, the
-// kernel descriptors and kernarg layouts (code_object.cpp, kernarg_layout.cpp).
+// (docs/format.md "Metadata keys", docs/reading-rules.md) with the strict
+// msgpack reader of msgpack_reader.h, over LLVM's. Does not cover: the ELF
+// note that holds the bytes, the kernel descriptors and kernarg layouts
+// (code_object.cpp, kernarg_layout.cpp).
 // Thread safety: a pure function of its input; no shared state.
 #pragma once
 

@@ -89,7 +89,9 @@ Expected<TargetId> new_target(const CodeObjectTarget& code, const Device& device
   }
   if (!detail::runs_equivalently(from->name, to->name)) {
     return retarget_error(ErrorKind::InvalidArgument,
-                          pair + " is not a pair of the same-ISA groups (isa-matching.md section 5)");
+                          pair +
+                              " is not a pair of the same-ISA groups (docs/selection.md, \"Processors, "
+                              "generic families, same-ISA groups\")");
   }
   if (std::string mismatch = feature_mismatch(code.target, device.target); !mismatch.empty()) {
     return retarget_error(ErrorKind::InvalidArgument,
