@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,14 +63,21 @@ struct ErrorLocation {
 /// "[outer context: ][file: ][bundle N[ at offset X][view]: ][entry N (ID): ]detail".
 class Error {
  public:
-  Error(ErrorKind kind, std::string detail) : kind_(kind), detail_(std::move(detail)) {}
+  Error(ErrorKind kind, std::string detail);
+
+  Error(const Error& other);
+  Error& operator=(const Error& other);
+  Error(Error&& other) noexcept;
+  Error& operator=(Error&& other) noexcept;
+  ~Error();
 
   ErrorKind kind() const { return kind_; }
   /// The whole sentence, location included.
   std::string message() const;
   /// The sentence without the file and bundle of location() (inner contexts included).
   const std::string& detail() const { return detail_; }
-  const ErrorLocation& location() const { return location_; }
+  /// Where the error lies; every field unset until a layer sets it.
+  const ErrorLocation& location() const;
 
   /// Returns this error with "context: " put in front of what it says, so
   /// outer layers can say what the inner error is about. A context added
@@ -91,10 +99,14 @@ class Error {
                    std::optional<std::uint64_t> limit = std::nullopt) &&;
 
  private:
+  struct Where;  // the location and the contexts added after it
+  Where& where();
+
   ErrorKind kind_;
   std::string detail_;
-  std::string outer_;  // contexts added after a file or bundle was set
-  ErrorLocation location_;
+  // Allocated once a location is set: an Error, and so every Expected<T>,
+  // stays small on the success paths that never make one.
+  std::unique_ptr<Where> where_;
 };
 
 /// Either a T or an Error. Never throws; accessing the wrong side is a bug in
@@ -128,16 +140,15 @@ template <>
 class [[nodiscard]] Expected<void> {
  public:
   Expected() = default;
-  Expected(Error error) : error_(std::move(error)), failed_(true) {}
+  Expected(Error error) : error_(std::move(error)) {}
 
-  bool has_value() const { return !failed_; }
+  bool has_value() const { return !error_.has_value(); }
   explicit operator bool() const { return has_value(); }
-  const Error& error() const& { return error_; }
-  Error&& error() && { return std::move(error_); }
+  const Error& error() const& { return *error_; }
+  Error&& error() && { return std::move(*error_); }
 
  private:
-  Error error_{ErrorKind::Malformed, {}};
-  bool failed_ = false;
+  std::optional<Error> error_;  // nothing is built on success
 };
 
 }  // namespace coload
