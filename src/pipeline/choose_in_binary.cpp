@@ -95,20 +95,27 @@ void choose_in_binary(const FatBinary& binary, std::span<const std::size_t> indi
   // bundles was 2 300 allocations for them.
   Selection spent;
   Selection* reuse = threads < 2 ? &spent : nullptr;
-  std::vector<std::optional<Expected<BundleChoice>>> made(indices.size());
-  auto work = [&](std::size_t slot) {
-    const std::size_t index = indices[slot];
+  auto choose = [&](std::size_t index) -> Expected<BundleChoice> {
     try {
-      made[slot].emplace(choose_in_bundle(binary, index, selector, options.stream, reuse));
-      if (!options.keep_heads && *made[slot]) std::vector<EntryHead>().swap((*made[slot])->heads);
+      auto choice = choose_in_bundle(binary, index, selector, options.stream, reuse);
+      if (!options.keep_heads && choice) std::vector<EntryHead>().swap(choice->heads);
+      return choice;
     } catch (const std::exception& exception) {
-      made[slot].emplace(bundle_failure(index, exception).in_file(binary.source().name()));
+      return bundle_failure(index, exception).in_file(binary.source().name());
     }
   };
+  if (threads < 2) {  // no slots to keep: each result lives until the next
+    for (std::size_t index : indices) {
+      Expected<BundleChoice> choice = choose(index);
+      if (!take(index, choice)) return;
+      if (choice) spent = std::move(choice->selection);
+    }
+    return;
+  }
+  std::vector<std::optional<Expected<BundleChoice>>> made(indices.size());
+  auto work = [&](std::size_t slot) { made[slot].emplace(choose(indices[slot])); };
   auto hand_over = [&](std::size_t slot) {
-    Expected<BundleChoice>& choice = *made[slot];
-    bool going = take(indices[slot], choice);
-    if (reuse && choice) spent = std::move(choice->selection);
+    bool going = take(indices[slot], *made[slot]);
     made[slot].reset();
     return going;
   };
