@@ -183,9 +183,8 @@ LlvmResult llvm_extract_all(const std::string& path) {
   for (auto& bundle : bundles) {
     for (const auto& entry : bundle.getEntries()) {
       if (entry.ID != kEntryId) continue;
-      llvm::StringRef from = bundle.isDecompressed() && bundle.DecompressedBuffer
-                                 ? bundle.DecompressedBuffer->getBuffer()
-                                 : file;
+      llvm::StringRef from =
+          bundle.isDecompressed() && bundle.DecompressedBuffer ? bundle.DecompressedBuffer->getBuffer() : file;
       if (entry.Offset + entry.Size > from.size()) {
         result.error = "entry outside its buffer";
         return result;
@@ -225,8 +224,8 @@ enum class HashMode { Verify, Marked, Skip };
 
 struct HashSetup {
   explicit HashSetup(HashMode mode) {
-    options.hash = mode == HashMode::Skip ? coload::StreamOptions::HashCheck::Skip
-                                          : coload::StreamOptions::HashCheck::Verify;
+    options.hash =
+        mode == HashMode::Skip ? coload::StreamOptions::HashCheck::Skip : coload::StreamOptions::HashCheck::Verify;
     if (mode == HashMode::Marked) options.read.verified_cache = marks.path();
   }
   MarkDirectory marks;
@@ -243,8 +242,10 @@ void BM_HostExtract(benchmark::State& state, const char* file, HashMode mode) {
   state.counters["bundles_llvm_found"] = static_cast<double>(check.bundles);
   state.counters["bytes_coload"] = static_cast<double>(want);
   state.counters["bytes_llvm"] = static_cast<double>(check.bytes);
-  if (!check.error.empty()) state.SetLabel("llvm: " + check.error);
-  else if (check.bytes != want) state.SetLabel("llvm found a different number of bytes than coload");
+  if (!check.error.empty())
+    state.SetLabel("llvm: " + check.error);
+  else if (check.bytes != want)
+    state.SetLabel("llvm found a different number of bytes than coload");
   paired(
       state, [&] { benchmark::DoNotOptimize(coload_extract_all(path, hash.options)); },
       [&] { benchmark::DoNotOptimize(llvm_extract_all(path).bytes); });
@@ -345,7 +346,8 @@ void BM_StreamSelect(benchmark::State& state, HashMode mode, const char* spec) {
   if (!device) std::abort();
   const HashSetup hash(mode);
   // Untimed: the mark a Marked run trusts.
-  if (!coload::select_in_compressed_bundle(*device, ccob.fat.source().bytes(), ccob.info, {}, hash.options)) std::abort();
+  if (!coload::select_in_compressed_bundle(*device, ccob.fat.source().bytes(), ccob.info, {}, hash.options))
+    std::abort();
   std::uint64_t decoded = 0, chosen = 0;
   paired(
       state,
@@ -463,8 +465,7 @@ struct Comgr {
         }
         break;
       }
-      default:
-        break;
+      default: break;
     }
     return nodes;
   }
@@ -529,9 +530,7 @@ void BM_Metadata(benchmark::State& state, const char* file) {
 BENCHMARK_CAPTURE(BM_Metadata, large_1024_kernels, "co/large-gfx90a-cov4.co")
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.5);
-BENCHMARK_CAPTURE(BM_Metadata, tu_6_kernels, "co/tu_000-gfx90a-cov4.co")
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(0.5);
+BENCHMARK_CAPTURE(BM_Metadata, tu_6_kernels, "co/tu_000-gfx90a-cov4.co")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 
 // ---------------------------------------------------------------------------
 // Registry over the dry-run runtime (one gfx90a device), host image plain.

@@ -55,10 +55,10 @@ int main(int argc, char** argv) {
     chosen = result->chosen.size();
     hash = result->hash == coload::StreamSelection::Hash::Checked          ? "checked"
            : result->hash == coload::StreamSelection::Hash::CheckedEarlier ? "checked_earlier"
-                                                                            : "not_checked";
+                                                                           : "not_checked";
   }
   long after = peak_kib();
-  std::printf("mode %s hash %s chosen_KiB %zu peak_before_KiB %ld peak_after_KiB %ld growth_KiB %ld\n", argv[3],
-              hash, chosen / 1024, before, after, after - before);
+  std::printf("mode %s hash %s chosen_KiB %zu peak_before_KiB %ld peak_after_KiB %ld growth_KiB %ld\n", argv[3], hash,
+              chosen / 1024, before, after, after - before);
   return 0;
 }

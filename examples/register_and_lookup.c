@@ -11,8 +11,7 @@
 #include "coload/coload.h"
 
 static int report(const char* what, coload_status status) {
-  fprintf(stderr, "register_and_lookup: %s: %s: %s\n", what, coload_status_string(status),
-          coload_last_error_message());
+  fprintf(stderr, "register_and_lookup: %s: %s: %s\n", what, coload_status_string(status), coload_last_error_message());
   return 1;
 }
 

@@ -37,7 +37,8 @@ void require_same_selection(const coload::Selection& a, const coload::Selection&
     const coload::Candidate& x = a.candidates[i];
     const coload::Candidate& y = b.candidates[i];
     require(x.entry_index == y.entry_index && x.id == y.id && x.tier == y.tier && x.verdict == y.verdict &&
-            x.reason == y.reason && x.needs_jit == y.needs_jit && x.code_object.has_value() == y.code_object.has_value());
+            x.reason == y.reason && x.needs_jit == y.needs_jit &&
+            x.code_object.has_value() == y.code_object.has_value());
   }
 }
 
@@ -99,8 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto y = in_place->read(b);
     require_same_outcome(x, y);
     if (x) {
-      require_same_bundle(*x, *y, copied->source().bytes().data(), in_place->source().bytes().data(), device,
-                          selector);
+      require_same_bundle(*x, *y, copied->source().bytes().data(), in_place->source().bytes().data(), device, selector);
     }
   }
   return 0;

@@ -20,8 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!header) return 0;
   auto total = coload::compressed_bundle_size(bytes, *header, read);
   if (!total || *total > bytes.size()) return 0;
-  coload::BundleInfo info{.index = 0, .offset = 0, .size = *total, .format = coload::BundleFormat::Compressed,
-                          .compressed = *header};
+  coload::BundleInfo info{
+      .index = 0, .offset = 0, .size = *total, .format = coload::BundleFormat::Compressed, .compressed = *header};
   static const coload::Device device = *coload::device_from_spec("gfx90a:sramecc+:xnack-");
 
   auto whole = coload::read_bundle(bytes, info, read);

@@ -7,13 +7,23 @@
 #      mappings and the MD5 helper (coload_concurrency_test), and the CLI
 #      reading a host image's CCOBs on several threads (to the end, and
 #      stopping at a bundle that fails);
-#   4. each libFuzzer target for a short run, seeded with its corpus and the fixtures.
+#   4. each libFuzzer target for a short run, seeded with its corpus and the fixtures;
+# and, first of all, that every C and C++ source is laid out as .clang-format
+# says (clang-format-22; .clang-format-ignore lists what is left as written).
 # FUZZ_SECONDS (default 30) sets the length of each fuzz run; 0 skips step 4.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=$(nproc)
 fuzz_seconds=${FUZZ_SECONDS:-30}
 compilers=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22)
+
+echo "== source layout (clang-format-22)"
+if git -C "$root" rev-parse --git-dir > /dev/null 2>&1; then
+  (cd "$root" && git ls-files -z -- '*.c' '*.cpp' '*.h' | xargs -0 clang-format-22 --dry-run --Werror)
+else
+  (cd "$root" && find src include tools tests fuzz bench examples \( -name '*.c' -o -name '*.cpp' -o -name '*.h' \) \
+    -print0 | xargs -0 clang-format-22 --dry-run --Werror)
+fi
 
 echo "== normal build"
 [ -f "$root/build/CMakeCache.txt" ] || cmake -S "$root" -B "$root/build" -G Ninja "${compilers[@]}"

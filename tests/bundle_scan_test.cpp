@@ -23,8 +23,8 @@ Bytes code(std::size_t size, std::uint8_t seed) {
 }
 
 Bytes bundle_for(const std::string& processor, std::uint8_t seed) {
-  return testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
-                                      {"hipv4-amdgcn-amd-amdhsa--" + processor, code(3000 + seed, seed)}});
+  return testing::write_plain_bundle(
+      {{"host-x86_64-unknown-linux-gnu-", {}}, {"hipv4-amdgcn-amd-amdhsa--" + processor, code(3000 + seed, seed)}});
 }
 
 SourceLayout whole(const Bytes& bytes) {
@@ -37,9 +37,12 @@ TEST(ScanBundles, WalksMixedBundlesByDeclaredSizeSkippingPadding) {
   Bytes region;
   std::vector<std::uint64_t> starts;
   starts.push_back(testing::append_aligned(region, bundle_for("gfx90a", 1), 4096));
-  starts.push_back(testing::append_aligned(region, testing::write_ccob(bundle_for("gfx942", 2), 3, CcobMethod::Zstd), 4096));
-  starts.push_back(testing::append_aligned(region, testing::write_ccob(bundle_for("gfx1030", 3), 2, CcobMethod::Zlib), 16));
-  starts.push_back(testing::append_aligned(region, testing::write_ccob(bundle_for("gfx1100", 4), 1, CcobMethod::Zstd), 4096));
+  starts.push_back(
+      testing::append_aligned(region, testing::write_ccob(bundle_for("gfx942", 2), 3, CcobMethod::Zstd), 4096));
+  starts.push_back(
+      testing::append_aligned(region, testing::write_ccob(bundle_for("gfx1030", 3), 2, CcobMethod::Zlib), 16));
+  starts.push_back(
+      testing::append_aligned(region, testing::write_ccob(bundle_for("gfx1100", 4), 1, CcobMethod::Zstd), 4096));
   starts.push_back(testing::append_aligned(region, bundle_for("gfx1200", 5), 4096));
   testing::pad_to(region, 4096);
 
@@ -116,7 +119,8 @@ TEST(ScanBundles, AllZeroRegionHoldsNoBundle) {
 TEST(ScanBundles, WrapperOffsetsAreUsedInsteadOfWalking) {
   Bytes region;
   std::uint64_t first = testing::append_aligned(region, bundle_for("gfx90a", 1), 4096);
-  std::uint64_t second = testing::append_aligned(region, testing::write_ccob(bundle_for("gfx942", 2), 3, CcobMethod::Zstd), 4096);
+  std::uint64_t second =
+      testing::append_aligned(region, testing::write_ccob(bundle_for("gfx942", 2), 3, CcobMethod::Zstd), 4096);
   testing::append(region, testing::to_bytes("trailing bytes no wrapper points at"));
   SourceLayout layout = whole(region);
   layout.wrapper_offsets = {first, second};
@@ -233,8 +237,8 @@ TEST_P(V1Bombs, ChainDecodesOneLimitAtMost) {
             "bombs.bin: bundle 1 at offset " + detail::hex(bomb.size()) +
                 " (after bundle 0): CCOB v1 header: uncompressed_size " + detail::hex(declared) +
                 " at offset 0x8 exceeds the " + detail::hex(limit - declared) +
-                " bytes left for measuring v1 streams in this walk: earlier v1 bundles used " +
-                detail::hex(declared) + " of the limit " + detail::hex(limit) + " (max_decompressed_bytes)");
+                " bytes left for measuring v1 streams in this walk: earlier v1 bundles used " + detail::hex(declared) +
+                " of the limit " + detail::hex(limit) + " (max_decompressed_bytes)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ccob, V1Bombs, ::testing::Values(CcobMethod::Zlib), [](const auto&) { return "zlib"; });
@@ -299,7 +303,8 @@ TEST(FatBinary, ErrorsNameTheSourceAndBundle) {
   EXPECT_EQ(bundle.error().location().bundle, std::optional<std::size_t>(0));
   EXPECT_EQ(bundle.error().location().bundle_offset, std::optional<std::uint64_t>(0));
   // The rendering the CLI prints, kept as one golden sentence.
-  EXPECT_EQ(bundle.error().message().rfind("lib.so: bundle 0 at offset 0x0: CCOB v3: stored hash 0x2a at offset 0x18", 0), 0u)
+  EXPECT_EQ(
+      bundle.error().message().rfind("lib.so: bundle 0 at offset 0x0: CCOB v3: stored hash 0x2a at offset 0x18", 0), 0u)
       << bundle.error().message();
   EXPECT_TRUE(FailsWith(binary->read(1), ErrorKind::InvalidArgument));
 }

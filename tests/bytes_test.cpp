@@ -36,8 +36,7 @@ TEST(Cursor, ReadsLittleEndianAndNamesTheFieldOnShortReads) {
   EXPECT_EQ(*first, 0x04030201u);
   auto second = cursor.u16("second");
   ASSERT_TRUE(FailsWith(second, ErrorKind::Truncated));
-  EXPECT_EQ(second.error().message(),
-            "test header: field second at offset 0x4 needs 0x2 bytes, only 0x1 remain");
+  EXPECT_EQ(second.error().message(), "test header: field second at offset 0x4 needs 0x2 bytes, only 0x1 remain");
 }
 
 TEST(AlignUp, RoundsAndDetectsOverflow) {

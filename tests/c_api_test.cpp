@@ -7,9 +7,9 @@
 
 #include <cstddef>
 #include <cstring>
-#include <mutex>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,8 +71,8 @@ TEST(CApiContract, EveryEntryPointRejectsNullAndForeignHandles) {
     EXPECT_EQ(coload_check_dispatch(bad, 1, 0, "k", 0, 0, nullptr), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_device_count(bad, &count), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_device_name(bad, 0, name, sizeof name, &required), COLOAD_ERROR_INVALID_HANDLE);
-    EXPECT_EQ(coload_choose(bad, 1, 0, [](void*, const coload_choice*) { return 1; }, nullptr),
-              COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(
+        coload_choose(bad, 1, 0, [](void*, const coload_choice*) { return 1; }, nullptr), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_STRNE(coload_last_error_message(), "");
   }
 }
@@ -205,9 +205,9 @@ TEST_F(CApiTest, ChooseHandsOverEachBundlesChoiceInOrder) {
   auto record = [](void* user_data, const coload_choice* choice) {
     EXPECT_EQ(choice->struct_size, sizeof(coload_choice));
     const char* bytes = static_cast<const char*>(choice->bytes);
-    static_cast<std::vector<Seen>*>(user_data)->push_back(
-        {choice->bundle, choice->status, choice->entry_id, choice->tier,
-         std::vector<char>(bytes, bytes + choice->size), choice->message});
+    static_cast<std::vector<Seen>*>(user_data)->push_back({choice->bundle, choice->status, choice->entry_id,
+                                                           choice->tier, std::vector<char>(bytes, bytes + choice->size),
+                                                           choice->message});
     return 1;
   };
   ASSERT_EQ(coload_choose(registry, binary, 1, record, &seen), COLOAD_OK) << coload_last_error_message();  // gfx1100
@@ -215,27 +215,32 @@ TEST_F(CApiTest, ChooseHandsOverEachBundlesChoiceInOrder) {
   EXPECT_EQ(seen[0].status, COLOAD_ERROR_NOT_FOUND);
   EXPECT_EQ(seen[0].id, "");
   EXPECT_TRUE(seen[0].bytes.empty());
-  EXPECT_EQ(seen[0].message.rfind(fixture("host/libkernels_mixed.so") + ": bundle 0: no code object fits device gfx1100", 0),
-            0u)
+  EXPECT_EQ(
+      seen[0].message.rfind(fixture("host/libkernels_mixed.so") + ": bundle 0: no code object fits device gfx1100", 0),
+      0u)
       << seen[0].message;
   EXPECT_EQ(seen[1].status, COLOAD_OK);
   EXPECT_EQ(seen[1].id, "hipv4-amdgcn-amd-amdhsa--gfx1100");
   EXPECT_EQ(seen[1].tier, COLOAD_TIER_NATIVE);
   EXPECT_EQ(seen[1].message, "");
   EXPECT_EQ(seen[1].bytes, file_bytes(fixture("expected/host__parts__plain-lds_static.hipfb/"
-                                               "hipv4-amdgcn-amd-amdhsa--gfx1100.co")));
+                                              "hipv4-amdgcn-amd-amdhsa--gfx1100.co")));
   EXPECT_EQ(seen[2].status, COLOAD_OK);
   EXPECT_EQ(seen[2].id, "hipv4-amdgcn-amd-amdhsa--gfx11-generic");
   EXPECT_EQ(seen[2].tier, COLOAD_TIER_GENERIC);
   EXPECT_EQ(seen[2].bytes, file_bytes(fixture("expected/host__parts__compressed-lds_dynamic.hipfb/"
-                                               "hipv4-amdgcn-amd-amdhsa--gfx11-generic.co")));
+                                              "hipv4-amdgcn-amd-amdhsa--gfx11-generic.co")));
 
   // Stopping after the first bundle; wrong arguments.
   std::size_t calls = 0;
-  EXPECT_EQ(coload_choose(registry, binary, 0, [](void* count, const coload_choice*) {
-              ++*static_cast<std::size_t*>(count);
-              return 0;
-            }, &calls), COLOAD_OK);
+  EXPECT_EQ(coload_choose(
+                registry, binary, 0,
+                [](void* count, const coload_choice*) {
+                  ++*static_cast<std::size_t*>(count);
+                  return 0;
+                },
+                &calls),
+            COLOAD_OK);
   EXPECT_EQ(calls, 1u);
   EXPECT_EQ(coload_choose(registry, binary, 0, nullptr, nullptr), COLOAD_ERROR_NULL_ARGUMENT);
   EXPECT_EQ(coload_choose(registry, binary, 2, record, &seen), COLOAD_ERROR_INVALID_ARGUMENT);
@@ -343,7 +348,8 @@ TEST(CApiOptions, LogCallbackReceivesAFailedLoad) {
   EXPECT_EQ(coload_registry_destroy(registry), COLOAD_OK);
   ASSERT_EQ(logged.lines.size(), 1u);
   EXPECT_EQ(logged.lines[0].first, COLOAD_LOG_WARN);
-  EXPECT_NE(logged.lines[0].second.find("no code object fits device gfx942"), std::string::npos) << logged.lines[0].second;
+  EXPECT_NE(logged.lines[0].second.find("no code object fits device gfx942"), std::string::npos)
+      << logged.lines[0].second;
 }
 
 }  // namespace

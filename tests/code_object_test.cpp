@@ -3,11 +3,11 @@
 // ELF layer and of the kernel descriptors.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <cstdio>
-#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>

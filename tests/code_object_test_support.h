@@ -50,7 +50,7 @@ struct Meta {
   std::vector<MetaKernel> kernels{MetaKernel{}};
   std::string target = "amdgcn-amd-amdhsa--gfx90a";  // empty: no amdhsa.target
   std::uint32_t major = 1, minor = 2;
-  std::string pad;  // a vendor key to adjust the blob's length
+  std::string pad;                 // a vendor key to adjust the blob's length
   std::size_t printf_formats = 0;  // empty amdhsa.printf strings
   std::size_t vendor_keys = 0;     // root keys vendor.0, vendor.1, ...
 };
@@ -86,7 +86,8 @@ inline std::vector<std::byte> metadata(const Meta& meta) {
     map[".vgpr_count"] = doc.getNode(4u);
     map[".max_flat_workgroup_size"] = doc.getNode(1024u);
     if (kernel.uses_dynamic_stack) map[".uses_dynamic_stack"] = doc.getNode(*kernel.uses_dynamic_stack);
-    if (kernel.workgroup_processor_mode) map[".workgroup_processor_mode"] = doc.getNode(*kernel.workgroup_processor_mode);
+    if (kernel.workgroup_processor_mode)
+      map[".workgroup_processor_mode"] = doc.getNode(*kernel.workgroup_processor_mode);
     auto args = doc.getArrayNode();
     if (kernel.kernarg_size >= 8) {
       auto arg = doc.getMapNode();

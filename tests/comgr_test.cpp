@@ -45,17 +45,17 @@ const Comgr* system_comgr() {
   return *comgr;
 }
 
-#define REQUIRE_COMGR(name)                                                                           \
-  const Comgr* name = system_comgr();                                                                 \
-  if (!name) {                                                                                        \
-    GTEST_SKIP() << detail::kComgrLibrary << " cannot be loaded (package libamd-comgr2 not installed?): " \
-                 << Comgr::load().error().message();                                                  \
+#define REQUIRE_COMGR(name)                                                                                          \
+  const Comgr* name = system_comgr();                                                                                \
+  if (!name) {                                                                                                       \
+    GTEST_SKIP() << detail::kComgrLibrary                                                                            \
+                 << " cannot be loaded (package libamd-comgr2 not installed?): " << Comgr::load().error().message(); \
   }
 
 // The facts of docs/comgr.md were measured on comgr 5.2.3, interface 2.4.
-#define REQUIRE_COMGR_5_2_3(name)                                                                  \
-  REQUIRE_COMGR(name);                                                                             \
-  if (name->version() != "2.4") {                                                                  \
+#define REQUIRE_COMGR_5_2_3(name)                                                                               \
+  REQUIRE_COMGR(name);                                                                                          \
+  if (name->version() != "2.4") {                                                                               \
     GTEST_SKIP() << "comgr interface " << name->version() << ": these facts were measured on 2.4 (ROCm 5.2.3)"; \
   }
 
@@ -167,8 +167,7 @@ TEST(ComgrPath, MissingLibraryIsAnIoErrorNamingThePath) {
 TEST(ComgrPath, ALibraryThatIsNotComgrIsUnsupportedVersion) {
   auto comgr = Comgr::load("libz.so.1");
   ASSERT_TRUE(FailsWith(comgr, ErrorKind::UnsupportedVersion));
-  EXPECT_NE(comgr.error().message().find("amd_comgr_lookup_code_object"), std::string::npos)
-      << comgr.error().message();
+  EXPECT_NE(comgr.error().message().find("amd_comgr_lookup_code_object"), std::string::npos) << comgr.error().message();
 }
 
 TEST(ComgrPath, GenericQueryKeepsOnlyTheFeaturesTheGenericHas) {
@@ -260,8 +259,8 @@ TEST(ComgrWrapper, LookupAnswersEveryQueryOnItsOwn) {
 TEST(ComgrWrapper, Comgr523ReadsNeitherCompressedBundlesNorCodeObjectV5) {
   REQUIRE_COMGR_5_2_3(comgr);
   std::vector<std::string> gfx90a{std::string(kIsa) + "gfx90a:sramecc+:xnack-"};
-  for (std::string name : {"compressed/driver_v3.hipfb", "compressed/bundler22_v2.hipfb",
-                           "compressed/handmade_v1_zlib.hipfb"}) {
+  for (std::string name :
+       {"compressed/driver_v3.hipfb", "compressed/bundler22_v2.hipfb", "compressed/handmade_v1_zlib.hipfb"}) {
     auto hits = comgr->lookup(fixture(name), ComgrInput::Bundle, gfx90a);
     ASSERT_TRUE(FailsWith(hits, ErrorKind::InvalidArgument)) << name;
     EXPECT_NE(hits.error().message().find("amd_comgr_lookup_code_object"), std::string::npos);
@@ -415,8 +414,8 @@ TEST(ComgrSelect, Comgr523CannotServeProcessorsItDoesNotKnow) {
 
   // An exact string finds the entry, whose header comgr then cannot read.
   constexpr std::uint32_t kGfx942SrameccOnXnackOff = 0xe4c, kGfx1100 = 0x41;
-  auto exact = open_bundle("gfx942_exact", bundle_of({{dev("gfx942:sramecc+:xnack-"),
-                                                       cov4_object(kGfx942SrameccOnXnackOff)}}));
+  auto exact =
+      open_bundle("gfx942_exact", bundle_of({{dev("gfx942:sramecc+:xnack-"), cov4_object(kGfx942SrameccOnXnackOff)}}));
   ASSERT_TRUE(exact);
   auto found = select_in_bundle(device("gfx942:sramecc+:xnack-"), *exact->bundle, with(Unbundler::Comgr));
   ASSERT_TRUE(FailsWith(found, ErrorKind::UnsupportedMethod));
@@ -511,10 +510,17 @@ std::vector<Difference> expected_differences() {
 
 TEST(ComgrDifferential, BuiltinAndComgrChooseTheSameEntryExceptWhereColoadDiffersOnPurpose) {
   REQUIRE_COMGR_5_2_3(comgr);
-  const std::vector<std::string> specs{"gfx90a:sramecc+:xnack-", "gfx90a:sramecc+:xnack+", "gfx90a:sramecc-:xnack-",
-                                       "gfx908:sramecc+:xnack-", "gfx906:sramecc+:xnack-", "gfx906:sramecc-:xnack+",
-                                       "gfx900:xnack-",          "gfx1030",                "gfx1031",
-                                       "gfx1100",                "gfx942:sramecc+:xnack-"};
+  const std::vector<std::string> specs{"gfx90a:sramecc+:xnack-",
+                                       "gfx90a:sramecc+:xnack+",
+                                       "gfx90a:sramecc-:xnack-",
+                                       "gfx908:sramecc+:xnack-",
+                                       "gfx906:sramecc+:xnack-",
+                                       "gfx906:sramecc-:xnack+",
+                                       "gfx900:xnack-",
+                                       "gfx1030",
+                                       "gfx1031",
+                                       "gfx1100",
+                                       "gfx942:sramecc+:xnack-"};
   std::vector<Difference> differences = expected_differences();
   std::vector<bool> seen(differences.size(), false);
   std::size_t agreed = 0, chosen_by_both = 0;

@@ -104,14 +104,16 @@ TEST_P(EveryVariant, SizeAboveTheCapFailsBeforeDecompressing) {
   auto header = parse_compressed_header(ccob, small);
   ASSERT_TRUE(FailsWith(header, ErrorKind::LimitExceeded));
   EXPECT_EQ(header.error().location().field, "uncompressed_size");
-  EXPECT_EQ(header.error().location().offset, std::optional<std::uint64_t>(GetParam().version == 3 ? 16 : GetParam().version == 2 ? 12 : 8));
+  EXPECT_EQ(header.error().location().offset, std::optional<std::uint64_t>(GetParam().version == 3   ? 16
+                                                                           : GetParam().version == 2 ? 12
+                                                                                                     : 8));
   EXPECT_EQ(header.error().location().value, std::optional<std::uint64_t>(plain.size()));
   EXPECT_EQ(header.error().location().limit, std::optional<std::uint64_t>(plain.size() - 1));
   // A header parsed under a larger cap is still held to the reader's.
   auto parsed = parse_compressed_header(ccob);
   ASSERT_TRUE(Succeeds(parsed));
-  std::string want = "CCOB: uncompressed_size " + detail::hex(plain.size()) + " exceeds the limit " +
-                     detail::hex(plain.size() - 1);
+  std::string want =
+      "CCOB: uncompressed_size " + detail::hex(plain.size()) + " exceeds the limit " + detail::hex(plain.size() - 1);
   auto whole = decompress_bundle(ccob, *parsed, small);
   ASSERT_TRUE(FailsWith(whole, ErrorKind::LimitExceeded));
   EXPECT_EQ(whole.error().message(), want);
@@ -147,8 +149,8 @@ TEST_P(EveryVariant, NoPrefixIsAccepted) {
     auto header = parse_compressed_header(prefix);
     if (!header) {
       // Inside the header: truncated; v2/v3 whose total_size passes the end: out of bounds.
-      ErrorKind expected = length < testing::ccob_header_size(GetParam().version) ? ErrorKind::Truncated
-                                                                                   : ErrorKind::OutOfBounds;
+      ErrorKind expected =
+          length < testing::ccob_header_size(GetParam().version) ? ErrorKind::Truncated : ErrorKind::OutOfBounds;
       ASSERT_TRUE(FailsWith(header, expected)) << "prefix of " << length;
       continue;
     }
@@ -346,7 +348,7 @@ Bytes zstd_content() {
 struct ZstdRoute {
   const char* name;
   testing::ZstdFrame frame;
-  bool sink_memory;  // the sink offers memory of the declared size
+  bool sink_memory;   // the sink offers memory of the declared size
   bool in_one_place;  // decoded into memory of the content's size, not through a window
 };
 

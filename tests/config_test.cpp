@@ -48,9 +48,14 @@ Expected<Config> config_with(std::string name, std::string value) {
   return ::testing::AssertionSuccess();
 }
 
-const std::vector<std::string> kVariables = {"COLOAD_UNBUNDLER", "COLOAD_EXTENDED_ISA_COMPAT", "COLOAD_HOTSWAP",
-                                             "COLOAD_LOG", "COLOAD_MAX_DECOMPRESSED_BYTES",
-                                             "COLOAD_HOTSWAP_PLUGIN", "COLOAD_HOTSWAP_PAIRS", "COLOAD_HASH_CHECK",
+const std::vector<std::string> kVariables = {"COLOAD_UNBUNDLER",
+                                             "COLOAD_EXTENDED_ISA_COMPAT",
+                                             "COLOAD_HOTSWAP",
+                                             "COLOAD_LOG",
+                                             "COLOAD_MAX_DECOMPRESSED_BYTES",
+                                             "COLOAD_HOTSWAP_PLUGIN",
+                                             "COLOAD_HOTSWAP_PAIRS",
+                                             "COLOAD_HASH_CHECK",
                                              "COLOAD_VERIFY_CACHE"};
 
 void expect_defaults(const Config& config) {
@@ -114,8 +119,7 @@ TEST(ConfigUnbundler, AcceptsBuiltinAndComgr) {
 
 TEST(ConfigUnbundler, RefusesOtherValues) {
   for (const char* value : {"Comgr", "BUILTIN", "runtime", "1", "0", " builtin", "builtin ", "builtin,comgr"}) {
-    EXPECT_TRUE(Refused(config_with("COLOAD_UNBUNDLER", value), "COLOAD_UNBUNDLER", value, "builtin, comgr"))
-        << value;
+    EXPECT_TRUE(Refused(config_with("COLOAD_UNBUNDLER", value), "COLOAD_UNBUNDLER", value, "builtin, comgr")) << value;
   }
 }
 
@@ -153,17 +157,17 @@ TEST(ConfigHotswapPairs, RefusesMalformedPairs) {
   EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx1031,"), "COLOAD_HOTSWAP_PAIRS",
                       "gfx1030>gfx1031,", accepted));
   EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "a>b>c"), "COLOAD_HOTSWAP_PAIRS", "a>b>c", accepted));
-  EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx9999"), "COLOAD_HOTSWAP_PAIRS",
-                      "gfx1030>gfx9999", accepted));
-  EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx942>gfx942"), "COLOAD_HOTSWAP_PAIRS",
-                      "gfx942>gfx942", accepted));
+  EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx9999"), "COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx9999",
+                      accepted));
+  EXPECT_TRUE(
+      Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx942>gfx942"), "COLOAD_HOTSWAP_PAIRS", "gfx942>gfx942", accepted));
   EXPECT_TRUE(Refused(config_with("COLOAD_HOTSWAP_PAIRS", "gfx9-generic>gfx900"), "COLOAD_HOTSWAP_PAIRS",
                       "gfx9-generic>gfx900", accepted));
 }
 
 TEST(ConfigHotswapPairs, NarrowTheRegistryAllowlistWhenHotswapIsOn) {
-  auto config = Config::from_variables(
-      lookup_in({{"COLOAD_HOTSWAP", "1"}, {"COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx1031"}}));
+  auto config =
+      Config::from_variables(lookup_in({{"COLOAD_HOTSWAP", "1"}, {"COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx1031"}}));
   ASSERT_TRUE(Succeeds(config));
   SelectOptions select = config->select_options();
   ASSERT_EQ(select.hotswap_allowlist.pairs().size(), 1u);
@@ -211,8 +215,8 @@ TEST(ConfigMaxDecompressedBytes, AcceptsCountsAndSuffixes) {
 }
 
 TEST(ConfigMaxDecompressedBytes, RefusesMalformedCounts) {
-  for (const char* value : {"K", "G", "-1", "+5", "1.5G", "1KB", "1k", "1m", "1T", "0x10", " 1", "1 ", "1_000", "1e9",
-                            "ten"}) {
+  for (const char* value :
+       {"K", "G", "-1", "+5", "1.5G", "1KB", "1k", "1m", "1T", "0x10", " 1", "1 ", "1_000", "1e9", "ten"}) {
     EXPECT_TRUE(Refused(config_with("COLOAD_MAX_DECOMPRESSED_BYTES", value), "COLOAD_MAX_DECOMPRESSED_BYTES", value,
                         "K, M or G"))
         << value;
@@ -365,8 +369,7 @@ TEST(ConfigExtendedIsaCompat, RefusesGenericTargets) {
 
 TEST(ConfigExtendedIsaCompat, RefusesAllAmongProcessorsAndTargetIds) {
   for (const char* value : {"all,gfx1031", "gfx1031,all", "all,all", "gfx1031:xnack-", "gfx90a:sramecc+"}) {
-    EXPECT_TRUE(Refused(config_with("COLOAD_EXTENDED_ISA_COMPAT", value), "COLOAD_EXTENDED_ISA_COMPAT", value,
-                        "`all`"))
+    EXPECT_TRUE(Refused(config_with("COLOAD_EXTENDED_ISA_COMPAT", value), "COLOAD_EXTENDED_ISA_COMPAT", value, "`all`"))
         << value;
   }
 }

@@ -21,8 +21,7 @@ using testing::FailsWith;
 using testing::Succeeds;
 
 const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
-const char* const kDevices[] = {"gfx90a",  "gfx90a:xnack+", "gfx908", "gfx942",
-                                "gfx1030", "gfx1100",       "gfx1201"};
+const char* const kDevices[] = {"gfx90a", "gfx90a:xnack+", "gfx908", "gfx942", "gfx1030", "gfx1100", "gfx1201"};
 
 /// `bytes` written to a temporary file, padded with zeros past the size up to
 /// which a Source only maps (the walk skips zero padding; an ELF ignores a tail).
@@ -159,8 +158,8 @@ TEST(CopiedReads, LongTablesAreReadAgainLongerOrViewed) {
   for (std::size_t count : {150u, 2000u}) {
     std::vector<testing::Entry> entries;
     for (std::size_t i = 0; i < count; ++i) {
-      entries.push_back({"hipv4-amdgcn-amd-amdhsa--gfx90a-" + std::to_string(i),
-                         testing::to_bytes("payload " + std::to_string(i))});
+      entries.push_back(
+          {"hipv4-amdgcn-amd-amdhsa--gfx90a-" + std::to_string(i), testing::to_bytes("payload " + std::to_string(i))});
     }
     Bytes bundle = testing::write_plain_bundle(entries, 1);
     ASSERT_GT(testing::plain_bundle_header_size(entries), count == 150 ? 4096u : 65536u);
@@ -179,8 +178,8 @@ TEST(CopiedReads, LongTablesAreReadAgainLongerOrViewed) {
 
 // Errors found in a copied table are the ones found in place, word for word.
 TEST(CopiedReads, BrokenTablesFailAsInPlace) {
-  Bytes bundle = testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
-                                              {"hipv4-amdgcn-amd-amdhsa--gfx90a", testing::to_bytes("code")}});
+  Bytes bundle = testing::write_plain_bundle(
+      {{"host-x86_64-unknown-linux-gnu-", {}}, {"hipv4-amdgcn-amd-amdhsa--gfx90a", testing::to_bytes("code")}});
   Bytes huge_count = bundle;
   testing::store_le(std::span(huge_count).subspan(24, 8), 0x1000000, 8);
   Bytes past_end = bundle;
@@ -202,8 +201,8 @@ TEST(CopiedReads, BrokenTablesFailAsInPlace) {
 // read_bundle takes the scan's parsed entries only when they fit the bundle; a
 // hand-built BundleInfo whose entries do not is read from the file instead.
 TEST(CopiedReads, TableCopiesAreTrustedOnlyWhereTheyFit) {
-  Bytes bundle = testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
-                                              {"hipv4-amdgcn-amd-amdhsa--gfx90a", testing::to_bytes("code")}});
+  Bytes bundle = testing::write_plain_bundle(
+      {{"host-x86_64-unknown-linux-gnu-", {}}, {"hipv4-amdgcn-amd-amdhsa--gfx90a", testing::to_bytes("code")}});
   LargeFile file(bundle, "coload_copied_reads_table_copy.bin");
   auto binary = FatBinary::open(file.path());
   ASSERT_TRUE(Succeeds(binary));
@@ -282,10 +281,15 @@ TEST(CopiedReads, HeadsOfOtherFormatsAreTheirOwnBytes) {
   auto source = Source::map_file(file.path());
   ASSERT_TRUE(Succeeds(source));
   ASSERT_TRUE(source->reader().copies());
-  auto storage = std::make_shared<const std::vector<std::byte>>(testing::to_bytes("\x7f" "ELF decompressed"));
+  auto storage =
+      std::make_shared<const std::vector<std::byte>>(testing::to_bytes("\x7f"
+                                                                       "ELF decompressed"));
   BundleInfo info{.index = 0, .offset = 0, .size = storage->size(), .format = BundleFormat::Compressed};
-  std::vector<BundleEntry> entries{{.id = "hipv4-amdgcn-amd-amdhsa--gfx90a", .offset = 0, .size = storage->size(),
-                                    .is_host = false, .bytes = *storage}};
+  std::vector<BundleEntry> entries{{.id = "hipv4-amdgcn-amd-amdhsa--gfx90a",
+                                    .offset = 0,
+                                    .size = storage->size(),
+                                    .is_host = false,
+                                    .bytes = *storage}};
   Bundle bundle(info, entries, *storage, storage, source->reader());
   std::vector<std::byte> scratch;
   auto head = bundle.head(0, 64, scratch);

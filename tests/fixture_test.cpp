@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <set>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "coload/fat_binary.h"
@@ -126,7 +126,6 @@ TEST(Fixtures, NoTruncatedPrefixOfAnyFixtureIsAccepted) {
   EXPECT_EQ(kinds_seen.size(), 3u);
 }
 
-
 TEST(Fixtures, BareCodeObjectImagesAmongBundlesAreSizedFromTheirElfTables) {
   Bytes plain = fixture("bundles/driver_two_arch.hipfb");
   Bytes object = fixture("co/gfx90a_xnack-.co");
@@ -147,11 +146,10 @@ TEST(Fixtures, BareCodeObjectImagesAmongBundlesAreSizedFromTheirElfTables) {
   ASSERT_TRUE(Succeeds(bundle));
   ASSERT_EQ(bundle->entries().size(), 1u);
   EXPECT_EQ(bundle->entries()[0].id, "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-");
-  EXPECT_TRUE(std::equal(bundle->entries()[0].bytes.begin(), bundle->entries()[0].bytes.end(), object.begin(),
-                         object.end()));
+  EXPECT_TRUE(
+      std::equal(bundle->entries()[0].bytes.begin(), bundle->entries()[0].bytes.end(), object.begin(), object.end()));
   EXPECT_EQ(binary->bundles()[2].format, BundleFormat::Compressed);
 }
-
 
 TEST(Fixtures, CodeObjectImageAtAnOddOffsetIsRead) {
   Bytes plain = fixture("bundles/bundler_align1.hipfb");

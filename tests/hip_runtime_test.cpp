@@ -176,8 +176,9 @@ TEST_F(HipRuntimeTest, AttributeFailureNamesTheFunction) {
   fake.fail("hipDeviceGetAttribute", 101);  // hipErrorInvalidDevice
   auto runtime = open();
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
-  EXPECT_TRUE(Contains(runtime.error().message(), "hipDeviceGetAttribute failed with hipErrorInvalidDevice (101) for "
-                        "hipDeviceAttributeMaxSharedMemoryPerBlock of device 0"));
+  EXPECT_TRUE(Contains(runtime.error().message(),
+                       "hipDeviceGetAttribute failed with hipErrorInvalidDevice (101) for "
+                       "hipDeviceAttributeMaxSharedMemoryPerBlock of device 0"));
 }
 
 TEST_F(HipRuntimeTest, LibraryWithoutHipIsUnsupportedVersion) {

@@ -44,16 +44,16 @@ Device device(const char* spec) {
 
 TEST(HotswapBuiltin, EveryListedPassBindsOnlyItsOwnSlot) {
   std::size_t listed = 0;
-#define COLOAD_HOTSWAP_PASS(Name, pass_name)                                                       \
-  {                                                                                                \
-    ++listed;                                                                                      \
-    HotswapRegistry alone;                                                                         \
-    detail::register_##Name##_pass(alone);                                                         \
-    ASSERT_EQ(alone.passes().size(), 1u) << #Name;                                                 \
-    EXPECT_EQ(alone.passes()[0]->name, pass_name) << #Name;                                        \
-    for (std::string_view other : detail::kBuiltinPassNames) {                                     \
+#define COLOAD_HOTSWAP_PASS(Name, pass_name)                                                        \
+  {                                                                                                 \
+    ++listed;                                                                                       \
+    HotswapRegistry alone;                                                                          \
+    detail::register_##Name##_pass(alone);                                                          \
+    ASSERT_EQ(alone.passes().size(), 1u) << #Name;                                                  \
+    EXPECT_EQ(alone.passes()[0]->name, pass_name) << #Name;                                         \
+    for (std::string_view other : detail::kBuiltinPassNames) {                                      \
       if (other != pass_name) EXPECT_EQ(alone.find(other), nullptr) << #Name << " bound " << other; \
-    }                                                                                              \
+    }                                                                                               \
   }
 #include "hotswap/passes.def"
 #undef COLOAD_HOTSWAP_PASS
@@ -112,16 +112,16 @@ TEST(HotswapBuiltin, SameIsaRetargetCoversExactlyTheSameIsaGroups) {
   EXPECT_EQ(builtin.find_pair("gfx1030", "gfx1030"), nullptr);  // identity: native code
   EXPECT_EQ(builtin.find_pair("gfx906", "gfx900"), nullptr);    // gfx906 only receives
   EXPECT_EQ(builtin.find_pair("gfx1011", "gfx1010"), nullptr);
-  EXPECT_EQ(builtin.find_pair("gfx1250", "gfx942"), nullptr);   // no cross-ISA pass is built in
+  EXPECT_EQ(builtin.find_pair("gfx1250", "gfx942"), nullptr);  // no cross-ISA pass is built in
 }
 
 // --- A test-only list, bound the way passes.def is -------------------------
 
 #define TEST_HOTSWAP_PASSES(X) X(Alpha, "alpha", "gfx1250", "gfx942") X(Beta, "beta", "gfx1250", "gfx950")
 
-#define DEFINE_TEST_PASS(Name, pass_name, source, device)                                     \
-  void register_##Name##_pass(HotswapRegistry& registry) {                                    \
-    ASSERT_TRUE(Succeeds(registry.add(pass_named(pass_name, {{source, device}}))));           \
+#define DEFINE_TEST_PASS(Name, pass_name, source, device)                           \
+  void register_##Name##_pass(HotswapRegistry& registry) {                          \
+    ASSERT_TRUE(Succeeds(registry.add(pass_named(pass_name, {{source, device}})))); \
   }
 TEST_HOTSWAP_PASSES(DEFINE_TEST_PASS)
 #undef DEFINE_TEST_PASS
@@ -132,17 +132,17 @@ TEST(HotswapTestList, EachRegistrationTouchesOnlyItsName) {
       TEST_HOTSWAP_PASSES(NAME_OF)
 #undef NAME_OF
   };
-#define CHECK_ALONE(Name, pass_name, source, device)                                   \
-  {                                                                                    \
-    HotswapRegistry alone;                                                             \
-    register_##Name##_pass(alone);                                                     \
-    ASSERT_EQ(alone.passes().size(), 1u);                                              \
-    EXPECT_NE(alone.find(pass_name), nullptr);                                         \
-    EXPECT_EQ(alone.find_pair(source, device), alone.find(pass_name));                 \
-    for (const std::string& other : names) {                                           \
-      if (other != pass_name) EXPECT_EQ(alone.find(other), nullptr) << pass_name;      \
-    }                                                                                  \
-    EXPECT_EQ(alone.find("gamma"), nullptr);                                           \
+#define CHECK_ALONE(Name, pass_name, source, device)                              \
+  {                                                                               \
+    HotswapRegistry alone;                                                        \
+    register_##Name##_pass(alone);                                                \
+    ASSERT_EQ(alone.passes().size(), 1u);                                         \
+    EXPECT_NE(alone.find(pass_name), nullptr);                                    \
+    EXPECT_EQ(alone.find_pair(source, device), alone.find(pass_name));            \
+    for (const std::string& other : names) {                                      \
+      if (other != pass_name) EXPECT_EQ(alone.find(other), nullptr) << pass_name; \
+    }                                                                             \
+    EXPECT_EQ(alone.find("gamma"), nullptr);                                      \
   }
   TEST_HOTSWAP_PASSES(CHECK_ALONE)
 #undef CHECK_ALONE
@@ -176,8 +176,7 @@ TEST(HotswapAdd, RefusesWithExactKinds) {
   EXPECT_TRUE(FailsWith(registry.add(pass_named("first", {{"gfx1250", "gfx950"}})), ErrorKind::InvalidArgument));
   EXPECT_TRUE(FailsWith(registry.add(pass_named("unknown", {{"gfx1250", "gfx9999"}})), ErrorKind::NotFound));
   EXPECT_TRUE(FailsWith(registry.add(pass_named("identity", {{"gfx942", "gfx942"}})), ErrorKind::InvalidArgument));
-  EXPECT_TRUE(
-      FailsWith(registry.add(pass_named("generic", {{"gfx9-generic", "gfx900"}})), ErrorKind::InvalidArgument));
+  EXPECT_TRUE(FailsWith(registry.add(pass_named("generic", {{"gfx9-generic", "gfx900"}})), ErrorKind::InvalidArgument));
   auto overlap = registry.add(pass_named("second", {{"gfx1250", "gfx950"}, {"gfx1250", "gfx942"}}));
   ASSERT_TRUE(FailsWith(overlap, ErrorKind::Ambiguous));
   EXPECT_NE(overlap.error().message().find("\"first\""), std::string::npos) << overlap.error().message();

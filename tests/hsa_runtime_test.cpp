@@ -133,8 +133,9 @@ TEST_F(FakeHsaTest, HsaInitFailingIsNotFoundWithoutShutDown) {
   script("gpu gfx90a:sramecc+:xnack-; fail hsa_init OUT_OF_RESOURCES");
   auto runtime = open();
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
-  EXPECT_TRUE(Contains(runtime.error().message(), "hsa_init failed with HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008): no AMD GPU or /dev/kfd "
-                        "not available (The runtime failed to allocate"));
+  EXPECT_TRUE(Contains(runtime.error().message(),
+                       "hsa_init failed with HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008): no AMD GPU or /dev/kfd "
+                       "not available (The runtime failed to allocate"));
   EXPECT_EQ(counter("calls.hsa_shut_down"), 0);
   EXPECT_EQ(counter("calls.hsa_iterate_agents"), 0);
 }
@@ -213,7 +214,8 @@ TEST_F(FakeHsaTest, AgentQueryFailureNamesTheFunction) {
   script("gpu gfx90a:sramecc+:xnack-; fail hsa_amd_agent_iterate_memory_pools OUT_OF_RESOURCES");
   auto runtime = open();
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::Io));
-  EXPECT_TRUE(Contains(runtime.error().message(), "hsa_amd_agent_iterate_memory_pools failed with HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)"));
+  EXPECT_TRUE(Contains(runtime.error().message(),
+                       "hsa_amd_agent_iterate_memory_pools failed with HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)"));
 }
 
 TEST(HsaRuntime, MissingLibraryIsIo) {
@@ -281,8 +283,9 @@ TEST_F(FakeHsaTest, IsaMismatchIsInvalidArgumentAndCleansUp) {
   ASSERT_TRUE(FailsWith(module, ErrorKind::InvalidArgument));
   EXPECT_TRUE(Contains(module.error().message(), "HSA device 1 (gfx1100)"));
   EXPECT_TRUE(Contains(module.error().message(), "code object for gfx90a does not run on this agent"));
-  EXPECT_TRUE(Contains(module.error().message(), "hsa_executable_load_agent_code_object failed with "
-                        "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS (0x100d)"));
+  EXPECT_TRUE(Contains(module.error().message(),
+                       "hsa_executable_load_agent_code_object failed with "
+                       "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS (0x100d)"));
   expect_all_destroyed();
   EXPECT_EQ(counter("executables_created"), 1);
 }
@@ -305,7 +308,8 @@ TEST_F(FakeHsaTest, AllocationFailureWhileLoadingDestroysExecutableThenReader) {
   Fixture fixture = read_fixture("gfx90a.co");
   auto module = (*runtime)->load(0, fixture.image(), fixture.code_object);
   ASSERT_TRUE(FailsWith(module, ErrorKind::Io));
-  EXPECT_TRUE(Contains(module.error().message(), "hsa_executable_load_agent_code_object failed with HSA_STATUS_ERROR_OUT_OF_RESOURCES"));
+  EXPECT_TRUE(Contains(module.error().message(),
+                       "hsa_executable_load_agent_code_object failed with HSA_STATUS_ERROR_OUT_OF_RESOURCES"));
   EXPECT_EQ(counter("readers_created"), 1);
   EXPECT_EQ(counter("executables_created"), 1);
   expect_all_destroyed();
@@ -320,7 +324,8 @@ TEST_F(FakeHsaTest, ExecutableCreateFailureDestroysTheReader) {
   ASSERT_TRUE(Succeeds(first));
   auto second = (*runtime)->load(0, fixture.image(), fixture.code_object);
   ASSERT_TRUE(FailsWith(second, ErrorKind::Io));
-  EXPECT_TRUE(Contains(second.error().message(), "hsa_executable_create_alt failed with HSA_STATUS_ERROR_OUT_OF_RESOURCES"));
+  EXPECT_TRUE(
+      Contains(second.error().message(), "hsa_executable_create_alt failed with HSA_STATUS_ERROR_OUT_OF_RESOURCES"));
   EXPECT_EQ(counter("readers_created"), 2);
   EXPECT_EQ(counter("readers_destroyed"), 1);
   EXPECT_EQ(counter("executables_destroyed"), 0);
@@ -348,7 +353,8 @@ TEST_F(FakeHsaTest, KernelMissingFromExecutableIsNotFound) {
   auto module = (*runtime)->load(0, fixture.image(), fixture.code_object);
   ASSERT_TRUE(FailsWith(module, ErrorKind::NotFound));
   EXPECT_TRUE(Contains(module.error().message(), "kernel '" + kernel.name + "' (symbol " + kernel.symbol + ")"));
-  EXPECT_TRUE(Contains(module.error().message(), "hsa_executable_get_symbol_by_name failed with HSA_STATUS_ERROR_INVALID_SYMBOL_NAME (0x1013)"));
+  EXPECT_TRUE(Contains(module.error().message(),
+                       "hsa_executable_get_symbol_by_name failed with HSA_STATUS_ERROR_INVALID_SYMBOL_NAME (0x1013)"));
   expect_all_destroyed();
 }
 
@@ -360,9 +366,10 @@ TEST_F(FakeHsaTest, DescriptorDisagreeingWithMetadataIsSizeMismatch) {
   ASSERT_TRUE(Succeeds(runtime));
   auto module = (*runtime)->load(0, fixture.image(), fixture.code_object);
   ASSERT_TRUE(FailsWith(module, ErrorKind::SizeMismatch));
-  EXPECT_TRUE(Contains(module.error().message(), "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE (from the kernel descriptor) is 4096 "
-                        "but the metadata's .kernarg_segment_size is " +
-                        std::to_string(kernel.kernarg_segment_size)));
+  EXPECT_TRUE(Contains(module.error().message(),
+                       "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE (from the kernel descriptor) is 4096 "
+                       "but the metadata's .kernarg_segment_size is " +
+                           std::to_string(kernel.kernarg_segment_size)));
   expect_all_destroyed();
 }
 
@@ -433,8 +440,8 @@ TEST(HsaRuntime, IsaNames) {
   ASSERT_TRUE(Succeeds(parsed));
   EXPECT_EQ(parsed->str(), "gfx90a:sramecc+:xnack-");
   EXPECT_TRUE(FailsWith(hsa::parse_isa_name("gfx90a:sramecc+:xnack-"), ErrorKind::Malformed));
-  EXPECT_TRUE(FailsWith(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx9-4-generic:sramecc+:xnack-"),
-                        ErrorKind::Malformed));
+  EXPECT_TRUE(
+      FailsWith(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx9-4-generic:sramecc+:xnack-"), ErrorKind::Malformed));
   EXPECT_TRUE(FailsWith(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx9999"), ErrorKind::NotFound));
   // A mode the name leaves out is one the device does not report.
   auto bare = hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx90a");
@@ -468,8 +475,9 @@ TEST(HsaRuntime, RealLibraryWithoutGpuIsAClearNotFound) {
   if (access("/dev/kfd", F_OK) == 0) GTEST_SKIP() << "/dev/kfd exists: this machine may have an AMD GPU";
   auto runtime = open_hsa_runtime();
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
-  EXPECT_TRUE(Contains(runtime.error().message(), "hsa_init failed with HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008): no AMD GPU or /dev/kfd "
-                        "not available"));
+  EXPECT_TRUE(Contains(runtime.error().message(),
+                       "hsa_init failed with HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008): no AMD GPU or /dev/kfd "
+                       "not available"));
 }
 
 }  // namespace

@@ -18,14 +18,14 @@ namespace {
 
 using namespace coload::testing;
 using validate_test::arg;
-using validate_test::ptr;
-using validate_test::value;
+using validate_test::device;
+using validate_test::fields;
 using validate_test::hidden;
 using validate_test::kernel;
 using validate_test::problems_of;
+using validate_test::ptr;
+using validate_test::value;
 using validate_test::with_lds;
-using validate_test::device;
-using validate_test::fields;
 
 // ---------------------------------------------------------------------------
 // Kernarg layouts.
@@ -54,8 +54,7 @@ TEST(KernargLayout, OnlyHiddenArguments) {
 TEST(KernargLayout, ExplicitPrefixThenTheV5HiddenBlock) {
   // clang -O0 v5: a pointer, an int, then the implicit block at 16 (12 aligned up to 8).
   Kernel k = kernel("saxpy", 272,
-                    {ptr(0, "x"), value(8, 4, "n"),
-                     hidden(16, 4, ValueKind::HiddenBlockCountX, "hidden_block_count_x"),
+                    {ptr(0, "x"), value(8, 4, "n"), hidden(16, 4, ValueKind::HiddenBlockCountX, "hidden_block_count_x"),
                      hidden(28, 2, ValueKind::HiddenGroupSizeX, "hidden_group_size_x"),
                      hidden(136, 4, ValueKind::HiddenDynamicLdsSize, "hidden_dynamic_lds_size"),
                      hidden(216, 8, ValueKind::HiddenQueuePtr, "hidden_queue_ptr")});
@@ -78,9 +77,9 @@ TEST(KernargLayout, HiddenArgumentsInAnyMetadataOrder) {
 
 TEST(KernargLayout, ExplicitArgumentAfterAHiddenOneIsAProblem) {
   // The hrx-system PR #12 case: a visible by_value at 16 after a hidden arg at 8.
-  Kernel k = kernel("late", 24,
-                    {ptr(0, "out"), hidden(8, 8, ValueKind::HiddenGlobalOffsetX, "hidden_global_offset_x"),
-                     value(16, 4, "n")});
+  Kernel k = kernel(
+      "late", 24,
+      {ptr(0, "out"), hidden(8, 8, ValueKind::HiddenGlobalOffsetX, "hidden_global_offset_x"), value(16, 4, "n")});
   EXPECT_EQ(k.layout.explicit_size, 20u);
   EXPECT_EQ(k.layout.hidden_offset, 8u);
   auto problems = problems_of(k);
@@ -94,8 +93,7 @@ TEST(KernargLayout, ExplicitArgumentAfterAHiddenOneIsAProblem) {
 }
 
 TEST(KernargLayout, ExplicitArgumentAtTheFirstHiddenOffsetIsAProblem) {
-  Kernel k = kernel("same", 16,
-                    {hidden(8, 0, ValueKind::HiddenNone, "hidden_none"), value(8, 4, "n"), ptr(0)});
+  Kernel k = kernel("same", 16, {hidden(8, 0, ValueKind::HiddenNone, "hidden_none"), value(8, 4, "n"), ptr(0)});
   auto problems = problems_of(k);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0].field, "args[1].offset");
@@ -312,9 +310,9 @@ TEST(CheckDispatch, RequiredWorkgroupSizeMustMatchExactly) {
 }
 
 TEST(CheckDispatch, KernelWithALayoutProblemCannotBeDispatched) {
-  Kernel k = kernel("late", 24,
-                    {ptr(0, "out"), hidden(8, 8, ValueKind::HiddenGlobalOffsetX, "hidden_global_offset_x"),
-                     value(16, 4, "n")});
+  Kernel k = kernel(
+      "late", 24,
+      {ptr(0, "out"), hidden(8, 8, ValueKind::HiddenGlobalOffsetX, "hidden_global_offset_x"), value(16, 4, "n")});
   for (std::uint64_t bytes : {8u, 16u, 20u, 24u}) {
     auto result = check_dispatch(k, device("gfx942"), {.kernarg_bytes = bytes});
     ASSERT_TRUE(FailsWith(result, ErrorKind::Malformed)) << bytes;

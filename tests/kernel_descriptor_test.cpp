@@ -148,8 +148,8 @@ TEST(CodeObjectDescriptor, SizesMustEqualTheMetadata) {
     std::size_t offset;
     std::string field;
   };
-  for (const Case& c : {Case{0, "group_segment_fixed_size"}, Case{4, "private_segment_fixed_size"},
-                        Case{8, "kernarg_size"}}) {
+  for (const Case& c :
+       {Case{0, "group_segment_fixed_size"}, Case{4, "private_segment_fixed_size"}, Case{8, "kernarg_size"}}) {
     SCOPED_TRACE(c.field);
     ElfSpec spec = valid_spec();
     set_u32(spec.kernels[0].descriptor, c.offset, 1234);
@@ -217,8 +217,10 @@ TEST(CodeObjectDescriptor, GranulatedLdsSizeMustBeZero) {
 }
 
 TEST(CodeObjectDescriptor, ReservedBytesMustBeZero) {
-  for (auto [offset, field] : {std::pair<std::size_t, std::string>{13, "reserved0"}, {30, "reserved1"},
-                               {43, "reserved1"}, {63, "reserved3"}}) {
+  for (auto [offset, field] : {std::pair<std::size_t, std::string>{13, "reserved0"},
+                               {30, "reserved1"},
+                               {43, "reserved1"},
+                               {63, "reserved3"}}) {
     SCOPED_TRACE(offset);
     ElfSpec spec = valid_spec();
     spec.kernels[0].descriptor[offset] = std::byte{0x80};
@@ -256,10 +258,10 @@ TEST(CodeObjectDescriptor, Rsrc3AndKernargPreloadOnlyWhereTheProcessorHasThem) {
   EXPECT_TRUE(with(kGfx942 | kAny, "gfx942", 0x1, 4)->problems().empty());
   EXPECT_TRUE(with(kGfx1250, "gfx1250", 0, 4)->problems().empty());
   EXPECT_TRUE(with(kGfx1030, "gfx1030", 0x3c0, 0)->problems().empty());  // GFX10+ rsrc3 fields
-  EXPECT_TRUE(HasOneProblem(with(kGfx906 | kAny, "gfx906", 0x1, 0),
-                            ErrorKind::Malformed, "compute_pgm_rsrc3", {"offset 44", "gfx906"}));
-  EXPECT_TRUE(HasOneProblem(with(kGfx906 | kAny, "gfx906", 0, 4),
-                            ErrorKind::Malformed, "kernarg_preload", {"offset 58", "gfx906"}));
+  EXPECT_TRUE(HasOneProblem(with(kGfx906 | kAny, "gfx906", 0x1, 0), ErrorKind::Malformed, "compute_pgm_rsrc3",
+                            {"offset 44", "gfx906"}));
+  EXPECT_TRUE(HasOneProblem(with(kGfx906 | kAny, "gfx906", 0, 4), ErrorKind::Malformed, "kernarg_preload",
+                            {"offset 58", "gfx906"}));
   EXPECT_TRUE(HasOneProblem(with(kGfx1030, "gfx1030", 0, 4), ErrorKind::Malformed, "kernarg_preload", {"gfx1030"}));
 }
 
@@ -298,8 +300,8 @@ TEST(CodeObjectEntry, MustBeAlignedExecutableAndAtTheFunction) {
   // Not in an executable segment.
   spec = valid_spec();
   spec.segment_patches = {SegmentPatch{.index = 1, .p_flags = 4}};
-  EXPECT_TRUE(HasOneProblem(read(spec), ErrorKind::OutOfBounds, "kernel_code_entry_byte_offset",
-                            {"no executable PT_LOAD"}));
+  EXPECT_TRUE(
+      HasOneProblem(read(spec), ErrorKind::OutOfBounds, "kernel_code_entry_byte_offset", {"no executable PT_LOAD"}));
 
   // An offset that wraps.
   spec = valid_spec();

@@ -46,8 +46,8 @@ std::uint64_t hash_in_chunks(const testing::Bytes& bytes, std::uint64_t expected
 
 TEST(Md5Stream, EitherWayTheDigestIsLlvmsMd5) {
   constexpr std::size_t kSlot = Md5Stream::kSlotBytes;
-  for (std::size_t size : {std::size_t{0}, std::size_t{1}, kSlot - 1, kSlot, kSlot + 1,
-                           Md5Stream::kSlots * kSlot, 5 * kSlot + 7}) {
+  for (std::size_t size :
+       {std::size_t{0}, std::size_t{1}, kSlot - 1, kSlot, kSlot + 1, Md5Stream::kSlots * kSlot, 5 * kSlot + 7}) {
     testing::Bytes bytes = content(size);
     const std::uint64_t want = testing::ccob_hash(bytes);
     for (std::size_t chunk : {std::size_t{1} << 30, std::size_t{4096}, std::size_t{100'003}, kSlot}) {

@@ -81,12 +81,12 @@ TEST(MetadataFixtures, VectorOpsAtCodeObjectV4) {
     EXPECT_EQ(k.group_segment_fixed_size, 0u);
     EXPECT_EQ(k.wavefront_size, 64u);
     EXPECT_EQ(k.max_flat_workgroup_size, 1024u);
-    EXPECT_EQ(k.agpr_count, 0u);               // gfx90a has AGPRs
-    EXPECT_FALSE(k.uses_dynamic_stack);        // a v5 addition
+    EXPECT_EQ(k.agpr_count, 0u);                                                  // gfx90a has AGPRs
+    EXPECT_FALSE(k.uses_dynamic_stack);                                           // a v5 addition
     for (const KernelArg& a : k.args) EXPECT_FALSE(is_hidden(a.kind)) << k.name;  // -O2: none kept
   }
   EXPECT_EQ(kinds(m.kernels[1]), (std::vector<ValueKind>{ValueKind::ByValue, ValueKind::GlobalBuffer,
-                                                          ValueKind::GlobalBuffer, ValueKind::ByValue}));
+                                                         ValueKind::GlobalBuffer, ValueKind::ByValue}));
   EXPECT_EQ(m.kernels[1].args[1].actual_access, Access::ReadOnly);  // const float* __restrict__
   EXPECT_EQ(m.kernels[1].args[1].address_space, AddressSpace::Global);
   EXPECT_TRUE(m.unknown_keys.empty());
@@ -191,7 +191,6 @@ TEST(MetadataFixtures, EveryFixtureNoteDecodesAndNoPrefixDoes) {
   }
 }
 
-
 /// A metadata tree as another reader shows it: text leaves, maps, lists.
 struct Tree {
   enum class Kind { Scalar, Map, List } kind = Kind::Scalar;
@@ -263,8 +262,8 @@ void expect_same(const Metadata& ours, const Tree& theirs, const std::string& wh
         {".vgpr_spill_count", k.vgpr_spill_count},
         {".uniform_work_group_size", k.uniform_work_group_size},
         {".workgroup_processor_mode", k.workgroup_processor_mode},
-        {".uses_dynamic_stack", k.uses_dynamic_stack ? std::optional<std::uint32_t>(*k.uses_dynamic_stack)
-                                                     : std::nullopt},
+        {".uses_dynamic_stack",
+         k.uses_dynamic_stack ? std::optional<std::uint32_t>(*k.uses_dynamic_stack) : std::nullopt},
     };
     for (const auto& [key, value] : optional) EXPECT_EQ(field(t, key, at), value) << at << key;
 

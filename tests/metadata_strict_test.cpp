@@ -58,9 +58,9 @@ TEST(Metadata, RequiredRootKeysMustBePresent) {
 }
 
 TEST(Metadata, RequiredKernelKeysMustBePresent) {
-  for (const char* key : {".name", ".symbol", ".kernarg_segment_size", ".kernarg_segment_align",
-                          ".group_segment_fixed_size", ".private_segment_fixed_size", ".wavefront_size",
-                          ".sgpr_count", ".vgpr_count", ".max_flat_workgroup_size"}) {
+  for (const char* key :
+       {".name", ".symbol", ".kernarg_segment_size", ".kernarg_segment_align", ".group_segment_fixed_size",
+        ".private_segment_fixed_size", ".wavefront_size", ".sgpr_count", ".vgpr_count", ".max_flat_workgroup_size"}) {
     Node document = metadata({kernel("a"), kernel("b")});
     document["amdhsa.kernels"][1].erase(key);
     auto result = decode(document);
@@ -87,7 +87,8 @@ TEST(Metadata, DuplicateKeysAreRefusedInEveryMap) {
   Node in_kernel = one_kernel();
   first_kernel(in_kernel).add(".group_segment_fixed_size", 0);
   EXPECT_TRUE(FailsNaming(decode(in_kernel), ErrorKind::Malformed, "amdhsa.kernels[0] at byte"));
-  EXPECT_TRUE(FailsNaming(decode(in_kernel), ErrorKind::Malformed, "duplicate key string \".group_segment_fixed_size\""));
+  EXPECT_TRUE(
+      FailsNaming(decode(in_kernel), ErrorKind::Malformed, "duplicate key string \".group_segment_fixed_size\""));
 
   Node in_arg = one_kernel();
   first_arg(in_arg).add(".offset", 0);  // the same value: still a duplicate
@@ -144,7 +145,8 @@ TEST(Metadata, DuplicateAndRequiredKeysAreFoundInMapsOfManyKeys) {
 TEST(Metadata, KeysOfKnownMapsAreStrings) {
   Writer document;
   document.map(3).str("amdhsa.version").array(2).uint(1).uint(2).str("amdhsa.kernels").array(0).uint(5).nil();
-  EXPECT_TRUE(FailsNaming(decode(document.take()), ErrorKind::Malformed, "expected a string key, found positive fixint 5"));
+  EXPECT_TRUE(
+      FailsNaming(decode(document.take()), ErrorKind::Malformed, "expected a string key, found positive fixint 5"));
 }
 
 TEST(Metadata, ContainersHaveTheirDeclaredType) {
@@ -219,10 +221,17 @@ TEST(Metadata, CountsLargerThanTheBytesLeftAreRefusedBeforeReading) {
 // ---------------------------------------------------------------------------
 // Integers, strings, booleans.
 
-const char* const kIntegerKernelKeys[] = {".kernarg_segment_size", ".kernarg_segment_align", ".group_segment_fixed_size",
-                                          ".private_segment_fixed_size", ".wavefront_size", ".sgpr_count",
-                                          ".vgpr_count", ".agpr_count", ".max_flat_workgroup_size",
-                                          ".sgpr_spill_count", ".vgpr_spill_count"};
+const char* const kIntegerKernelKeys[] = {".kernarg_segment_size",
+                                          ".kernarg_segment_align",
+                                          ".group_segment_fixed_size",
+                                          ".private_segment_fixed_size",
+                                          ".wavefront_size",
+                                          ".sgpr_count",
+                                          ".vgpr_count",
+                                          ".agpr_count",
+                                          ".max_flat_workgroup_size",
+                                          ".sgpr_spill_count",
+                                          ".vgpr_spill_count"};
 
 TEST(Metadata, IntegerFieldsRefuseOtherTypes) {
   const std::pair<Node, const char*> wrong[] = {

@@ -46,8 +46,7 @@ TEST(Metadata, DecodesTheRequiredKeys) {
   EXPECT_EQ(k.vgpr_count, 5u);
   EXPECT_EQ(k.max_flat_workgroup_size, 256u);
   EXPECT_FALSE(k.agpr_count || k.reqd_workgroup_size || k.workgroup_size_hint || k.uses_dynamic_stack ||
-               k.workgroup_processor_mode || k.uniform_work_group_size || k.sgpr_spill_count ||
-               k.vgpr_spill_count);
+               k.workgroup_processor_mode || k.uniform_work_group_size || k.sgpr_spill_count || k.vgpr_spill_count);
   ASSERT_EQ(k.args.size(), 2u);
   EXPECT_EQ(k.args[0].offset, 0u);
   EXPECT_EQ(k.args[0].size, 8u);
@@ -236,10 +235,10 @@ TEST(Metadata, UnknownKeysAreSkippedAndListedWithTheirPath) {
   Node& k = first_kernel(document);
   k[".cluster_dims"] = Node::array({1, 1, 1});
   k["vendor.x"] = Node::map({{"f", Node::raw(Writer().f64(0.5))},
-                              {"n", Node()},
-                              {"b", Node::raw(Writer().bin("abc"))},
-                              {"e", Node::raw(Writer().raw({0xd4, 0x01, 0x02}))},  // fixext1
-                              {"s", Node::raw(Writer().i64(-5))}});
+                             {"n", Node()},
+                             {"b", Node::raw(Writer().bin("abc"))},
+                             {"e", Node::raw(Writer().raw({0xd4, 0x01, 0x02}))},  // fixext1
+                             {"s", Node::raw(Writer().i64(-5))}});
   first_arg(document)[".image_type"] = "2d";
   auto result = decode(document);
   ASSERT_TRUE(Succeeds(result));

@@ -38,8 +38,8 @@ TEST(ParseNumber, TakesDecimalAndHexOnly) {
 }
 
 TEST(ParseArguments, ReadsEveryKindOfValue) {
-  auto parsed = parse(kSelectCommand, {"--device", "gfx90a", "--lds", "0x8000", "--co-versions", "5,4", "--json",
-                                       "-o", "out.co", "--max-decompressed-bytes", "4K", "in.so"});
+  auto parsed = parse(kSelectCommand, {"--device", "gfx90a", "--lds", "0x8000", "--co-versions", "5,4", "--json", "-o",
+                                       "out.co", "--max-decompressed-bytes", "4K", "in.so"});
   ASSERT_TRUE(parsed) << parsed.error().message();
   EXPECT_FALSE(parsed->help);
   EXPECT_TRUE(parsed->given(kJson));
@@ -211,8 +211,9 @@ TEST(HelpText, WrapsAt100ColumnsAndAlignsTheHelp) {
       EXPECT_NE(line[column], ' ') << line;
     }
   }
-  EXPECT_TRUE(help_text(kSelectCommand).ends_with("\nNumbers are decimal or 0x-prefixed.\n"
-                                                  "`coload --help` describes every command.\n"));
+  EXPECT_TRUE(help_text(kSelectCommand)
+                  .ends_with("\nNumbers are decimal or 0x-prefixed.\n"
+                             "`coload --help` describes every command.\n"));
   EXPECT_TRUE(help_text(kDevicesCommand).ends_with("print this help\n\n`coload --help` describes every command.\n"));
 }
 

@@ -30,8 +30,6 @@ using testing::Succeeds;
 constexpr std::uint32_t kGfx90a = 0x3f, kGfx942 = 0x4c, kGfx1030 = 0x36;
 constexpr std::uint32_t kAny = testing::kXnackAny | testing::kSrameccAny;
 
-
-
 // A file of three bundles back to back: plain {gfx1030, gfx90a}, a CCOB v3
 // {gfx90a, gfx942}, and a CCOB v3 {gfx942} whose stored hash is wrong.
 struct ThreeBundles {
@@ -44,8 +42,9 @@ struct ThreeBundles {
     file = testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu", {}},
                                         {"hipv4-amdgcn-amd-amdhsa--gfx1030", entry_bytes(kGfx1030, 2000, 3)},
                                         {"hipv4-amdgcn-amd-amdhsa--gfx90a", gfx90a_plain}});
-    Bytes second = testing::write_plain_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx90a", gfx90a_ccob},
-                                                {"hipv4-amdgcn-amd-amdhsa--gfx942", entry_bytes(kGfx942 | kAny, 4000, 4)}});
+    Bytes second =
+        testing::write_plain_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx90a", gfx90a_ccob},
+                                     {"hipv4-amdgcn-amd-amdhsa--gfx942", entry_bytes(kGfx942 | kAny, 4000, 4)}});
     Bytes third = testing::write_plain_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", entry_bytes(kGfx942, 4000, 5)}});
     testing::CcobOptions wrong;
     wrong.overrides.hash = testing::ccob_hash(third) ^ 1;

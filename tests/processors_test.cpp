@@ -3,10 +3,10 @@
 #include <set>
 #include <string>
 
+#include "coload/target.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/TargetParser/TargetParser.h"
-#include "coload/target.h"
 
 namespace coload {
 namespace {
@@ -14,7 +14,10 @@ namespace {
 // A minimal EM_AMDGPU ELF header with the given e_flags, for asking LLVM.
 std::string elf_with_flags(std::uint32_t flags) {
   llvm::ELF::Elf64_Ehdr header{};
-  std::memcpy(header.e_ident, "\x7f" "ELF", 4);
+  std::memcpy(header.e_ident,
+              "\x7f"
+              "ELF",
+              4);
   header.e_ident[llvm::ELF::EI_CLASS] = llvm::ELF::ELFCLASS64;
   header.e_ident[llvm::ELF::EI_DATA] = llvm::ELF::ELFDATA2LSB;
   header.e_ident[llvm::ELF::EI_VERSION] = llvm::ELF::EV_CURRENT;

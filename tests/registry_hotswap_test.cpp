@@ -132,8 +132,7 @@ TEST(RegistryHotswap, OutputWithOversizedLdsIsRefusedByTheValidator) {
   ASSERT_TRUE(Succeeds(binary));
   auto modules = registry.modules(*binary, 0);
   ASSERT_TRUE(FailsWith(modules, ErrorKind::LimitExceeded));
-  EXPECT_NE(modules.error().message().find("group_segment_fixed_size"), std::string::npos)
-      << modules.error().message();
+  EXPECT_NE(modules.error().message().find("group_segment_fixed_size"), std::string::npos) << modules.error().message();
   EXPECT_EQ(runtime->total_loads(), 0u);
 }
 

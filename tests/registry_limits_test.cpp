@@ -136,10 +136,10 @@ TEST(RegistryCompressed, EntriesReusedFromAnotherDeviceCountAgainstTheLimit) {
   const testing::Bytes any = padded("gfx90a.co", 256 * 1024);  // both devices choose it
   const testing::Bytes on = padded("gfx90a_xnack+.co", 0);
   const testing::Bytes off = padded("gfx90a_xnack-.co", 64 * 1024);
-  testing::Bytes file = testing::write_ccob(testing::write_plain_bundle({{kHostId, {}}, {any_id, any}}), 3,
-                                            testing::CcobMethod::Zstd);
-  testing::append(file, testing::write_ccob(testing::write_plain_bundle({{kHostId, {}}, {on_id, on}, {off_id, off}}),
-                                            3, testing::CcobMethod::Zstd));
+  testing::Bytes file =
+      testing::write_ccob(testing::write_plain_bundle({{kHostId, {}}, {any_id, any}}), 3, testing::CcobMethod::Zstd);
+  testing::append(file, testing::write_ccob(testing::write_plain_bundle({{kHostId, {}}, {on_id, on}, {off_id, off}}), 3,
+                                            testing::CcobMethod::Zstd));
   const std::uint64_t tables = kept_table({{kHostId, 0}, {any_id, any.size()}}) +
                                kept_table({{kHostId, 0}, {on_id, on.size()}, {off_id, off.size()}});
   Config config;

@@ -24,8 +24,8 @@ namespace {
 
 using testing::CountingRuntime;
 using testing::dry_run_devices;
-using testing::fixture;
 using testing::file_bytes;
+using testing::fixture;
 
 constexpr int kThreads = 16;
 constexpr int kRounds = 40;

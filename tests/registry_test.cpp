@@ -32,12 +32,12 @@
 namespace coload {
 namespace {
 
-using testing::FailsWith;
-using testing::Succeeds;
 using testing::CountingRuntime;
 using testing::dry_run_devices;
-using testing::fixture;
+using testing::FailsWith;
 using testing::file_bytes;
+using testing::fixture;
+using testing::Succeeds;
 
 struct RegistryTest : ::testing::Test {
   std::shared_ptr<CountingRuntime> runtime =
@@ -93,8 +93,7 @@ TEST_F(RegistryTest, MissingKernelNamesTheBundlesSkippedForTheDevice) {
   const std::string& message = missing.error().message();
   EXPECT_NE(message.find("kernel \"_Z9block_sumPKfPfj\" not found"), std::string::npos) << message;
   EXPECT_NE(message.find("2 bundles have no code object for this device, e.g. "), std::string::npos) << message;
-  EXPECT_NE(message.find("bundle 1: no code object fits device gfx90a:sramecc+:xnack-"), std::string::npos)
-      << message;
+  EXPECT_NE(message.find("bundle 1: no code object fits device gfx90a:sramecc+:xnack-"), std::string::npos) << message;
 }
 
 TEST_F(RegistryTest, DevicesOfOneProcessorShareTheDecompressedCodeObject) {
@@ -329,7 +328,8 @@ TEST(RegistryLog, DebugShowsStreamsReuseAndChoices) {
   EXPECT_EQ(capture.count(LogLevel::Debug, "bundler22_v3.hipfb: bundle 0: CCOB streamed for gfx90a"), 1u);
   EXPECT_EQ(capture.count(LogLevel::Debug, "hash verified, kept entry 2"), 1u);
   EXPECT_EQ(capture.count(LogLevel::Debug, "entry 2 (hipv4-amdgcn-amd-amdhsa--gfx90a) reused for gfx90a"), 1u);
-  EXPECT_EQ(capture.count(LogLevel::Info, "bundle 0 entry 2 (hipv4-amdgcn-amd-amdhsa--gfx90a): native for device 0"), 1u);
+  EXPECT_EQ(capture.count(LogLevel::Info, "bundle 0 entry 2 (hipv4-amdgcn-amd-amdhsa--gfx90a): native for device 0"),
+            1u);
   EXPECT_EQ(capture.count(LogLevel::Info, "native for device 1"), 1u);
   EXPECT_EQ(capture.count(LogLevel::Warn, ""), 0u);
 }
@@ -390,8 +390,7 @@ TEST_F(RegistryTest, NoBundleOfAHostImageFits) {
   ASSERT_TRUE(Succeeds(binary));
   auto kernel = only.lookup_kernel(*binary, 0, "_Z5saxpyfPKfPfi");
   ASSERT_TRUE(FailsWith(kernel, ErrorKind::NotFound));
-  EXPECT_NE(kernel.error().message().find("none of its 3 bundles fits"), std::string::npos)
-      << kernel.error().message();
+  EXPECT_NE(kernel.error().message().find("none of its 3 bundles fits"), std::string::npos) << kernel.error().message();
 }
 
 // Only the first miss's report is kept, whichever thread finds which miss first.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
 #include "bundle_writer.h"
 #include "coload/code_object.h"
 #include "coload/device.h"
@@ -22,7 +23,6 @@
 #include "hotswap/retarget_note.h"
 #include "msgpack_writer.h"
 #include "test_util.h"
-#include <unistd.h>
 
 namespace coload {
 namespace {
@@ -77,8 +77,7 @@ std::string run(const std::string& command) {
 class TempFile {
  public:
   TempFile(const std::string& name, const std::vector<std::byte>& bytes)
-      : path_(std::filesystem::temp_directory_path() /
-              ("coload_retarget_" + std::to_string(::getpid()) + "_" + name)) {
+      : path_(std::filesystem::temp_directory_path() / ("coload_retarget_" + std::to_string(::getpid()) + "_" + name)) {
     write_file(path_.string(), bytes);
   }
   ~TempFile() { std::filesystem::remove(path_); }

@@ -19,8 +19,8 @@
 #include <cctype>
 #include <filesystem>
 #include <optional>
-#include <stdexcept>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,9 +41,9 @@ const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
 std::string amd(std::string_view target) { return "hipv4-amdgcn-amd-amdhsa--" + std::string(target); }
 
 struct Cell {
-  std::string name;    ///< gtest parameter name
-  std::string device;  ///< spec for device_from_spec
-  std::string fixture; ///< relative to COLOAD_FIXTURE_DIR, bundle 0
+  std::string name;                     ///< gtest parameter name
+  std::string device;                   ///< spec for device_from_spec
+  std::string fixture;                  ///< relative to COLOAD_FIXTURE_DIR, bundle 0
   std::optional<std::string> expected;  ///< selected entry ID; nullopt = nothing fits
   std::optional<Tier> tier;             ///< tier of the selected entry
   std::string rule;                     ///< where the expectation comes from
@@ -379,12 +379,12 @@ const Candidate* candidate(const Selection& selection, std::string_view id) {
   return nullptr;
 }
 
-#define EXPECT_VERDICT(selection, id, verdict_, tier_)                     \
-  do {                                                                     \
-    const Candidate* c_ = candidate(selection, id);                        \
-    ASSERT_NE(c_, nullptr) << id;                                          \
-    EXPECT_EQ(c_->verdict, verdict_) << id << ": " << c_->reason;          \
-    EXPECT_EQ(c_->tier, tier_) << id << ": " << c_->reason;                \
+#define EXPECT_VERDICT(selection, id, verdict_, tier_)            \
+  do {                                                            \
+    const Candidate* c_ = candidate(selection, id);               \
+    ASSERT_NE(c_, nullptr) << id;                                 \
+    EXPECT_EQ(c_->verdict, verdict_) << id << ": " << c_->reason; \
+    EXPECT_EQ(c_->tier, tier_) << id << ": " << c_->reason;       \
   } while (0)
 
 TEST(SelectMatrixDetail, Gfx90aVariantsOnSrameccOffXnackOff) {

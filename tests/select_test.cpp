@@ -47,9 +47,7 @@ Device device(std::string_view spec, DeviceOverrides overrides = {}) {
   return *result;
 }
 
-std::string chosen_id(const Selection& selection) {
-  return selection.chosen() ? selection.chosen()->id : "none";
-}
+std::string chosen_id(const Selection& selection) { return selection.chosen() ? selection.chosen()->id : "none"; }
 
 TEST(Select, ExactFeatureMatchBeatsAnyWhateverTheOrder) {
   Entries entries;
@@ -119,7 +117,8 @@ TEST(Select, GenericNeedsV6AVersionAndTheDevicesOwnFamily) {
   EXPECT_EQ(gfx1250.candidates[2].reason,
             "generic target gfx12-generic does not cover gfx1250 (its family is gfx12-5-generic)");
   Selection gfx90a = select_entry(device("gfx90a"), entries.get());
-  EXPECT_EQ(gfx90a.candidates[0].reason, "generic target gfx9-generic does not cover gfx90a (it has no generic family)");
+  EXPECT_EQ(gfx90a.candidates[0].reason,
+            "generic target gfx9-generic does not cover gfx90a (it has no generic family)");
 }
 
 TEST(Select, GenericFeaturesFollowTheSameRule) {
@@ -133,8 +132,8 @@ TEST(Select, CodeObjectVersionMustBeOneTheRuntimeLoads) {
   Entries entries;
   entries.code("gfx90a", kGfx90a | kXnackAny | kSrameccAny, kAbiV6)
       .code("gfx90a:sramecc-:xnack-", kGfx90a, kAbiV3);  // v3: clear bits are off
-  Selection selection = select_entry(device("gfx90a", {.code_object_versions = std::vector<unsigned>{4, 5}}),
-                                     entries.get());
+  Selection selection =
+      select_entry(device("gfx90a", {.code_object_versions = std::vector<unsigned>{4, 5}}), entries.get());
   EXPECT_FALSE(selection.selected);
   EXPECT_EQ(selection.candidates[0].reason, "code object version 6; the runtime loads versions 4, 5");
   EXPECT_EQ(selection.candidates[1].reason, "code object version 3; the runtime loads versions 4, 5");
@@ -145,11 +144,11 @@ TEST(Select, UnrelatedProcessorsAreRejectedOnTheirIdWithoutReadingTheElf) {
   const std::vector<std::byte> not_elf{std::byte{'B'}, std::byte{'C'}, std::byte{0xc0}, std::byte{0xde}};
   entries.add("hipv4-amdgcn-amd-amdhsa--gfx1030", not_elf)
       .add("hipv4-amdgcn-amd-amdhsa--gfx12-generic", not_elf)
-      .add("hipv4-amdgcn-amd-amdhsa--gfx1031", not_elf)   // same ISA group as gfx1030: read
+      .add("hipv4-amdgcn-amd-amdhsa--gfx1031", not_elf)          // same ISA group as gfx1030: read
       .add("hipv4-amdgcn-amd-amdhsa--gfx10-3-generic", not_elf)  // gfx1030's family: read
-      .code("gfx906", kGfx906, kAbiV6);  // a readable v6 object, unrelated
-  Selection selection = select_entry(device("gfx1030", {.code_object_versions = std::vector<unsigned>{4, 5}}),
-                                     entries.get());
+      .code("gfx906", kGfx906, kAbiV6);                          // a readable v6 object, unrelated
+  Selection selection =
+      select_entry(device("gfx1030", {.code_object_versions = std::vector<unsigned>{4, 5}}), entries.get());
   EXPECT_FALSE(selection.selected);
   auto reason = [&](std::size_t i) { return selection.candidates[i].reason; };
   EXPECT_EQ(reason(0).rfind("not a loadable AMDGPU code object: ", 0), 0u) << reason(0);  // native: read
@@ -290,7 +289,8 @@ TEST(Select, HotswapAllowlistRefusesIdentityGenericAndUnknownPairs) {
 
 TEST(Select, SpirvIsReportedAsNeedingJitAndNeverChosen) {
   Entries entries;
-  entries.add("hip-spirv64-amd-amdhsa--amdgcnspirv", {std::byte{0x03}, std::byte{0x02}, std::byte{0x23}, std::byte{0x07}});
+  entries.add("hip-spirv64-amd-amdhsa--amdgcnspirv",
+              {std::byte{0x03}, std::byte{0x02}, std::byte{0x23}, std::byte{0x07}});
   Selection selection = select_entry(device("gfx90a"), entries.get());
   EXPECT_FALSE(selection.selected);
   EXPECT_TRUE(selection.candidates[0].needs_jit);
@@ -432,8 +432,13 @@ TEST(Selector, EveryResultIsSelectInBundlesWhateverTheIdsRepeat) {
       reused.selected = 0;
       reused.candidates.resize(8);
       for (Candidate& c : reused.candidates) {
-        c = {.entry_index = 99, .id = std::string(300, 'i'), .tier = Tier::Hotswap, .verdict = Verdict::Selected,
-             .reason = std::string(300, 'r'), .code_object = CodeObjectTarget{}, .needs_jit = true};
+        c = {.entry_index = 99,
+             .id = std::string(300, 'i'),
+             .tier = Tier::Hotswap,
+             .verdict = Verdict::Selected,
+             .reason = std::string(300, 'r'),
+             .code_object = CodeObjectTarget{},
+             .needs_jit = true};
       }
     };
     for (int round = 0; round < 2; ++round) {  // the second round decides every ID from kept verdicts
@@ -445,7 +450,8 @@ TEST(Selector, EveryResultIsSelectInBundlesWhateverTheIdsRepeat) {
         EXPECT_EQ(describe(*got), describe(*expected)) << target.str() << " bundle " << i << " round " << round;
         spoil();
         ASSERT_TRUE(Succeeds(selector.select(bundles[i], reused)));
-        EXPECT_EQ(describe(reused), describe(*expected)) << target.str() << " reused, bundle " << i << " round " << round;
+        EXPECT_EQ(describe(reused), describe(*expected))
+            << target.str() << " reused, bundle " << i << " round " << round;
       }
     }
   }

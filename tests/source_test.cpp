@@ -6,11 +6,11 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <filesystem>
-#include <string_view>
-#include <optional>
-#include <functional>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string_view>
 
 #include "coload/source.h"
 #include "support/bundle_writer.h"
@@ -48,7 +48,7 @@ TEST(Source, MissingFileIsIoNamingThePath) {
 // owner: a file of another user is opened again without it.
 TEST(Source, MapsAFileOfAnotherUser) {
   if (geteuid() != 0) {  // any root-owned file will do
-    struct stat info {};
+    struct stat info{};
     ASSERT_EQ(stat("/etc/passwd", &info), 0);
     ASSERT_NE(info.st_uid, geteuid());
     auto source = Source::map_file("/etc/passwd");
@@ -105,21 +105,30 @@ TEST(InspectSource, UnknownBytesAreBadMagicAndPrefixesTruncated) {
 
 TEST(InspectSource, ThirtyTwoBitElfIsRefused) {
   Bytes elf(64);
-  auto magic = testing::to_bytes("\x7f" "ELF");
+  auto magic = testing::to_bytes(
+      "\x7f"
+      "ELF");
   std::copy(magic.begin(), magic.end(), elf.begin());
   elf[4] = std::byte{1};  // ELFCLASS32
   elf[5] = std::byte{1};
   EXPECT_TRUE(FailsWith(inspect_source(elf), ErrorKind::Malformed));
 }
 
-
 // Host images edited through their section header table: `edit` sees the
 // headers (64 bytes each) and may change or append them; the new table goes
 // at the end of the file, after `append`.
 Bytes with_section_headers(Bytes elf, Bytes append,
                            const std::function<void(const Bytes& elf, std::vector<Bytes>& headers)>& edit) {
-  auto u64 = [&](std::size_t at) { std::uint64_t v; std::memcpy(&v, elf.data() + at, 8); return v; };
-  auto u16 = [&](std::size_t at) { std::uint16_t v; std::memcpy(&v, elf.data() + at, 2); return v; };
+  auto u64 = [&](std::size_t at) {
+    std::uint64_t v;
+    std::memcpy(&v, elf.data() + at, 8);
+    return v;
+  };
+  auto u16 = [&](std::size_t at) {
+    std::uint16_t v;
+    std::memcpy(&v, elf.data() + at, 2);
+    return v;
+  };
   const std::uint64_t shoff = u64(40);
   const std::uint16_t shnum = u16(60);
   std::vector<Bytes> headers;
@@ -151,7 +160,7 @@ TEST(HostImageLimits, SectionHeadersSharingARelocationTableAreRefused) {
       if (header_u32(header, 4) == 4) rela = header;  // SHT_RELA
     }
     ASSERT_TRUE(rela.has_value());
-    testing::store_le(std::span(*rela).subspan(24, 8), 0, 8);                       // sh_offset
+    testing::store_le(std::span(*rela).subspan(24, 8), 0, 8);                     // sh_offset
     testing::store_le(std::span(*rela).subspan(32, 8), elf.size() / 24 * 24, 8);  // sh_size
     for (int i = 0; i < 4; ++i) headers.push_back(*rela);
   });
@@ -176,7 +185,7 @@ TEST(HostImageLimits, WrapperWarningsPastSixteenAreCounted) {
     for (Bytes& header : headers) {
       const char* name = reinterpret_cast<const char*>(elf.data() + strings + header_u32(header, 0));
       if (std::string_view(name) != ".hipFatBinSegment") continue;
-      testing::store_le(std::span(header).subspan(24, 8), records_at, 8);  // sh_offset
+      testing::store_le(std::span(header).subspan(24, 8), records_at, 8);      // sh_offset
       testing::store_le(std::span(header).subspan(32, 8), records.size(), 8);  // sh_size
     }
   });

@@ -139,9 +139,9 @@ TEST(StreamExtract, NoPickKeepsNothingAndVerifyStillChecksTheHash) {
   Bytes wrong = testing::write_ccob(plain, 3, CcobMethod::Zstd, options);
   auto rebinary = FatBinary::from_memory(wrong);
   ASSERT_TRUE(Succeeds(rebinary));
-  EXPECT_TRUE(FailsWith(extract_from_compressed_bundle(wrong, rebinary->bundles()[0],
-                                                       by_id("hipv4-amdgcn-amd-amdhsa--gfx90a")),
-                        ErrorKind::HashMismatch));
+  EXPECT_TRUE(
+      FailsWith(extract_from_compressed_bundle(wrong, rebinary->bundles()[0], by_id("hipv4-amdgcn-amd-amdhsa--gfx90a")),
+                ErrorKind::HashMismatch));
 }
 
 }  // namespace

@@ -145,7 +145,9 @@ TEST(EntryId, RejectsMalformedIds) {
 }
 
 TEST(CodeObjectTarget, DecodesV4FlagsAndVersions) {
-  auto read = [](std::uint32_t flags, std::uint8_t abi) { return read_code_object_target(amdgpu_elf_header(flags, abi)); };
+  auto read = [](std::uint32_t flags, std::uint8_t abi) {
+    return read_code_object_target(amdgpu_elf_header(flags, abi));
+  };
   auto v4 = read(0x3f | kXnackOff | kSrameccOn, kAbiV4);
   ASSERT_TRUE(Succeeds(v4));
   EXPECT_EQ(v4->target.str(), "gfx90a:sramecc+:xnack-");

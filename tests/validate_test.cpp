@@ -20,15 +20,15 @@ namespace coload {
 namespace {
 
 using namespace coload::testing;
+using validate_test::code_object;
+using validate_test::device;
+using validate_test::fields;
+using validate_test::kernel;
+using validate_test::of_field;
 using validate_test::ptr;
 using validate_test::value;
-using validate_test::kernel;
 using validate_test::with_lds;
 using validate_test::with_versions;
-using validate_test::device;
-using validate_test::code_object;
-using validate_test::of_field;
-using validate_test::fields;
 
 // ---------------------------------------------------------------------------
 // validate(): object-wide checks.
@@ -40,8 +40,7 @@ TEST(Validate, NativeObjectThatFitsHasNoViolations) {
 }
 
 TEST(Validate, CodeObjectVersionTheRuntimeDoesNotLoad) {
-  auto violations = validate(code_object("gfx90a", {}, 6),
-                             device("gfx90a", with_versions({4, 5})));
+  auto violations = validate(code_object("gfx90a", {}, 6), device("gfx90a", with_versions({4, 5})));
   ASSERT_EQ(violations.size(), 1u);
   const Violation& v = violations[0];
   EXPECT_EQ(v.kind, ErrorKind::UnsupportedVersion);
@@ -168,8 +167,7 @@ TEST(Validate, LdsHintForAnObjectBuiltForTheDeviceNamesAnotherProcessor) {
   EXPECT_NE(lds[0].message.find("(built for gfx950?)"), std::string::npos) << lds[0].message;
   // A smaller LDS given for the device: still a sibling, not the first 64 KiB processor of the table.
   k.group_segment_fixed_size = 40000;
-  lds = of_field(validate(code_object("gfx942", {k}), device("gfx942", with_lds(32768))),
-                 "group_segment_fixed_size");
+  lds = of_field(validate(code_object("gfx942", {k}), device("gfx942", with_lds(32768))), "group_segment_fixed_size");
   ASSERT_EQ(lds.size(), 1u);
   EXPECT_EQ(lds[0].message,
             "kernel \"big\": group_segment_fixed_size 40000 exceeds the 32768-byte LDS of gfx942 (built for gfx950?)");
@@ -273,8 +271,7 @@ TEST(Validate, ObjectChecksFirstThenKernelsInMetadataOrder) {
   Kernel b = kernel("b", 0, {});
   b.group_segment_fixed_size = 70000;
   b.max_flat_workgroup_size = 2048;
-  auto violations = validate(code_object("gfx950", {a, b}, 6),
-                             device("gfx942", with_versions({4, 5})));
+  auto violations = validate(code_object("gfx950", {a, b}, 6), device("gfx942", with_versions({4, 5})));
   EXPECT_EQ(fields(violations),
             "code_object_version target wavefront_size group_segment_fixed_size max_flat_workgroup_size");
   EXPECT_EQ(violations[2].kernel, "a");
@@ -341,9 +338,8 @@ TEST(ValidateFixtures, ManyArgumentKindsInEveryCodeObjectVersion) {
     EXPECT_EQ(k.layout.explicit_size, 104u);
     EXPECT_EQ(k.layout.hidden_offset, 104u);
     EXPECT_EQ(k.layout.segment_size, k.kernarg_segment_size);
-    bool dynamic_lds_size = std::any_of(k.args.begin(), k.args.end(), [](const KernelArg& a) {
-      return a.kind == ValueKind::HiddenDynamicLdsSize;
-    });
+    bool dynamic_lds_size = std::any_of(k.args.begin(), k.args.end(),
+                                        [](const KernelArg& a) { return a.kind == ValueKind::HiddenDynamicLdsSize; });
     EXPECT_EQ(dynamic_lds_size, version >= 5);
 
     Device gfx90a = device("gfx90a");

@@ -61,7 +61,7 @@ struct ReadOptions {
 
 /// The fixed header of a CCOB, all fields as stored.
 struct CompressedHeader {
-  std::uint16_t version = 0;     ///< 1, 2 or 3
+  std::uint16_t version = 0;  ///< 1, 2 or 3
   Compression method = Compression::None;
   std::uint32_t header_size = 0;  ///< 20 (v1), 24 (v2) or 32 (v3)
   /// Header + payload bytes (v2, v3). v1 has no such field.
@@ -77,7 +77,7 @@ struct BundleEntry {
   std::string_view id;  ///< bundle entry ID, trailing NUL bytes removed
   std::uint64_t offset = 0;
   std::uint64_t size = 0;
-  bool is_host = false;  ///< the (normally empty) `host-…` entry
+  bool is_host = false;              ///< the (normally empty) `host-…` entry
   std::span<const std::byte> bytes;  ///< the entry's contents
 };
 
@@ -87,9 +87,9 @@ struct PlainTableCopy;
 
 /// One bundle located in a source, from its header only.
 struct BundleInfo {
-  std::size_t index = 0;    ///< position among the source's bundles, from 0
-  std::uint64_t offset = 0; ///< of the bundle's first byte within the source
-  std::uint64_t size = 0;   ///< bytes the bundle occupies in the source (no padding)
+  std::size_t index = 0;     ///< position among the source's bundles, from 0
+  std::uint64_t offset = 0;  ///< of the bundle's first byte within the source
+  std::uint64_t size = 0;    ///< bytes the bundle occupies in the source (no padding)
   BundleFormat format = BundleFormat::Plain;
   std::optional<CompressedHeader> compressed;  ///< set for Compressed
   /// Plain bundles scanned through a copying SourceReader: the table as
@@ -126,8 +126,7 @@ Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes);
 /// sizes consistent with `bytes` and with options.max_decompressed_bytes.
 /// Errors: BadMagic, Truncated, UnsupportedVersion, UnsupportedMethod,
 /// Malformed, OutOfBounds, LimitExceeded.
-Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> bytes,
-                                                   const ReadOptions& options = {});
+Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> bytes, const ReadOptions& options = {});
 
 /// Bytes the CCOB at bytes[0] occupies: total_size for v2/v3, and for v1 the
 /// header plus the length of the compressed stream: read from its zstd frame
@@ -137,15 +136,13 @@ Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> by
 /// uncompressed_size bytes.
 /// Errors (v1): Truncated, CorruptData, SizeMismatch, and LimitExceeded for an
 /// uncompressed_size above options.max_decompressed_bytes.
-Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes,
-                                               const CompressedHeader& header,
+Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes, const CompressedHeader& header,
                                                const ReadOptions& options = {});
 
 /// Decompresses the CCOB at bytes[0] (`bytes` bounded to its size) and checks
 /// the result: exactly uncompressed_size bytes, and the stored MD5 prefix.
 /// Errors: CorruptData, Truncated, SizeMismatch, HashMismatch, LimitExceeded.
-Expected<std::vector<std::byte>> decompress_bundle(std::span<const std::byte> bytes,
-                                                   const CompressedHeader& header,
+Expected<std::vector<std::byte>> decompress_bundle(std::span<const std::byte> bytes, const CompressedHeader& header,
                                                    const ReadOptions& options = {});
 
 /// A bundle with its entries. Copies share storage.
@@ -192,8 +189,7 @@ class Bundle {
 /// (LimitExceeded on the first that would, naming what earlier ones used).
 /// Errors name the bundle index and offset: BadMagic for bytes that start no
 /// bundle, plus the errors of the header parsers.
-Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source,
-                                               const SourceLayout& layout,
+Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source, const SourceLayout& layout,
                                                const ReadOptions& options = {});
 /// The same through `source`: plain bundles' tables are read as copies when
 /// it copies (a large mapped file), so the walk touches no mapped page of them.

@@ -149,8 +149,8 @@ struct Kernel {
 /// The decoded `NT_AMDGPU_METADATA` note.
 struct Metadata {
   std::uint32_t version_major = 0, version_minor = 0;  ///< `amdhsa.version`
-  std::string target;                                 ///< `amdhsa.target` (v4+), may be empty
-  std::vector<std::string> printf_formats;            ///< `amdhsa.printf`
+  std::string target;                                  ///< `amdhsa.target` (v4+), may be empty
+  std::vector<std::string> printf_formats;             ///< `amdhsa.printf`
   std::vector<Kernel> kernels;
   /// Keys this library does not know, skipped (e.g. "amdhsa.kernels[0].vendor.x"):
   /// the first 1024 of them.

@@ -38,12 +38,12 @@ extern "C" {
 /** Results. The values from COLOAD_ERROR_IO on mirror coload::ErrorKind. */
 typedef enum coload_status {
   COLOAD_OK = 0,
-  COLOAD_ERROR_INVALID_HANDLE = 1,     /**< null or not a coload_registry */
-  COLOAD_ERROR_NULL_ARGUMENT = 2,      /**< a required pointer argument is null */
-  COLOAD_ERROR_BAD_STRUCT_SIZE = 3,    /**< struct_size smaller than the struct this library knows */
-  COLOAD_ERROR_BUFFER_TOO_SMALL = 4,   /**< output buffer capacity too small; *required says how much */
+  COLOAD_ERROR_INVALID_HANDLE = 1,   /**< null or not a coload_registry */
+  COLOAD_ERROR_NULL_ARGUMENT = 2,    /**< a required pointer argument is null */
+  COLOAD_ERROR_BAD_STRUCT_SIZE = 3,  /**< struct_size smaller than the struct this library knows */
+  COLOAD_ERROR_BUFFER_TOO_SMALL = 4, /**< output buffer capacity too small; *required says how much */
   COLOAD_ERROR_OUT_OF_MEMORY = 5,
-  COLOAD_ERROR_INTERNAL = 6,           /**< a bug in coload; the message says where */
+  COLOAD_ERROR_INTERNAL = 6, /**< a bug in coload; the message says where */
   COLOAD_ERROR_IO = 16,
   COLOAD_ERROR_TRUNCATED = 17,
   COLOAD_ERROR_BAD_MAGIC = 18,
@@ -56,16 +56,16 @@ typedef enum coload_status {
   COLOAD_ERROR_SIZE_MISMATCH = 25,
   COLOAD_ERROR_CORRUPT_DATA = 26,
   COLOAD_ERROR_MALFORMED = 27,
-  COLOAD_ERROR_NOT_FOUND = 28,       /**< no fit, unknown kernel, unknown binary, no GPU */
+  COLOAD_ERROR_NOT_FOUND = 28, /**< no fit, unknown kernel, unknown binary, no GPU */
   COLOAD_ERROR_AMBIGUOUS = 29,
   COLOAD_ERROR_INVALID_ARGUMENT = 30 /**< e.g. a device index out of range, a bad device spec */
 } coload_status;
 
 /** Which runtime a registry loads with. */
 typedef enum coload_runtime_kind {
-  COLOAD_RUNTIME_HSA = 0,     /**< ROCr (libhsa-runtime64), opened at run time */
-  COLOAD_RUNTIME_HIP = 1,     /**< HIP (libamdhip64), opened at run time */
-  COLOAD_RUNTIME_DRY_RUN = 2  /**< validation only, for the devices in dry_run_devices */
+  COLOAD_RUNTIME_HSA = 0,    /**< ROCr (libhsa-runtime64), opened at run time */
+  COLOAD_RUNTIME_HIP = 1,    /**< HIP (libamdhip64), opened at run time */
+  COLOAD_RUNTIME_DRY_RUN = 2 /**< validation only, for the devices in dry_run_devices */
 } coload_runtime_kind;
 
 /** A registry of fat binaries over one runtime. Opaque. */
@@ -90,7 +90,7 @@ typedef void (*coload_log_fn)(void* user_data, coload_log_level level, const cha
  *  Fields after ignore_environment were added later: a caller built against
  *  an older coload.h passes a smaller struct_size and gets their defaults. */
 typedef struct coload_registry_options {
-  size_t struct_size;          /**< sizeof(coload_registry_options) */
+  size_t struct_size; /**< sizeof(coload_registry_options) */
   coload_runtime_kind runtime;
   /** DRY_RUN: the devices, comma-separated target IDs ("gfx90a,gfx942:xnack+"). Required there. */
   const char* dry_run_devices;
@@ -171,8 +171,8 @@ typedef enum coload_tier {
 /** One bundle's choice, as coload_choose hands it over. Every pointer in it
  *  is valid during the callback only: copy what is needed after it. */
 typedef struct coload_choice {
-  size_t struct_size;   /**< sizeof(coload_choice) of the library that made it */
-  size_t bundle;        /**< the bundle's index in the binary */
+  size_t struct_size; /**< sizeof(coload_choice) of the library that made it */
+  size_t bundle;      /**< the bundle's index in the binary */
   /** COLOAD_OK: an entry was chosen. COLOAD_ERROR_NOT_FOUND: none fits (the
    *  message lists the entries and the nearest miss). Another status: the
    *  bundle could not be read (the message names file, bundle and field). */

@@ -1,8 +1,8 @@
 // coload/error.h: the one error type of the library and the Expected<T> result.
 //
 // Covers: error kinds, locations as data (file, bundle, field, offset, value,
-// limit), the sentence rendered from them, and a small Expected<T> (C++20 has no std::expected). Does not cover: the C API's
-// status codes (coload.h maps these kinds onto them).
+// limit), the sentence rendered from them, and a small Expected<T> (C++20 has no std::expected). Does not cover: the C
+// API's status codes (coload.h maps these kinds onto them).
 //
 // Thread safety: values only; no shared state.
 #pragma once
@@ -50,8 +50,8 @@ struct ErrorLocation {
   /// How the bundle was reached, rendered right after it: ", decompressed",
   /// " (from __hip_fatbin_wrapper)".
   std::string bundle_view;
-  std::optional<std::size_t> entry;  ///< entry index in that bundle's table
-  std::string entry_id;              ///< that entry's ID
+  std::optional<std::size_t> entry;     ///< entry index in that bundle's table
+  std::string entry_id;                 ///< that entry's ID
   std::string field;                    ///< the field (path) at fault: "uncompressed_size", "max_decompressed_bytes"
   std::optional<std::uint64_t> offset;  ///< the field's byte offset in its structure
   std::optional<std::uint64_t> value;   ///< the value found there

@@ -98,12 +98,12 @@ struct BinaryHandle {
 
 /// Counters of the work the registry has done, for tests and diagnostics.
 struct RegistryStats {
-  std::uint64_t binaries_registered = 0;  ///< registrations made, ever
-  std::uint64_t bundles_read = 0;         ///< bundle tables parsed (plain tables read, CCOB tables streamed)
-  std::uint64_t bundles_decompressed = 0; ///< CCOB streams decoded (select_in_compressed_bundle calls)
-  std::uint64_t code_objects_read = 0;    ///< CodeObject::read calls
-  std::uint64_t modules_loaded = 0;       ///< successful Runtime::load calls
-  std::uint64_t bytes_decoded = 0;        ///< uncompressed bytes those streams produced
+  std::uint64_t binaries_registered = 0;   ///< registrations made, ever
+  std::uint64_t bundles_read = 0;          ///< bundle tables parsed (plain tables read, CCOB tables streamed)
+  std::uint64_t bundles_decompressed = 0;  ///< CCOB streams decoded (select_in_compressed_bundle calls)
+  std::uint64_t code_objects_read = 0;     ///< CodeObject::read calls
+  std::uint64_t modules_loaded = 0;        ///< successful Runtime::load calls
+  std::uint64_t bytes_decoded = 0;         ///< uncompressed bytes those streams produced
 };
 
 /// What a Registry takes besides its runtime and config.

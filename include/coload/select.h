@@ -94,16 +94,14 @@ struct Selection {
 
 /// Judges every entry. Never fails: problems with an entry (bad ID, not an
 /// AMDGPU ELF, an ELF header contradicting its ID) are reasons in the report.
-Selection select_entry(const Device& device, std::span<const BundleEntry> entries,
-                       const SelectOptions& options = {});
+Selection select_entry(const Device& device, std::span<const BundleEntry> entries, const SelectOptions& options = {});
 
 /// Selects in a bundle with the unbundler `options` names. Builtin never
 /// fails. Comgr loads libamd_comgr.so.2 at run time and asks it for the
 /// device's ISA name and its generic; errors: Io when comgr cannot be loaded,
 /// UnsupportedMethod for what comgr 5.2.3 cannot read (compressed bundles,
 /// code object v5+ entries), and comgr's own failures with the function name.
-Expected<Selection> select_in_bundle(const Device& device, const Bundle& bundle,
-                                     const SelectOptions& options = {});
+Expected<Selection> select_in_bundle(const Device& device, const Bundle& bundle, const SelectOptions& options = {});
 
 namespace detail {
 class IdVerdicts;

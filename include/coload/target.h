@@ -39,8 +39,8 @@ enum WaveSize : std::uint8_t { kWave32 = 1, kWave64 = 2 };
 
 /// One row of the processor table.
 struct Processor {
-  std::string_view name;  ///< canonical name, e.g. "gfx90a" or "gfx9-generic"
-  std::uint32_t mach = 0; ///< EF_AMDGPU_MACH
+  std::string_view name;   ///< canonical name, e.g. "gfx90a" or "gfx9-generic"
+  std::uint32_t mach = 0;  ///< EF_AMDGPU_MACH
   std::uint8_t isa_major = 0, isa_minor = 0, isa_stepping = 0;
   bool is_generic = false;
   /// For a processor: the generic target that runs on it ("" if none).
@@ -52,10 +52,10 @@ struct Processor {
   /// Device defaults when a spec string leaves a supported feature out.
   FeatureState default_xnack = FeatureState::Unsupported;
   FeatureState default_sramecc = FeatureState::Unsupported;
-  std::uint8_t wave_sizes = 0;        ///< WaveSize mask
-  std::uint8_t default_wave_size = 0; ///< what the runtime reports
-  std::uint32_t lds_bytes = 0;        ///< LDS per work-group; 0 = unconfirmed
-  bool in_llvm22 = false;             ///< LLVM 22.1 knows it (tests check against LLVM)
+  std::uint8_t wave_sizes = 0;         ///< WaveSize mask
+  std::uint8_t default_wave_size = 0;  ///< what the runtime reports
+  std::uint32_t lds_bytes = 0;         ///< LDS per work-group; 0 = unconfirmed
+  bool in_llvm22 = false;              ///< LLVM 22.1 knows it (tests check against LLVM)
 };
 
 /// Every processor and generic target, in EF_AMDGPU_MACH order.

@@ -19,7 +19,9 @@ using detail::Bytes;
 using detail::hex;
 
 constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
-constexpr std::string_view kElfMagic = "\x7f" "ELF";
+constexpr std::string_view kElfMagic =
+    "\x7f"
+    "ELF";
 
 // A plain bundle's table is read from a first 1 KiB prefix, grown when the
 // table runs past it. 1 KiB holds a table of 15 entries with 40-character
@@ -118,8 +120,8 @@ Expected<void> charge_v1(const CompressedHeader& header, std::uint64_t& used, co
 /// is the walk's v1 decoding so far (charge_v1); `scratch`, the walk's buffer
 /// for copied reads; `ids`, the IDs of the tables it copied.
 Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t offset, std::uint64_t end,
-                                    const ReadOptions& options, std::uint64_t& v1_used,
-                                    std::vector<std::byte>& scratch, const std::shared_ptr<detail::ScannedIds>& ids) {
+                                    const ReadOptions& options, std::uint64_t& v1_used, std::vector<std::byte>& scratch,
+                                    const std::shared_ptr<detail::ScannedIds>& ids) {
   BundleInfo info;
   info.offset = offset;
   auto first = read_first(source, offset, end - offset, scratch);
@@ -165,8 +167,8 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
     info.size = *size;
     return info;
   }
-  return Error(ErrorKind::BadMagic, "bytes " + detail::show_bytes(bytes) +
-                                        " start no __CLANG_OFFLOAD_BUNDLE__, CCOB or AMDGPU ELF image");
+  return Error(ErrorKind::BadMagic,
+               "bytes " + detail::show_bytes(bytes) + " start no __CLANG_OFFLOAD_BUNDLE__, CCOB or AMDGPU ELF image");
 }
 
 /// Measures the bundle starting at `offset`, which may extend up to `end`.
@@ -192,8 +194,8 @@ constexpr std::uint64_t kPaddingRead = 4096;
 Expected<std::uint64_t> skip_padding(const SourceReader& source, std::uint64_t position, std::uint64_t end,
                                      std::vector<std::byte>& scratch) {
   while (position < end) {
-    auto piece = source.read(position, source.copies() ? std::min(end - position, kPaddingRead) : end - position,
-                             scratch);
+    auto piece =
+        source.read(position, source.copies() ? std::min(end - position, kPaddingRead) : end - position, scratch);
     if (!piece) return std::move(piece).error();
     auto nonzero = std::find_if(piece->begin(), piece->end(), [](std::byte b) { return b != std::byte{0}; });
     position += static_cast<std::uint64_t>(nonzero - piece->begin());
@@ -234,19 +236,22 @@ Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source
 Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const SourceLayout& layout,
                                                const ReadOptions& options) {
   Bytes source = reader.bytes();
-  if (auto fits = detail::check_range("bundle region", layout.region_offset, layout.region_size, source.size(),
-                                      "the input");
+  if (auto fits =
+          detail::check_range("bundle region", layout.region_offset, layout.region_size, source.size(), "the input");
       !fits) {
     return std::move(fits).error();
   }
   std::uint64_t end = layout.region_offset + layout.region_size;
   std::vector<BundleInfo> bundles;
-  std::uint64_t v1_used = 0;  // see charge_v1
-  std::vector<std::byte> scratch;  // one buffer for the walk's table reads
+  std::uint64_t v1_used = 0;                          // see charge_v1
+  std::vector<std::byte> scratch;                     // one buffer for the walk's table reads
   auto ids = std::make_shared<detail::ScannedIds>();  // the IDs of the tables it copies, each once
   if (layout.kind == SourceKind::CodeObject) {
-    bundles.push_back({.index = 0, .offset = layout.region_offset, .size = layout.region_size,
-                       .format = BundleFormat::CodeObject, .compressed = std::nullopt});
+    bundles.push_back({.index = 0,
+                       .offset = layout.region_offset,
+                       .size = layout.region_size,
+                       .format = BundleFormat::CodeObject,
+                       .compressed = std::nullopt});
     return bundles;
   }
 
@@ -258,8 +263,8 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
         return Error(ErrorKind::OutOfBounds, "wrapper pointer lies outside the bundle region").in_bundle(index, offset);
       }
       if (offset < previous_end) {
-        return Error(ErrorKind::Malformed, "wrapper pointer lands inside the previous bundle, which ends at " +
-                                               hex(previous_end))
+        return Error(ErrorKind::Malformed,
+                     "wrapper pointer lands inside the previous bundle, which ends at " + hex(previous_end))
             .in_bundle(index, offset);
       }
       auto info = measure(reader, offset, end, options, v1_used, scratch, ids);
@@ -316,8 +321,9 @@ std::string_view detail::ScannedIds::intern(std::string_view id, std::size_t pos
 Expected<std::span<const std::byte>> Bundle::head(std::size_t index, std::uint64_t bytes,
                                                   std::vector<std::byte>& scratch) const {
   if (index >= entries_.size()) {
-    return Error(ErrorKind::InvalidArgument, "bundle entry " + std::to_string(index) + " does not exist (the bundle has " +
-                                                 std::to_string(entries_.size()) + ")");
+    return Error(ErrorKind::InvalidArgument, "bundle entry " + std::to_string(index) +
+                                                 " does not exist (the bundle has " + std::to_string(entries_.size()) +
+                                                 ")");
   }
   const BundleEntry& entry = entries_[index];
   std::uint64_t size = std::min<std::uint64_t>(bytes, entry.bytes.size());
@@ -367,8 +373,8 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
       return Bundle(info, std::move(entries), bytes, std::move(table->copy), reader);
     }
     case BundleFormat::Compressed: {
-      auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
-                                    : parse_compressed_header(bytes, options);
+      auto header =
+          info.compressed ? Expected<CompressedHeader>(*info.compressed) : parse_compressed_header(bytes, options);
       if (!header) return here(std::move(header).error());
       auto decompressed = detail::decompress_bundle_mapped(bytes, *header, options);
       if (!decompressed) return here(std::move(decompressed).error());

@@ -41,12 +41,12 @@ struct CcobLayout {
   std::uint8_t header_size = 0;
 };
 
-inline constexpr CcobLayout kCcobV1{.total_size = {8, 0}, .uncompressed_size = {8, 4},
-                                    .hash = {12, 8}, .header_size = 20};
-inline constexpr CcobLayout kCcobV2{.total_size = {8, 4}, .uncompressed_size = {12, 4},
-                                    .hash = {16, 8}, .header_size = 24};
-inline constexpr CcobLayout kCcobV3{.total_size = {8, 8}, .uncompressed_size = {16, 8},
-                                    .hash = {24, 8}, .header_size = 32};
+inline constexpr CcobLayout kCcobV1{
+    .total_size = {8, 0}, .uncompressed_size = {8, 4}, .hash = {12, 8}, .header_size = 20};
+inline constexpr CcobLayout kCcobV2{
+    .total_size = {8, 4}, .uncompressed_size = {12, 4}, .hash = {16, 8}, .header_size = 24};
+inline constexpr CcobLayout kCcobV3{
+    .total_size = {8, 8}, .uncompressed_size = {16, 8}, .hash = {24, 8}, .header_size = 32};
 
 /// The layout of `version`: 1, 2 or 3, the versions parse_compressed_header
 /// admits (a hand-built header of another version is taken as v3).

@@ -98,8 +98,8 @@ Expected<void> detail::check_decoded_limit(const CompressedHeader& header, const
   if (wording == LimitWording::Bare) {
     return Error(ErrorKind::LimitExceeded, "CCOB: uncompressed_size " + hex(header.uncompressed_size) +
                                                " exceeds the limit " + hex(options.max_decompressed_bytes))
-        .at_field("uncompressed_size", ccob_layout(header.version).uncompressed_size.offset,
-                  header.uncompressed_size, options.max_decompressed_bytes);
+        .at_field("uncompressed_size", ccob_layout(header.version).uncompressed_size.offset, header.uncompressed_size,
+                  options.max_decompressed_bytes);
   }
   return Error(ErrorKind::LimitExceeded, "CCOB v" + std::to_string(header.version) + ": uncompressed_size " +
                                              hex(header.uncompressed_size) + " exceeds the limit " +
@@ -114,8 +114,8 @@ Expected<detail::HashOutcome> detail::decode_verified(Bytes ccob, const Compress
   if (auto fits = check_decoded_limit(header, options, verify.limit_wording); !fits) return std::move(fits).error();
   std::uint64_t end = header.total_size.value_or(ccob.size());
   if (end > ccob.size() || end < header.header_size) {
-    return Error(ErrorKind::OutOfBounds, "CCOB: total_size " + hex(end) + " does not fit the " + hex(ccob.size()) +
-                                             " bytes given")
+    return Error(ErrorKind::OutOfBounds,
+                 "CCOB: total_size " + hex(end) + " does not fit the " + hex(ccob.size()) + " bytes given")
         .at_field("total_size", ccob_layout(header.version).total_size.offset, end, ccob.size());
   }
   std::optional<VerifiedMark> mark;
@@ -135,11 +135,10 @@ Expected<detail::HashOutcome> detail::decode_verified(Bytes ccob, const Compress
   if (!hash) return HashOutcome::NotChecked;
   std::uint64_t computed = sink.digest_low();
   if (computed != header.hash) {
-    return Error(ErrorKind::HashMismatch, "CCOB v" + std::to_string(header.version) + ": stored hash " +
-                                              hex(header.hash) + " at offset " +
-                                              hex(ccob_layout(header.version).hash.offset) + " does not match " +
-                                              hex(computed) + ", the MD5 prefix of the " +
-                                              hex(header.uncompressed_size) + " decompressed bytes")
+    return Error(ErrorKind::HashMismatch,
+                 "CCOB v" + std::to_string(header.version) + ": stored hash " + hex(header.hash) + " at offset " +
+                     hex(ccob_layout(header.version).hash.offset) + " does not match " + hex(computed) +
+                     ", the MD5 prefix of the " + hex(header.uncompressed_size) + " decompressed bytes")
         .at_field("hash", ccob_layout(header.version).hash.offset, header.hash);
   }
   if (mark) mark->record();
@@ -197,11 +196,10 @@ Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> by
                                              hex(header.header_size) + "-byte header")
           .at_field("total_size", layout.total_size.offset, *header.total_size, header.header_size);
     }
-    if (auto fits = detail::check_range(version_name + ": total_size", 0, *header.total_size, bytes.size(),
-                                        "the input");
+    if (auto fits =
+            detail::check_range(version_name + ": total_size", 0, *header.total_size, bytes.size(), "the input");
         !fits) {
-      return std::move(fits).error().at_field("total_size", layout.total_size.offset, *header.total_size,
-                                              bytes.size());
+      return std::move(fits).error().at_field("total_size", layout.total_size.offset, *header.total_size, bytes.size());
     }
   }
   std::string uncompressed_at = hex(layout.uncompressed_size.offset);
@@ -275,8 +273,8 @@ Expected<std::shared_ptr<const detail::DecompressedBundle>> detail::decompress_b
   MappedSink keep(*bundle);
   if (auto checked = decode_verified(ccob, header, options, keep); !checked) return std::move(checked).error();
   if (keep.overrun()) {
-    return Error(ErrorKind::SizeMismatch, "CCOB: decompressed data passes uncompressed_size " +
-                                              hex(header.uncompressed_size));
+    return Error(ErrorKind::SizeMismatch,
+                 "CCOB: decompressed data passes uncompressed_size " + hex(header.uncompressed_size));
   }
   return std::shared_ptr<const DecompressedBundle>(std::move(bundle));
 }

@@ -65,8 +65,8 @@ class ZstdLease {
 Error zstd_error(std::size_t status, std::uint64_t expected, std::uint64_t at) {
   // Out of room happens only in place, where the output is exactly the declared size.
   if (ZSTD_getErrorCode(status) == ZSTD_error_dstSize_tooSmall) {
-    return Error(ErrorKind::SizeMismatch, "zstd payload: decompressed data passes uncompressed_size " +
-                                              hex(expected) + " near payload offset " + hex(at));
+    return Error(ErrorKind::SizeMismatch, "zstd payload: decompressed data passes uncompressed_size " + hex(expected) +
+                                              " near payload offset " + hex(at));
   }
   return Error(ErrorKind::CorruptData,
                std::string("zstd payload: ") + ZSTD_getErrorName(status) + " near payload offset " + hex(at));
@@ -79,8 +79,8 @@ Error zstd_truncated(std::uint64_t payload_size, std::uint64_t produced, std::ui
 }
 
 Error zstd_size_mismatch(std::uint64_t produced, std::uint64_t expected) {
-  return Error(ErrorKind::SizeMismatch, "zstd payload: decompressed to " + hex(produced) +
-                                            " bytes but uncompressed_size is " + hex(expected));
+  return Error(ErrorKind::SizeMismatch,
+               "zstd payload: decompressed to " + hex(produced) + " bytes but uncompressed_size is " + hex(expected));
 }
 
 std::optional<ZSTD_frameHeader> frame_header(Bytes payload) {
@@ -132,8 +132,8 @@ Expected<std::uint64_t> decode_zstd_in_place(ZSTD_DCtx* context, std::span<std::
 }
 
 // Decodes the rest into scratch memory of the size left.
-Expected<std::uint64_t> decode_zstd_in_scratch(ZSTD_DCtx* context, Bytes payload, Position from,
-                                               std::uint64_t expected, StreamEnd end, DecodeSink& sink) {
+Expected<std::uint64_t> decode_zstd_in_scratch(ZSTD_DCtx* context, Bytes payload, Position from, std::uint64_t expected,
+                                               StreamEnd end, DecodeSink& sink) {
   const std::uint64_t left = expected - from.written;
   std::unique_ptr<std::byte, WindowRelease> scratch(
       static_cast<std::byte*>(window_memory::allocate(nullptr, static_cast<std::size_t>(left))));
@@ -163,8 +163,8 @@ Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, Strea
   if (std::span<std::byte> output = sink.output(); frame && output.size() == expected && expected > 0) {
     return decode_zstd_in_place(context.get(), output, payload, {}, end, sink);
   }
-  if (frame && ((frame->windowSize >= expected && expected >= window_memory::kHugePage) ||
-                frame->windowSize > kWindowLimit)) {
+  if (frame &&
+      ((frame->windowSize >= expected && expected >= window_memory::kHugePage) || frame->windowSize > kWindowLimit)) {
     return decode_zstd_in_scratch(context.get(), payload, {}, expected, end, sink);
   }
   auto buffer = std::make_unique<std::byte[]>(kChunkSize);
@@ -213,8 +213,9 @@ Expected<std::uint64_t> decode_zlib(Bytes payload, std::uint64_t expected, Strea
     status = inflate(&stream, Z_NO_FLUSH);
     std::uint64_t at = consumed - stream.avail_in;
     if (status == Z_NEED_DICT || status == Z_DATA_ERROR || status == Z_STREAM_ERROR || status == Z_MEM_ERROR) {
-      return Error(ErrorKind::CorruptData, std::string("zlib payload: ") + (stream.msg ? stream.msg : "error " +
-                                               std::to_string(status)) + " near payload offset " + hex(at));
+      return Error(ErrorKind::CorruptData, std::string("zlib payload: ") +
+                                               (stream.msg ? stream.msg : "error " + std::to_string(status)) +
+                                               " near payload offset " + hex(at));
     }
     std::uint64_t written = kChunkSize - stream.avail_out;
     produced += written;
@@ -229,8 +230,8 @@ Expected<std::uint64_t> decode_zlib(Bytes payload, std::uint64_t expected, Strea
   }
   std::uint64_t used = consumed - stream.avail_in;
   if (produced != expected) {
-    return Error(ErrorKind::SizeMismatch, "zlib payload: decompressed to " + hex(produced) +
-                                              " bytes but uncompressed_size is " + hex(expected));
+    return Error(ErrorKind::SizeMismatch,
+                 "zlib payload: decompressed to " + hex(produced) + " bytes but uncompressed_size is " + hex(expected));
   }
   if (end == StreamEnd::EndOfInput && used != payload.size()) {
     return Error(ErrorKind::SizeMismatch, "zlib payload: stream ends at payload offset " + hex(used) + " but " +
@@ -264,8 +265,8 @@ std::optional<std::uint64_t> measure_from_frame_headers(Compression method, Byte
   return std::nullopt;
 }
 
-Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::uint64_t expected_size,
-                                      StreamEnd end, DecodeSink& sink) {
+Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::uint64_t expected_size, StreamEnd end,
+                                      DecodeSink& sink) {
   switch (method) {
     case Compression::Zstd: return decode_zstd(payload, expected_size, end, sink);
     case Compression::Zlib: return decode_zlib(payload, expected_size, end, sink);

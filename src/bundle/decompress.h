@@ -44,8 +44,8 @@ enum class StreamEnd {
 /// (so far, when the sink reported done() and decoding stopped early).
 /// Errors: CorruptData (decoder error), Truncated (stream ends early),
 /// SizeMismatch (more or fewer than expected_size bytes, or input left over).
-Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::uint64_t expected_size,
-                                      StreamEnd end, DecodeSink& sink);
+Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::uint64_t expected_size, StreamEnd end,
+                                      DecodeSink& sink);
 
 /// The length of a v1 payload (as StreamEnd::EndOfExpected ends it) from its
 /// zstd frame and block headers alone, without decoding: the frames up to the
@@ -55,8 +55,7 @@ Expected<std::uint64_t> decode_stream(Compression method, Bytes payload, std::ui
 /// that pass `expected_size` or never reach it): decode_stream measures the
 /// payload then, and names what is wrong. Corrupt block contents go unnoticed
 /// here; decoding the bundle finds them.
-std::optional<std::uint64_t> measure_from_frame_headers(Compression method, Bytes payload,
-                                                        std::uint64_t expected_size);
+std::optional<std::uint64_t> measure_from_frame_headers(Compression method, Bytes payload, std::uint64_t expected_size);
 
 /// A bundle decompressed into memory from window_memory: a large one on huge
 /// pages, so reading it faults a few hundred times instead of once per 4 KiB.
@@ -85,6 +84,6 @@ class DecompressedBundle {
 /// decompress_bundle (checks, errors and verified marks included) into a
 /// DecompressedBundle: read_bundle's storage.
 Expected<std::shared_ptr<const DecompressedBundle>> decompress_bundle_mapped(Bytes ccob, const CompressedHeader& header,
-                                                                            const ReadOptions& options);
+                                                                             const ReadOptions& options);
 
 }  // namespace coload::detail

@@ -23,8 +23,7 @@ Expected<FatBinary> FatBinary::locate(Source source, const ReadOptions& options)
 
 Expected<Bundle> FatBinary::read(std::size_t index) const {
   if (index >= bundles_.size()) {
-    return Error(ErrorKind::InvalidArgument,
-                 "does not exist (the input has " + std::to_string(bundles_.size()) + ")")
+    return Error(ErrorKind::InvalidArgument, "does not exist (the input has " + std::to_string(bundles_.size()) + ")")
         .in_bundle(index)
         .in_file(source_.name());
   }

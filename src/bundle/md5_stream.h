@@ -57,10 +57,10 @@ class Md5Stream {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::size_t handed_ = 0;  // slots handed over (guarded by mutex_)
-  std::size_t hashed_ = 0;  // slots hashed (guarded by mutex_)
+  std::size_t handed_ = 0;          // slots handed over (guarded by mutex_)
+  std::size_t hashed_ = 0;          // slots hashed (guarded by mutex_)
   std::size_t sizes_[kSlots] = {};  // bytes in each handed-over slot (guarded by mutex_)
-  bool closing_ = false;    // no more slots come (guarded by mutex_)
+  bool closing_ = false;            // no more slots come (guarded by mutex_)
   std::thread helper_;
 };
 

@@ -107,8 +107,8 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
   std::uint64_t follow = extent - cursor.position();
   if (*count > follow / kEntryRecordMinSize) {
     return Error(ErrorKind::Truncated, "plain bundle header: num_entries " + hex(*count) +
-                                           " at offset 0x18 needs at least 24 bytes per entry, only " +
-                                           hex(follow) + " bytes follow")
+                                           " at offset 0x18 needs at least 24 bytes per entry, only " + hex(follow) +
+                                           " bytes follow")
         .at_field("num_entries", kMagic.size(), *count, follow / kEntryRecordMinSize);
   }
 
@@ -148,12 +148,13 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
     auto label = [&] { return "bundle entry " + std::to_string(i) + " (" + std::string(*id) + ")"; };
     if (auto end = detail::checked_add(entry.offset, entry.size); !end || *end > extent) {
       auto in_range = detail::check_range(label(), entry.offset, entry.size, extent, "the input");
-      if (!in_range) return std::move(in_range).error().at_field("entries[" + std::to_string(i) + "].offset", std::nullopt, entry.offset, extent);
+      if (!in_range)
+        return std::move(in_range).error().at_field("entries[" + std::to_string(i) + "].offset", std::nullopt,
+                                                    entry.offset, extent);
     }
     if (entry.size > 0 && entry.offset < bundle.header_size) {
       return Error(ErrorKind::Malformed, label() + ": offset " + hex(entry.offset) +
-                                             " lies inside the bundle header (" + hex(bundle.header_size) +
-                                             " bytes)")
+                                             " lies inside the bundle header (" + hex(bundle.header_size) + " bytes)")
           .at_field("entries[" + std::to_string(i) + "].offset", std::nullopt, entry.offset, bundle.header_size);
     }
     bundle.size = std::max(bundle.size, entry.offset + entry.size);

@@ -36,7 +36,7 @@ class ScannedIds {
  private:
   std::deque<std::string> kept_;
   std::unordered_set<std::string_view> index_;  // views of kept_
-  std::vector<std::string_view> previous_;       // the last table's IDs by position
+  std::vector<std::string_view> previous_;      // the last table's IDs by position
 };
 
 }  // namespace coload::detail

@@ -49,8 +49,8 @@ bool write_all(int fd, std::string_view text) {
 
 VerifiedMark::VerifiedMark(const std::string& directory, Bytes ccob, const CompressedHeader& header)
     : directory_(directory) {
-  auto key = llvm::xxh3_128bits(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(ccob.data()),
-                                                              ccob.size()));
+  auto key =
+      llvm::xxh3_128bits(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(ccob.data()), ccob.size()));
   path_ = directory_ + "/" + hex128(key);
   // The header's claims, so that a mark left by anything else is a miss.
   contents_ = "coload verified CCOB v" + std::to_string(header.version) + " " + std::string(to_string(header.method)) +

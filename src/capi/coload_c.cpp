@@ -162,8 +162,7 @@ coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_reg
     }
   }
   return coload::Error(coload::ErrorKind::InvalidArgument,
-                       "unknown runtime kind " + std::to_string(runtime) +
-                           " (0 hsa, 1 hip, 2 dry-run)");
+                       "unknown runtime kind " + std::to_string(runtime) + " (0 hsa, 1 hip, 2 dry-run)");
 }
 
 }  // namespace
@@ -209,7 +208,7 @@ coload_status coload_registry_create(const coload_registry_options* options, col
     registry_options.decode_threads = given.decode_threads;
     if (given.log) {
       registry_options.log = [log = given.log, user_data = given.log_user_data](coload::LogLevel level,
-                                                                              std::string_view message) {
+                                                                                std::string_view message) {
         const std::string text(message);  // NUL-terminated for C
         log(user_data, static_cast<coload_log_level>(level), text.c_str());
       };
@@ -328,32 +327,32 @@ coload_status coload_choose(coload_registry* registry, coload_binary binary, siz
     const coload::Device* chosen_for = device < cxx->devices().size() ? &cxx->devices()[device] : nullptr;
     auto name = cxx->binary_name(coload::BinaryHandle{binary});
     if (!name) return fail(name.error());
-    auto walked = cxx->choose(coload::BinaryHandle{binary}, device, [&](std::size_t index,
-                                                                        coload::Expected<coload::BundleChoice>& made) {
-      coload_choice choice{};
-      choice.struct_size = sizeof choice;
-      choice.bundle = index;
-      std::string message;
-      const coload::Candidate* chosen = made ? made->selection.chosen() : nullptr;
-      if (!made) {
-        message = made.error().message();
-        choice.status = status_of(made.error().kind());
-      } else if (!chosen) {
-        coload::Error none = coload::no_fit_error(*chosen_for, made->selection).in_bundle(index).in_file(*name);
-        message = none.message();
-        choice.status = status_of(none.kind());
-      } else {
-        choice.status = COLOAD_OK;
-        choice.entry_index = chosen->entry_index;
-        choice.tier = static_cast<coload_tier>(*chosen->tier);
-        std::span<const std::byte> bytes = made->chosen_bytes();
-        choice.bytes = bytes.data();
-        choice.size = bytes.size();
-      }
-      choice.message = message.c_str();
-      choice.entry_id = chosen ? chosen->id.c_str() : "";
-      return fn(user_data, &choice) != 0;
-    });
+    auto walked = cxx->choose(
+        coload::BinaryHandle{binary}, device, [&](std::size_t index, coload::Expected<coload::BundleChoice>& made) {
+          coload_choice choice{};
+          choice.struct_size = sizeof choice;
+          choice.bundle = index;
+          std::string message;
+          const coload::Candidate* chosen = made ? made->selection.chosen() : nullptr;
+          if (!made) {
+            message = made.error().message();
+            choice.status = status_of(made.error().kind());
+          } else if (!chosen) {
+            coload::Error none = coload::no_fit_error(*chosen_for, made->selection).in_bundle(index).in_file(*name);
+            message = none.message();
+            choice.status = status_of(none.kind());
+          } else {
+            choice.status = COLOAD_OK;
+            choice.entry_index = chosen->entry_index;
+            choice.tier = static_cast<coload_tier>(*chosen->tier);
+            std::span<const std::byte> bytes = made->chosen_bytes();
+            choice.bytes = bytes.data();
+            choice.size = bytes.size();
+          }
+          choice.message = message.c_str();
+          choice.entry_id = chosen ? chosen->id.c_str() : "";
+          return fn(user_data, &choice) != 0;
+        });
     if (!walked) return fail(walked.error());
     return ok();
   });

@@ -63,8 +63,8 @@ struct MetadataNotes {
 
 /// A note record that does not fit its region, in the reader's words
 /// (offsets relative to the region).
-Error note_fault_error(const detail::NoteFault& fault, std::uint64_t offset, std::uint64_t size,
-                       std::uint64_t align, const std::string& where) {
+Error note_fault_error(const detail::NoteFault& fault, std::uint64_t offset, std::uint64_t size, std::uint64_t align,
+                       const std::string& where) {
   using Part = detail::NoteFault::Part;
   constexpr std::string_view kLimit = "the region";
   std::string record = where + " (file offset " + hex(offset) + "): note record at region offset " + hex(fault.record);
@@ -74,8 +74,8 @@ Error note_fault_error(const detail::NoteFault& fault, std::uint64_t offset, std
   };
   switch (fault.part) {
     case Part::Header:
-      return Error(ErrorKind::Truncated, record + " needs a 12-byte header, only " + std::to_string(fault.size) +
-                                             " bytes remain");
+      return Error(ErrorKind::Truncated,
+                   record + " needs a 12-byte header, only " + std::to_string(fault.size) + " bytes remain");
     case Part::Name: return out_of_range(record + ": name (namesz " + hex(fault.size) + ")");
     case Part::NamePadding:
       return Error(ErrorKind::OutOfBounds, record + ": name padding to " + std::to_string(align) +
@@ -163,17 +163,16 @@ Expected<MetadataNote> find_metadata_note(Bytes elf, const Layout& layout) {
                                           (any_segment ? "PT_NOTE segments" : "SHT_NOTE sections"));
   }
   if (found.count > 1) {
-    return Error(ErrorKind::Malformed, "code object has two metadata notes (NT_AMDGPU_METADATA), at file offsets " +
-                                           hex(first[0].offset) + " and " + hex(first[1].offset) +
-                                           (found.count > 2 ? " and " + std::to_string(found.count - 2) + " more"
-                                                            : std::string()));
+    return Error(ErrorKind::Malformed,
+                 "code object has two metadata notes (NT_AMDGPU_METADATA), at file offsets " + hex(first[0].offset) +
+                     " and " + hex(first[1].offset) +
+                     (found.count > 2 ? " and " + std::to_string(found.count - 2) + " more" : std::string()));
   }
   return first.front();
 }
 
 // ---------------------------------------------------------------------------
 // Symbols.
-
 
 /// Defined symbols by name. A hash table with open addressing: one
 /// allocation, where a tree of thousands of mangled names sharing long
@@ -251,8 +250,7 @@ class KernelBinder {
   std::optional<Located> locate_descriptor(const Kernel& kernel) {
     // Messages are built only for a problem: most kernels have none.
     auto symbol_text = [&] {
-      return "descriptor symbol " + quoted(detail::printable(kernel.symbol, detail::kMessageNameLimit)) +
-             " (.symbol)";
+      return "descriptor symbol " + quoted(detail::printable(kernel.symbol, detail::kMessageNameLimit)) + " (.symbol)";
     };
     auto found = index_.find(kernel.symbol);
     if (found == index_.end()) {

@@ -101,7 +101,7 @@ Expected<ElfLayout> ElfView::layout() const {
   layout.sections.reserve(sections->size());
   unsigned index = 0;
   for (const auto& shdr : *sections) {
-    ElfSection section{index++,      shdr.sh_type, shdr.sh_flags, shdr.sh_addr,      shdr.sh_offset,
+    ElfSection section{index++,      shdr.sh_type, shdr.sh_flags,     shdr.sh_addr,   shdr.sh_offset,
                        shdr.sh_size, shdr.sh_link, shdr.sh_addralign, shdr.sh_entsize};
     // A NOBITS section occupies no bytes, but its offset still counts (ROCr's ElfSize).
     std::uint64_t bytes = section.type == E::SHT_NOBITS ? 0 : section.size;
@@ -226,8 +226,7 @@ Expected<void> read_symbol_table(Bytes elf, const ElfLayout& layout, const ElfSe
     return elf_error(ErrorKind::Malformed, what + ": sh_size " + hex(table.size) + " is not a multiple of " +
                                                std::to_string(sizeof(E::Elf64_Sym)));
   }
-  if (table.link == 0 || table.link >= layout.sections.size() ||
-      layout.sections[table.link].type != E::SHT_STRTAB) {
+  if (table.link == 0 || table.link >= layout.sections.size() || layout.sections[table.link].type != E::SHT_STRTAB) {
     return elf_error(ErrorKind::Malformed,
                      what + ": sh_link " + std::to_string(table.link) + " is not a string table section");
   }
@@ -269,8 +268,8 @@ Expected<void> read_symbol_table(Bytes elf, const ElfLayout& layout, const ElfSe
                                                  "): st_shndx " + std::to_string(raw.st_shndx) + " is not one of the " +
                                                  std::to_string(layout.sections.size()) + " sections");
     }
-    symbols.push_back({text.substr(raw.st_name, end - raw.st_name), raw.getType(), raw.st_shndx, raw.st_value,
-                       raw.st_size});
+    symbols.push_back(
+        {text.substr(raw.st_name, end - raw.st_name), raw.getType(), raw.st_shndx, raw.st_value, raw.st_size});
   }
   return {};
 }

@@ -147,8 +147,7 @@ struct NoteFault {
 /// alignment comes from note_alignment.
 class NoteWalk {
  public:
-  NoteWalk(Bytes region, std::uint64_t offset, std::uint64_t align)
-      : region_(region), offset_(offset), align_(align) {}
+  NoteWalk(Bytes region, std::uint64_t offset, std::uint64_t align) : region_(region), offset_(offset), align_(align) {}
 
   /// The next record; nullopt at the end of the region, or at a record that
   /// does not fit it (then fault() says which part). The padding after a

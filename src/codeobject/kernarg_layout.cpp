@@ -44,9 +44,7 @@ std::string describe(const std::vector<KernelArg>& args, std::size_t index) {
   return detail.empty() ? text : text + " (" + detail + ")";
 }
 
-std::string field(std::size_t index, const char* member) {
-  return "args[" + std::to_string(index) + "]." + member;
-}
+std::string field(std::size_t index, const char* member) { return "args[" + std::to_string(index) + "]." + member; }
 
 }  // namespace
 
@@ -76,20 +74,19 @@ KernargLayout kernarg_layout(const Kernel& kernel, std::vector<Problem>& problem
   std::size_t reported = 0;
   auto report = [&](std::string field_name, std::string message) {
     if (reported++ >= kMaxLayoutProblems) return;
-    problems.push_back(Problem{.kind = ErrorKind::Malformed,
-                               .kernel = kernel.name,
-                               .field = std::move(field_name),
-                               .message = "kernel \"" + printable(kernel.name, kMessageNameLimit) + "\": " +
-                                          std::move(message)});
+    problems.push_back(
+        Problem{.kind = ErrorKind::Malformed,
+                .kernel = kernel.name,
+                .field = std::move(field_name),
+                .message = "kernel \"" + printable(kernel.name, kMessageNameLimit) + "\": " + std::move(message)});
   };
 
   // Overlaps, found in offset order: an argument starting before the furthest
   // end seen so far shares bytes with the argument that reaches that end.
   std::vector<std::size_t> by_offset(args.size());
   std::iota(by_offset.begin(), by_offset.end(), std::size_t{0});
-  std::sort(by_offset.begin(), by_offset.end(), [&](std::size_t a, std::size_t b) {
-    return std::pair(args[a].offset, a) < std::pair(args[b].offset, b);
-  });
+  std::sort(by_offset.begin(), by_offset.end(),
+            [&](std::size_t a, std::size_t b) { return std::pair(args[a].offset, a) < std::pair(args[b].offset, b); });
   std::vector<std::optional<std::size_t>> overlaps(args.size());
   std::optional<std::size_t> furthest;
   for (std::size_t index : by_offset) {
@@ -103,9 +100,8 @@ KernargLayout kernarg_layout(const Kernel& kernel, std::vector<Problem>& problem
     bool hidden = is_hidden(arg.kind);
     if (!hidden && first_hidden && arg.offset >= *layout.hidden_offset) {
       report(field(i, "offset"), describe(args, i) + " at offset " + std::to_string(arg.offset) +
-                                     " is at or after the first hidden argument, " +
-                                     describe(args, *first_hidden) + " at offset " +
-                                     std::to_string(*layout.hidden_offset));
+                                     " is at or after the first hidden argument, " + describe(args, *first_hidden) +
+                                     " at offset " + std::to_string(*layout.hidden_offset));
     }
     if (overlaps[i]) {
       const KernelArg& other = args[*overlaps[i]];
@@ -123,8 +119,8 @@ KernargLayout kernarg_layout(const Kernel& kernel, std::vector<Problem>& problem
       if (std::has_single_bit(layout.segment_align)) align = std::min(align, layout.segment_align);
       if (arg.offset % align != 0) {
         report(field(i, "offset"), describe(args, i) + " at offset " + std::to_string(arg.offset) +
-                                       " is not a multiple of its alignment " + std::to_string(align) +
-                                       " (its size " + std::to_string(arg.size) + ", at most .kernarg_segment_align " +
+                                       " is not a multiple of its alignment " + std::to_string(align) + " (its size " +
+                                       std::to_string(arg.size) + ", at most .kernarg_segment_align " +
                                        std::to_string(layout.segment_align) + ")");
       }
     }
@@ -133,8 +129,8 @@ KernargLayout kernarg_layout(const Kernel& kernel, std::vector<Problem>& problem
     problems.push_back(Problem{.kind = ErrorKind::Malformed,
                                .kernel = kernel.name,
                                .field = "args",
-                               .message = "kernel \"" + printable(kernel.name, kMessageNameLimit) + "\": " +
-                                          std::to_string(reported - kMaxLayoutProblems) +
+                               .message = "kernel \"" + printable(kernel.name, kMessageNameLimit) +
+                                          "\": " + std::to_string(reported - kMaxLayoutProblems) +
                                           " more kernarg layout problems are not listed"});
   }
   return layout;

@@ -112,8 +112,7 @@ void cross_check_descriptor(const Kernel& kernel, const KernelDescriptor& kd, By
     if (wgp != (*kernel.workgroup_processor_mode != 0)) {
       report.add(ErrorKind::Malformed, "workgroup_processor_mode",
                  std::string("compute_pgm_rsrc1 WGP_MODE (bit 29) is ") + std::string(yes_no(wgp)) +
-                     " but metadata .workgroup_processor_mode is " +
-                     std::to_string(*kernel.workgroup_processor_mode));
+                     " but metadata .workgroup_processor_mode is " + std::to_string(*kernel.workgroup_processor_mode));
     }
   }
   std::uint32_t lds_granules = (kd.compute_pgm_rsrc2 & K::COMPUTE_PGM_RSRC2_GRANULATED_LDS_SIZE) >>

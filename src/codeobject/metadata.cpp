@@ -49,9 +49,16 @@ using msgpack::KeySet;
 using msgpack::Path;
 using msgpack::Value;
 
-constexpr std::array<std::string_view, 10> kRequiredKernelKeys = {
-    ".name", ".symbol", ".kernarg_segment_size", ".kernarg_segment_align", ".group_segment_fixed_size",
-    ".private_segment_fixed_size", ".wavefront_size", ".sgpr_count", ".vgpr_count", ".max_flat_workgroup_size"};
+constexpr std::array<std::string_view, 10> kRequiredKernelKeys = {".name",
+                                                                  ".symbol",
+                                                                  ".kernarg_segment_size",
+                                                                  ".kernarg_segment_align",
+                                                                  ".group_segment_fixed_size",
+                                                                  ".private_segment_fixed_size",
+                                                                  ".wavefront_size",
+                                                                  ".sgpr_count",
+                                                                  ".vgpr_count",
+                                                                  ".max_flat_workgroup_size"};
 constexpr std::array<std::string_view, 3> kRequiredArgKeys = {".offset", ".size", ".value_kind"};
 constexpr std::array<std::string_view, 2> kRequiredRootKeys = {"amdhsa.version", "amdhsa.kernels"};
 
@@ -170,9 +177,9 @@ class Decoder : private msgpack::Reader {
     for (std::uint64_t i = 0; good && i < count; ++i) good = number(size);
     if (good) return;
     std::string where = path.str();
-    result_.problems.push_back(Problem{ErrorKind::Malformed, "", where,
-                                       where + ": \"" + printable(format) +
-                                           "\" is not of the form ID:N:S0:...:SN-1:Format"});
+    result_.problems.push_back(
+        Problem{ErrorKind::Malformed, "", where,
+                where + ": \"" + printable(format) + "\" is not of the form ID:N:S0:...:SN-1:Format"});
   }
 
   Expected<void> kernels(const Path& path) {
@@ -180,9 +187,9 @@ class Decoder : private msgpack::Reader {
     if (auto read = next(array, path); !read) return std::move(read).error();
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of kernel maps");
     if (array.object.Length > kMaxMetadataKernels) {
-      return error(ErrorKind::LimitExceeded, path, array.offset,
-                   std::to_string(array.object.Length) + " kernels exceed the limit of " +
-                       std::to_string(kMaxMetadataKernels));
+      return error(
+          ErrorKind::LimitExceeded, path, array.offset,
+          std::to_string(array.object.Length) + " kernels exceed the limit of " + std::to_string(kMaxMetadataKernels));
     }
     if (auto opened = open(array, path, 2); !opened) return opened;
     for (std::size_t i = 0; i < array.object.Length; ++i) {
@@ -252,9 +259,9 @@ class Decoder : private msgpack::Reader {
     if (auto read = next(array, path); !read) return std::move(read).error();
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of argument maps");
     if (array.object.Length > kMaxKernelArgs) {
-      return error(ErrorKind::LimitExceeded, path, array.offset,
-                   std::to_string(array.object.Length) + " arguments exceed the limit of " +
-                       std::to_string(kMaxKernelArgs));
+      return error(
+          ErrorKind::LimitExceeded, path, array.offset,
+          std::to_string(array.object.Length) + " arguments exceed the limit of " + std::to_string(kMaxKernelArgs));
     }
     if (auto opened = open(array, path, depth); !opened) return opened;
     // One allocation rather than one per doubling; the limit above caps what
@@ -284,8 +291,8 @@ class Decoder : private msgpack::Reader {
       }
       if (key == ".access" || key == ".actual_access") {
         Access& field = key == ".access" ? a.access : a.actual_access;
-        return store(field, spelling(at, Access::ReadOnly, Access::ReadWrite,
-                                     "an access (read_only, write_only, read_write)"));
+        return store(
+            field, spelling(at, Access::ReadOnly, Access::ReadWrite, "an access (read_only, write_only, read_write)"));
       }
       if (key == ".pointee_align") return store(a.pointee_align, alignment(at));
       if (key == ".is_const") return store(a.is_const, boolean(at));
@@ -335,10 +342,10 @@ class Decoder : private msgpack::Reader {
       auto report = [&](Seen& seen, const std::string& value, std::string_view field) {
         auto [first, fresh] = seen.try_emplace(value, i);
         if (fresh) return;
-        result_.problems.push_back(Problem{
-            ErrorKind::Ambiguous, k.name, std::string(field),
-            "amdhsa.kernels[" + std::to_string(first->second) + "] and amdhsa.kernels[" + std::to_string(i) +
-                "] both have " + std::string(field) + " \"" + printable(value) + "\""});
+        result_.problems.push_back(Problem{ErrorKind::Ambiguous, k.name, std::string(field),
+                                           "amdhsa.kernels[" + std::to_string(first->second) + "] and amdhsa.kernels[" +
+                                               std::to_string(i) + "] both have " + std::string(field) + " \"" +
+                                               printable(value) + "\""});
       };
       report(names, k.name, ".name");
       report(symbols, k.symbol, ".symbol");

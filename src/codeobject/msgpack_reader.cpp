@@ -26,10 +26,10 @@ std::string_view encoding(std::uint8_t tag) {
   if (tag <= 0xbf) return "fixstr";
   if (tag >= 0xe0) return "negative fixint";
   static constexpr std::array<std::string_view, 0x20> kNames = {
-      "nil",    "never used", "false",   "true",    "bin8",    "bin16",   "bin32",    "ext8",
-      "ext16",  "ext32",      "float32", "float64", "uint8",   "uint16",  "uint32",   "uint64",
-      "int8",   "int16",      "int32",   "int64",   "fixext1", "fixext2", "fixext4",  "fixext8",
-      "fixext16", "str8",     "str16",   "str32",   "array16", "array32", "map16",    "map32"};
+      "nil",      "never used", "false",   "true",    "bin8",    "bin16",   "bin32",   "ext8",
+      "ext16",    "ext32",      "float32", "float64", "uint8",   "uint16",  "uint32",  "uint64",
+      "int8",     "int16",      "int32",   "int64",   "fixext1", "fixext2", "fixext4", "fixext8",
+      "fixext16", "str8",       "str16",   "str32",   "array16", "array32", "map16",   "map32"};
   return kNames[tag - 0xc0];
 }
 
@@ -37,10 +37,20 @@ std::string_view encoding(std::uint8_t tag) {
 /// strings, binaries and extensions, whose payload LLVM hands back in place).
 std::uint64_t fixed_size(std::uint8_t tag) {
   switch (tag) {
-    case 0xcc: case 0xd0: return 2;
-    case 0xcd: case 0xd1: case 0xdc: case 0xde: return 3;
-    case 0xca: case 0xce: case 0xd2: case 0xdd: case 0xdf: return 5;
-    case 0xcb: case 0xcf: case 0xd3: return 9;
+    case 0xcc:
+    case 0xd0: return 2;
+    case 0xcd:
+    case 0xd1:
+    case 0xdc:
+    case 0xde: return 3;
+    case 0xca:
+    case 0xce:
+    case 0xd2:
+    case 0xdd:
+    case 0xdf: return 5;
+    case 0xcb:
+    case 0xcf:
+    case 0xd3: return 9;
     default: return 1;
   }
 }
@@ -109,8 +119,8 @@ Expected<void> Reader::next(Value& value, const Path& path) {
   value.tag = static_cast<std::uint8_t>(input_[position_]);
   llvm::Expected<bool> read = reader_.read(value.object);
   if (!read) {
-    return malformed(path, position_, "cannot read " + std::string(encoding(value.tag)) + ": " +
-                                          llvm::toString(read.takeError()));
+    return malformed(path, position_,
+                     "cannot read " + std::string(encoding(value.tag)) + ": " + llvm::toString(read.takeError()));
   }
   if (!*read) return malformed(path, position_, "the metadata ends where a value belongs");
   const char* base = input_.data();
@@ -128,16 +138,17 @@ Expected<void> Reader::next(Value& value, const Path& path) {
 
 Expected<void> Reader::open(const Value& container, const Path& path, unsigned depth) {
   if (depth > kMaxMetadataDepth) {
-    return error(ErrorKind::LimitExceeded, path, container.offset,
-                 "nesting depth " + std::to_string(depth) + " exceeds the limit of " +
-                     std::to_string(kMaxMetadataDepth));
+    return error(
+        ErrorKind::LimitExceeded, path, container.offset,
+        "nesting depth " + std::to_string(depth) + " exceeds the limit of " + std::to_string(kMaxMetadataDepth));
   }
   std::uint64_t left = input_.size() - position_;
   std::uint64_t count = container.object.Length;
   std::uint64_t needed = container.kind() == Type::Map ? count * 2 : count;
   if (needed > left) {
-    return malformed(path, container.offset, describe(container) + " needs at least " + std::to_string(needed) +
-                                                 " more bytes, only " + std::to_string(left) + " remain");
+    return malformed(path, container.offset,
+                     describe(container) + " needs at least " + std::to_string(needed) + " more bytes, only " +
+                         std::to_string(left) + " remain");
   }
   return {};
 }
@@ -161,8 +172,8 @@ Expected<void> Reader::skip(const Value& value, const Path& path, unsigned depth
   for (std::size_t i = 0; i < value.object.Length; ++i) {
     Value key;
     if (auto read = next(key, path); !read) return std::move(read).error();
-    Path key_path = key.kind() == Type::String ? path.key({key.object.Raw.data(), key.object.Raw.size()})
-                                               : path.key_number(i);
+    Path key_path =
+        key.kind() == Type::String ? path.key({key.object.Raw.data(), key.object.Raw.size()}) : path.key_number(i);
     if (auto skipped = skip(key, key_path, depth + 1); !skipped) return std::move(skipped).error();
     std::string_view identity = key.kind() == Type::String
                                     ? std::string_view(key.object.Raw.data(), key.object.Raw.size())
@@ -240,8 +251,9 @@ Expected<std::uint32_t> Reader::alignment(const Path& path) {
 Expected<void> Reader::finish(const Path& top) {
   if (position_ < input_.size()) {
     std::uint64_t extra = input_.size() - position_;
-    return malformed(top, position_, std::to_string(extra) + (extra == 1 ? " trailing byte" : " trailing bytes") +
-                                        " after the root map");
+    return malformed(
+        top, position_,
+        std::to_string(extra) + (extra == 1 ? " trailing byte" : " trailing bytes") + " after the root map");
   }
   // The position above is this file's own count; LLVM's reader must agree.
   llvm::msgpack::Object extra;

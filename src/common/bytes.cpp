@@ -21,26 +21,25 @@ std::string show_bytes(Bytes bytes) {
   return text;
 }
 
-Expected<void> check_range(std::string_view what, std::uint64_t offset, std::uint64_t size,
-                           std::uint64_t limit, std::string_view container) {
+Expected<void> check_range(std::string_view what, std::uint64_t offset, std::uint64_t size, std::uint64_t limit,
+                           std::string_view container) {
   auto end = checked_add(offset, size);
   if (!end) {
-    return Error(ErrorKind::Overflow, std::string(what) + ": offset " + hex(offset) + " + size " +
-                                          hex(size) + " overflows 64 bits");
+    return Error(ErrorKind::Overflow,
+                 std::string(what) + ": offset " + hex(offset) + " + size " + hex(size) + " overflows 64 bits");
   }
   if (*end > limit) {
-    return Error(ErrorKind::OutOfBounds,
-                 std::string(what) + ": offset " + hex(offset) + " + size " + hex(size) +
-                     " runs past the end of " + std::string(container) + " (" + hex(limit) +
-                     " bytes)");
+    return Error(ErrorKind::OutOfBounds, std::string(what) + ": offset " + hex(offset) + " + size " + hex(size) +
+                                             " runs past the end of " + std::string(container) + " (" + hex(limit) +
+                                             " bytes)");
   }
   return {};
 }
 
 Error Cursor::short_read(std::string_view field, std::uint64_t size) const {
   return Error(ErrorKind::Truncated, std::string(structure_) + ": field " + std::string(field) + " at offset " +
-                                         hex(position_) + " needs " + hex(size) + " bytes, only " +
-                                         hex(remaining()) + " remain")
+                                         hex(position_) + " needs " + hex(size) + " bytes, only " + hex(remaining()) +
+                                         " remain")
       .at_field(field, position_, std::nullopt, remaining());
 }
 

@@ -46,8 +46,8 @@ inline std::optional<std::uint64_t> align_up(std::uint64_t value, std::uint64_t 
 /// Checks that [offset, offset + size) lies within [0, limit). `what` names the
 /// range ("bundle entry 3 (hipv4-…)"), `container` what it must fit in.
 /// Errors: Overflow when offset + size wraps, OutOfBounds when it passes limit.
-Expected<void> check_range(std::string_view what, std::uint64_t offset, std::uint64_t size,
-                           std::uint64_t limit, std::string_view container);
+Expected<void> check_range(std::string_view what, std::uint64_t offset, std::uint64_t size, std::uint64_t limit,
+                           std::string_view container);
 
 template <class T>
 T load_le(const std::byte* at) {
@@ -56,9 +56,7 @@ T load_le(const std::byte* at) {
   return value;
 }
 
-inline std::string_view as_chars(Bytes bytes) {
-  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
-}
+inline std::string_view as_chars(Bytes bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
 
 inline bool starts_with(Bytes bytes, std::string_view magic) {
   return bytes.size() >= magic.size() && as_chars(bytes.first(magic.size())) == magic;

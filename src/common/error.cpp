@@ -33,7 +33,9 @@ struct Error::Where {
 Error::Error(ErrorKind kind, std::string detail) : kind_(kind), detail_(std::move(detail)) {}
 
 Error::Error(const Error& other)
-    : kind_(other.kind_), detail_(other.detail_), where_(other.where_ ? std::make_unique<Where>(*other.where_) : nullptr) {}
+    : kind_(other.kind_),
+      detail_(other.detail_),
+      where_(other.where_ ? std::make_unique<Where>(*other.where_) : nullptr) {}
 
 Error& Error::operator=(const Error& other) {
   if (this != &other) *this = Error(other);
@@ -109,8 +111,8 @@ Error&& Error::at_entry(std::size_t index, std::string_view id) && {
   return std::move(*this);
 }
 
-Error&& Error::at_field(std::string_view field, std::optional<std::uint64_t> offset,
-                        std::optional<std::uint64_t> value, std::optional<std::uint64_t> limit) && {
+Error&& Error::at_field(std::string_view field, std::optional<std::uint64_t> offset, std::optional<std::uint64_t> value,
+                        std::optional<std::uint64_t> limit) && {
   if (location().field.empty()) {
     ErrorLocation& at = where().location;
     at.field = field;

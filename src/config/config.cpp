@@ -96,8 +96,8 @@ Expected<void> parse_extended_isa_compat(std::string_view value, Config& config)
     }
     const Processor* processor = find_processor(item);
     if (!processor) {
-      return bad_value(kExtendedIsaCompat, value,
-                       where + " (\"" + std::string(item) + "\") is not a known processor", kIsaCompatForms);
+      return bad_value(kExtendedIsaCompat, value, where + " (\"" + std::string(item) + "\") is not a known processor",
+                       kIsaCompatForms);
     }
     if (processor->is_generic) {
       return bad_value(kExtendedIsaCompat, value,
@@ -176,8 +176,7 @@ Expected<std::uint64_t> parse_byte_count(std::string_view value, std::string_vie
   std::uint64_t count = 0;
   for (char c : digits) {
     if (c < '0' || c > '9') {
-      return bad_value(what, value, std::string("'") + c + "' is not a decimal digit or suffix",
-                       kByteCountForms);
+      return bad_value(what, value, std::string("'") + c + "' is not a decimal digit or suffix", kByteCountForms);
     }
     auto scaled = detail::checked_mul(count, 10);
     auto next = scaled ? detail::checked_add(*scaled, static_cast<std::uint64_t>(c - '0')) : std::nullopt;
@@ -186,8 +185,7 @@ Expected<std::uint64_t> parse_byte_count(std::string_view value, std::string_vie
   }
   auto bytes = detail::checked_mul(count, unit);
   if (!bytes) return bad_value(what, value, "overflows 64 bits", kByteCountForms);
-  if (*bytes == 0) return bad_value(what, value, "a cap of 0 bytes refuses every compressed bundle",
-                                    kByteCountForms);
+  if (*bytes == 0) return bad_value(what, value, "a cap of 0 bytes refuses every compressed bundle", kByteCountForms);
   return *bytes;
 }
 

@@ -43,7 +43,8 @@ Expected<void> resolve(void* library, const char* symbol, const std::string& whe
   void* address = dlsym(library, symbol);
   if (!address) {
     const char* reason = dlerror();
-    return Error(ErrorKind::NotFound, where + ": missing symbol " + symbol + (reason ? std::string(" (") + reason + ")" : ""));
+    return Error(ErrorKind::NotFound,
+                 where + ": missing symbol " + symbol + (reason ? std::string(" (") + reason + ")" : ""));
   }
   out = reinterpret_cast<Fn>(address);
   return {};
@@ -73,8 +74,9 @@ HotswapPass::Transform wrap_transform(std::shared_ptr<const PluginAbi> abi, std:
     }
     std::span<const std::byte> bytes(static_cast<const std::byte*>(out), out_size);
     if (auto target_read = read_code_object_target(bytes); !target_read) {
-      return std::move(target_read).error().with_context(context + ": output of " + std::to_string(out_size) +
-                                                         " bytes is not an AMDHSA code object");
+      return std::move(target_read)
+          .error()
+          .with_context(context + ": output of " + std::to_string(out_size) + " bytes is not an AMDHSA code object");
     }
     // Only the ELF's own extent is kept: bytes a plugin returns past it are
     // never read, and copying them would let a plugin grow memory at will.
@@ -117,16 +119,16 @@ Expected<void> HotswapRegistry::add_plugin(const std::string& path) {
   const char* const* devices = nullptr;
   std::size_t count = 0;
   if (int status = abi->pairs(&sources, &devices, &count); status != 0) {
-    return Error(ErrorKind::Malformed, where + ": coload_hotswap_plugin_pairs failed with status " +
-                                           std::to_string(status));
+    return Error(ErrorKind::Malformed,
+                 where + ": coload_hotswap_plugin_pairs failed with status " + std::to_string(status));
   }
   if (count > kMaxPluginPairs) {
     return Error(ErrorKind::LimitExceeded, where + ": " + std::to_string(count) + " pairs exceed the limit of " +
                                                std::to_string(kMaxPluginPairs));
   }
   if (count == 0 || !sources || !devices) {
-    return Error(ErrorKind::Malformed, where + ": coload_hotswap_plugin_pairs returned " +
-                                           (count == 0 ? "no pairs" : "a null array"));
+    return Error(ErrorKind::Malformed,
+                 where + ": coload_hotswap_plugin_pairs returned " + (count == 0 ? "no pairs" : "a null array"));
   }
   HotswapPass pass;
   pass.name = name;

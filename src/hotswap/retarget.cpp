@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "coload/code_object.h"
 #include "codeobject/elf_view.h"
 #include "codeobject/metadata.h"
+#include "coload/code_object.h"
 #include "coload/hotswap.h"
 #include "common/aligned_bytes.h"
 #include "common/bytes.h"
@@ -94,9 +94,8 @@ Expected<TargetId> new_target(const CodeObjectTarget& code, const Device& device
                               "generic families, same-ISA groups\")");
   }
   if (std::string mismatch = feature_mismatch(code.target, device.target); !mismatch.empty()) {
-    return retarget_error(ErrorKind::InvalidArgument,
-                          pair + ": code built for " + code.target.str() + " cannot run on " + device.str() + ": " +
-                              mismatch);
+    return retarget_error(ErrorKind::InvalidArgument, pair + ": code built for " + code.target.str() +
+                                                          " cannot run on " + device.str() + ": " + mismatch);
   }
   TargetId target;
   target.processor = to;
@@ -143,13 +142,13 @@ std::vector<Region> note_regions(const detail::ElfLayout& layout) {
   std::vector<Region> regions;
   for (const detail::ElfSegment& segment : layout.segments) {
     if (segment.type != E::PT_NOTE) continue;
-    regions.push_back({"PT_NOTE segment " + std::to_string(segment.index), segment.offset, segment.filesz,
-                       segment.align});
+    regions.push_back(
+        {"PT_NOTE segment " + std::to_string(segment.index), segment.offset, segment.filesz, segment.align});
   }
   for (const detail::ElfSection& section : layout.sections) {
     if (section.type != E::SHT_NOTE) continue;
-    regions.push_back({"SHT_NOTE section " + std::to_string(section.index), section.offset, section.size,
-                       section.addralign});
+    regions.push_back(
+        {"SHT_NOTE section " + std::to_string(section.index), section.offset, section.size, section.addralign});
   }
   // A region the reader would refuse for its alignment is one it did not
   // walk (an SHT_NOTE section beside PT_NOTE segments): its records are
@@ -215,8 +214,8 @@ std::vector<std::vector<std::byte>> string_heads(std::uint64_t length, unsigned 
 Expected<bool> detail::rewrite_metadata_target(std::vector<std::byte>& out, std::string_view text) {
   Bytes elf(out);
   if (elf.size() < sizeof(E::Elf64_Ehdr)) {
-    return retarget_error(ErrorKind::Truncated, "the code object (" + std::to_string(elf.size()) +
-                                                    " bytes) is shorter than an ELF header");
+    return retarget_error(ErrorKind::Truncated,
+                          "the code object (" + std::to_string(elf.size()) + " bytes) is shorter than an ELF header");
   }
   detail::AlignedBytes aligned(elf);
   auto view = detail::ElfView::open(aligned.bytes());
@@ -231,8 +230,8 @@ Expected<bool> detail::rewrite_metadata_target(std::vector<std::byte>& out, std:
     if (!found) return std::move(found).error();
     if (!*found) continue;
     if (record && (*found)->header != record->header) {
-      return retarget_error(ErrorKind::Malformed, "metadata notes at file offsets " + hex(record->header) + " and " +
-                                                      hex((*found)->header));
+      return retarget_error(ErrorKind::Malformed,
+                            "metadata notes at file offsets " + hex(record->header) + " and " + hex((*found)->header));
     }
     record = **found;
     holders.push_back(&region);
@@ -264,19 +263,20 @@ Expected<bool> detail::rewrite_metadata_target(std::vector<std::byte>& out, std:
     std::uint64_t size = kept + head.size() + text.size();
     if (needed == 0) needed = size;
     if (size > space) continue;
-    bool same_layout = std::all_of(holders.begin(), holders.end(), [&, i = std::size_t{0}](const Region* region) mutable {
-      return region->next_record(record->desc + size) == std::optional<std::uint64_t>(nexts[i++]);
-    });
+    bool same_layout =
+        std::all_of(holders.begin(), holders.end(), [&, i = std::size_t{0}](const Region* region) mutable {
+          return region->next_record(record->desc + size) == std::optional<std::uint64_t>(nexts[i++]);
+        });
     if (!same_layout) continue;
     needed = size;
     chosen = std::move(head);
     break;
   }
   if (!chosen) {
-    return retarget_error(ErrorKind::UnsupportedMethod,
-                          "retargeted metadata note needs " + std::to_string(needed) + " bytes, the note has " +
-                              std::to_string(space) + " (descriptor at file offset " + hex(record->desc) +
-                              "); moving sections is not supported");
+    return retarget_error(ErrorKind::UnsupportedMethod, "retargeted metadata note needs " + std::to_string(needed) +
+                                                            " bytes, the note has " + std::to_string(space) +
+                                                            " (descriptor at file offset " + hex(record->desc) +
+                                                            "); moving sections is not supported");
   }
 
   // New descriptor: the bytes before the string, the string, the bytes after.

@@ -11,13 +11,13 @@
 #ifndef __HIP_PLATFORM_AMD__
 #define __HIP_PLATFORM_AMD__ 1
 #endif
-#include <hip/hip_runtime_api.h>
 #include <dlfcn.h>
+#include <hip/hip_runtime_api.h>
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -58,13 +58,11 @@ ErrorKind kind_of(hipError_t status) {
   switch (status) {
     case hipErrorNoDevice:
     case hipErrorInvalidDevice:  // what every call gives when hsa_init failed (6.3)
-    case hipErrorNotFound:
-      return ErrorKind::NotFound;
+    case hipErrorNotFound: return ErrorKind::NotFound;
     case hipErrorInvalidValue:
     case hipErrorNoBinaryForGpu:  // the code object does not fit the device
       return ErrorKind::InvalidArgument;
-    case hipErrorOutOfMemory:
-      return ErrorKind::LimitExceeded;
+    case hipErrorOutOfMemory: return ErrorKind::LimitExceeded;
     default:  // hipErrorInvalidImage, hipErrorInvalidKernelFile, ...
       return ErrorKind::Malformed;
   }
@@ -152,8 +150,8 @@ Expected<Device> describe_device(const HipLibrary& library, int index) {
   const char* arch = buffer->properties.gcnArchName;
   std::size_t length = strnlen(arch, sizeof buffer->properties.gcnArchName);
   if (length == sizeof buffer->properties.gcnArchName) {
-    return Error(ErrorKind::Malformed, "HIP hipGetDeviceProperties: gcnArchName of " + where + " is not terminated within " +
-                                           std::to_string(length) + " bytes");
+    return Error(ErrorKind::Malformed, "HIP hipGetDeviceProperties: gcnArchName of " + where +
+                                           " is not terminated within " + std::to_string(length) + " bytes");
   }
   std::string_view arch_name(arch, length);
   auto target = device_target_from_runtime(arch_name);
@@ -163,8 +161,8 @@ Expected<Device> describe_device(const HipLibrary& library, int index) {
     return Error(kind, "HIP hipGetDeviceProperties: gcnArchName '" + std::string(arch_name) + "' of " + where + ": " +
                            error.message());
   }
-  auto lds = attribute(library, hipDeviceAttributeMaxSharedMemoryPerBlock, "hipDeviceAttributeMaxSharedMemoryPerBlock",
-                       index);
+  auto lds =
+      attribute(library, hipDeviceAttributeMaxSharedMemoryPerBlock, "hipDeviceAttributeMaxSharedMemoryPerBlock", index);
   if (!lds) return std::move(lds).error();
   auto warp = attribute(library, hipDeviceAttributeWarpSize, "hipDeviceAttributeWarpSize", index);
   if (!warp) return std::move(warp).error();
@@ -317,8 +315,8 @@ class HipRuntime final : public Runtime {
       loaded.kernarg_segment_align = kernel.kernarg_segment_align;
       loaded.group_segment_size = kernel.group_segment_fixed_size;
       loaded.private_segment_size = kernel.private_segment_fixed_size;
-      loaded.dynamic_callstack = kernel.uses_dynamic_stack.value_or(
-          kernel.descriptor ? kernel.descriptor->uses_dynamic_stack() : false);
+      loaded.dynamic_callstack =
+          kernel.uses_dynamic_stack.value_or(kernel.descriptor ? kernel.descriptor->uses_dynamic_stack() : false);
       kernels.push_back(std::move(loaded));
     }
     return std::unique_ptr<LoadedModule>(
@@ -334,11 +332,12 @@ class HipRuntime final : public Runtime {
 /// of another HIP major would read and write them differently.
 Expected<void> check_major(const HipLibrary& library) {
   if (library.version / 10000000 == HIP_VERSION_MAJOR) return {};
-  return Error(ErrorKind::UnsupportedVersion,
-               "'" + library.path + "' is HIP " + version_text(library.version) + " (hipRuntimeGetVersion " +
-                   std::to_string(library.version) + "), but coload was built against HIP " +
-                   std::to_string(HIP_VERSION_MAJOR) + " headers; hipDeviceProp_t differs between HIP majors, so "
-                   "its devices cannot be read");
+  return Error(ErrorKind::UnsupportedVersion, "'" + library.path + "' is HIP " + version_text(library.version) +
+                                                  " (hipRuntimeGetVersion " + std::to_string(library.version) +
+                                                  "), but coload was built against HIP " +
+                                                  std::to_string(HIP_VERSION_MAJOR) +
+                                                  " headers; hipDeviceProp_t differs between HIP majors, so "
+                                                  "its devices cannot be read");
 }
 
 Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary> library) {
@@ -348,8 +347,8 @@ Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary
   if (status == hipErrorNoDevice || (status == hipSuccess && count <= 0)) {
     std::string why = status == hipSuccess ? "HIP hipGetDeviceCount reports " + std::to_string(count) + " devices"
                                            : check(api, status, "hipGetDeviceCount", "").error().message();
-    return Error(ErrorKind::NotFound, "no AMD GPU: " + why + " (HIP " + version_text(library->version) + " from '" +
-                                          library->path + "')");
+    return Error(ErrorKind::NotFound,
+                 "no AMD GPU: " + why + " (HIP " + version_text(library->version) + " from '" + library->path + "')");
   }
   if (auto ok = check(api, status, "hipGetDeviceCount", ""); !ok) return std::move(ok).error();
 

@@ -76,23 +76,23 @@ std::vector<unsigned> code_object_versions_for_library(std::string_view library_
 namespace {
 
 // Every HSA function coload calls; one dlsym each.
-#define COLOAD_HSA_FUNCTIONS(X)                 \
-  X(hsa_init)                                   \
-  X(hsa_shut_down)                              \
-  X(hsa_status_string)                          \
-  X(hsa_iterate_agents)                         \
-  X(hsa_agent_get_info)                         \
-  X(hsa_agent_iterate_isas)                     \
-  X(hsa_isa_get_info_alt)                       \
-  X(hsa_amd_agent_iterate_memory_pools)         \
-  X(hsa_amd_memory_pool_get_info)               \
-  X(hsa_code_object_reader_create_from_memory)  \
-  X(hsa_code_object_reader_destroy)             \
-  X(hsa_executable_create_alt)                  \
-  X(hsa_executable_destroy)                     \
-  X(hsa_executable_load_agent_code_object)      \
-  X(hsa_executable_freeze)                      \
-  X(hsa_executable_get_symbol_by_name)          \
+#define COLOAD_HSA_FUNCTIONS(X)                \
+  X(hsa_init)                                  \
+  X(hsa_shut_down)                             \
+  X(hsa_status_string)                         \
+  X(hsa_iterate_agents)                        \
+  X(hsa_agent_get_info)                        \
+  X(hsa_agent_iterate_isas)                    \
+  X(hsa_isa_get_info_alt)                      \
+  X(hsa_amd_agent_iterate_memory_pools)        \
+  X(hsa_amd_memory_pool_get_info)              \
+  X(hsa_code_object_reader_create_from_memory) \
+  X(hsa_code_object_reader_destroy)            \
+  X(hsa_executable_create_alt)                 \
+  X(hsa_executable_destroy)                    \
+  X(hsa_executable_load_agent_code_object)     \
+  X(hsa_executable_freeze)                     \
+  X(hsa_executable_get_symbol_by_name)         \
   X(hsa_executable_symbol_get_info)
 
 static_assert(sizeof(hsa_device_type_t) == sizeof(std::uint32_t) && sizeof(hsa_symbol_kind_t) == sizeof(std::uint32_t),
@@ -106,18 +106,14 @@ struct HsaApi {
 
 ErrorKind kind_of(hsa_status_t status) {
   switch (status) {
-    case HSA_STATUS_ERROR_INVALID_SYMBOL_NAME:
-      return ErrorKind::NotFound;
+    case HSA_STATUS_ERROR_INVALID_SYMBOL_NAME: return ErrorKind::NotFound;
     case HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS:
     case HSA_STATUS_ERROR_INVALID_ARGUMENT:
-    case HSA_STATUS_ERROR_INVALID_AGENT:
-      return ErrorKind::InvalidArgument;
+    case HSA_STATUS_ERROR_INVALID_AGENT: return ErrorKind::InvalidArgument;
     case HSA_STATUS_ERROR_INVALID_CODE_OBJECT:
     case HSA_STATUS_ERROR_INVALID_ISA:
-    case HSA_STATUS_ERROR_INVALID_ISA_NAME:
-      return ErrorKind::Malformed;
-    default:
-      return ErrorKind::Io;
+    case HSA_STATUS_ERROR_INVALID_ISA_NAME: return ErrorKind::Malformed;
+    default: return ErrorKind::Io;
   }
 }
 
@@ -133,10 +129,10 @@ class HsaLibrary {
       return Error(ErrorKind::Io, "cannot load the HSA runtime '" + path + "': " + (why ? why : "dlopen failed"));
     }
     std::shared_ptr<HsaLibrary> library(new HsaLibrary(handle, path));
-#define COLOAD_HSA_RESOLVE(fn)                                                                                  \
-  library->api_.fn = reinterpret_cast<decltype(&::fn)>(dlsym(handle, #fn));                                     \
-  if (!library->api_.fn) {                                                                                      \
-    return Error(ErrorKind::Io, "the HSA runtime '" + library->file_ + "' does not export " #fn);               \
+#define COLOAD_HSA_RESOLVE(fn)                                                                    \
+  library->api_.fn = reinterpret_cast<decltype(&::fn)>(dlsym(handle, #fn));                       \
+  if (!library->api_.fn) {                                                                        \
+    return Error(ErrorKind::Io, "the HSA runtime '" + library->file_ + "' does not export " #fn); \
   }
     COLOAD_HSA_FUNCTIONS(COLOAD_HSA_RESOLVE)
 #undef COLOAD_HSA_RESOLVE
@@ -333,8 +329,8 @@ Expected<std::string> isa_name(const HsaLibrary& library, hsa_isa_t isa) {
 /// generic after it; every one is read, in case a runtime orders them otherwise.
 Expected<TargetId> agent_target(const HsaLibrary& library, hsa_agent_t agent) {
   std::vector<hsa_isa_t> isas;
-  auto iterated = COLOAD_HSA_CALL(library, hsa_agent_iterate_isas, agent, &collect<hsa_isa_t>,
-                                  static_cast<void*>(&isas));
+  auto iterated =
+      COLOAD_HSA_CALL(library, hsa_agent_iterate_isas, agent, &collect<hsa_isa_t>, static_cast<void*>(&isas));
   if (!iterated) return std::move(iterated).error();
   if (isas.empty()) return Error(ErrorKind::NotFound, "hsa_agent_iterate_isas reported no ISA");
   // A generic ISA is not the device, whatever its place in the list: what
@@ -357,13 +353,14 @@ Expected<TargetId> agent_target(const HsaLibrary& library, hsa_agent_t agent) {
 /// block); 0 when the agent has no such pool.
 Expected<std::uint64_t> agent_lds(const HsaLibrary& library, hsa_agent_t agent) {
   std::vector<hsa_amd_memory_pool_t> pools;
-  auto iterated = COLOAD_HSA_CALL(library, hsa_amd_agent_iterate_memory_pools, agent,
-                                  &collect<hsa_amd_memory_pool_t>, static_cast<void*>(&pools));
+  auto iterated = COLOAD_HSA_CALL(library, hsa_amd_agent_iterate_memory_pools, agent, &collect<hsa_amd_memory_pool_t>,
+                                  static_cast<void*>(&pools));
   if (!iterated) return std::move(iterated).error();
   for (hsa_amd_memory_pool_t pool : pools) {
     hsa_amd_segment_t segment{};
-    auto got_segment = call(library, "hsa_amd_memory_pool_get_info(SEGMENT)", library.api().hsa_amd_memory_pool_get_info,
-                            pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, static_cast<void*>(&segment));
+    auto got_segment =
+        call(library, "hsa_amd_memory_pool_get_info(SEGMENT)", library.api().hsa_amd_memory_pool_get_info, pool,
+             HSA_AMD_MEMORY_POOL_INFO_SEGMENT, static_cast<void*>(&segment));
     if (!got_segment) return std::move(got_segment).error();
     if (segment != HSA_AMD_SEGMENT_GROUP) continue;
     std::size_t size = 0;
@@ -456,8 +453,8 @@ class HsaRuntime final : public Runtime {
     if (!loaded_status) {
       Error error = std::move(loaded_status).error();
       if (error.kind() == ErrorKind::InvalidArgument) {
-        error = error.with_context("code object for " + code_object.target().target.str() +
-                                   " does not run on this agent");
+        error =
+            error.with_context("code object for " + code_object.target().target.str() + " does not run on this agent");
       }
       return error;
     }
@@ -469,13 +466,14 @@ class HsaRuntime final : public Runtime {
     for (const Kernel& kernel : code_object.kernels()) {
       auto loaded_kernel = lookup(executable.get(), agent, kernel);
       if (!loaded_kernel) {
-        return std::move(loaded_kernel).error().with_context("kernel '" + kernel.name + "' (symbol " +
-                                                             kernel.symbol + ")");
+        return std::move(loaded_kernel)
+            .error()
+            .with_context("kernel '" + kernel.name + "' (symbol " + kernel.symbol + ")");
       }
       kernels.push_back(std::move(*loaded_kernel));
     }
     return std::unique_ptr<LoadedModule>(new HsaModule(library_, image.owner, code_object, std::move(kernels),
-                                                        std::move(reader), std::move(executable)));
+                                                       std::move(reader), std::move(executable)));
   }
 
   /// The registration probe: the metadata's `.symbol` must be an agent kernel
@@ -483,24 +481,24 @@ class HsaRuntime final : public Runtime {
   Expected<LoadedKernel> lookup(hsa_executable_t executable, hsa_agent_t agent, const Kernel& kernel) const {
     const HsaLibrary& library = *library_;
     hsa_executable_symbol_t symbol{};
-    auto found = COLOAD_HSA_CALL(library, hsa_executable_get_symbol_by_name, executable, kernel.symbol.c_str(),
-                                 &agent, &symbol);
+    auto found =
+        COLOAD_HSA_CALL(library, hsa_executable_get_symbol_by_name, executable, kernel.symbol.c_str(), &agent, &symbol);
     if (!found) return std::move(found).error();
 
     auto type = symbol_info<std::uint32_t>(library, symbol, HSA_EXECUTABLE_SYMBOL_INFO_TYPE, "TYPE");
     if (!type) return std::move(type).error();
     if (*type != HSA_SYMBOL_KIND_KERNEL) {
-      return Error(ErrorKind::Malformed, "HSA_EXECUTABLE_SYMBOL_INFO_TYPE is " + std::to_string(*type) +
-                                             ", not HSA_SYMBOL_KIND_KERNEL");
+      return Error(ErrorKind::Malformed,
+                   "HSA_EXECUTABLE_SYMBOL_INFO_TYPE is " + std::to_string(*type) + ", not HSA_SYMBOL_KIND_KERNEL");
     }
     LoadedKernel loaded;
     loaded.name = kernel.name;
     loaded.symbol = kernel.symbol;
-#define COLOAD_SYMBOL_INFO(field, type, attribute)                                                             \
-  {                                                                                                            \
-    auto value = symbol_info<type>(library, symbol, HSA_EXECUTABLE_SYMBOL_INFO_##attribute, #attribute);       \
-    if (!value) return std::move(value).error();                                                               \
-    loaded.field = *value;                                                                                     \
+#define COLOAD_SYMBOL_INFO(field, type, attribute)                                                       \
+  {                                                                                                      \
+    auto value = symbol_info<type>(library, symbol, HSA_EXECUTABLE_SYMBOL_INFO_##attribute, #attribute); \
+    if (!value) return std::move(value).error();                                                         \
+    loaded.field = *value;                                                                               \
   }
     COLOAD_SYMBOL_INFO(handle, std::uint64_t, KERNEL_OBJECT)
     COLOAD_SYMBOL_INFO(kernarg_segment_size, std::uint32_t, KERNEL_KERNARG_SEGMENT_SIZE)
@@ -548,8 +546,7 @@ Expected<std::unique_ptr<Runtime>> open_hsa_runtime(const HsaOptions& options) {
   if (auto initialized = library->init(); !initialized) return std::move(initialized).error();
 
   std::vector<hsa_agent_t> all_agents;
-  auto iterated = COLOAD_HSA_CALL(*library, hsa_iterate_agents, &collect<hsa_agent_t>,
-                                  static_cast<void*>(&all_agents));
+  auto iterated = COLOAD_HSA_CALL(*library, hsa_iterate_agents, &collect<hsa_agent_t>, static_cast<void*>(&all_agents));
   if (!iterated) return std::move(iterated).error();
 
   const std::vector<unsigned> versions = hsa::code_object_versions_for_library(library->file());
@@ -579,8 +576,8 @@ Expected<std::unique_ptr<Runtime>> open_hsa_runtime(const HsaOptions& options) {
     devices.push_back(std::move(*device));
   }
   if (devices.empty() && first_skipped) {
-    return std::move(*first_skipped).with_context("no GPU agent coload can describe (" + std::to_string(skipped) +
-                                                  " left out)");
+    return std::move(*first_skipped)
+        .with_context("no GPU agent coload can describe (" + std::to_string(skipped) + " left out)");
   }
   if (devices.empty()) {  // as HIP's hipErrorNoDevice: a caller falls back to another runtime
     return Error(ErrorKind::NotFound, "no AMD GPU: hsa_iterate_agents reported " + std::to_string(all_agents.size()) +

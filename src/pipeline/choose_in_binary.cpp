@@ -45,8 +45,8 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   BundleChoice choice;
   // Streamed, or with comgr refused before anything is decoded (comgr cannot read a CCOB).
   if (info.format == BundleFormat::Compressed) {
-    auto streamed = select_in_compressed_bundle(selector.device(), binary.source().bytes(), info, selector.options(),
-                                                stream);
+    auto streamed =
+        select_in_compressed_bundle(selector.device(), binary.source().bytes(), info, selector.options(), stream);
     if (!streamed) return std::move(streamed).error().in_bundle(index).in_file(binary.source().name());
     choice.selection = std::move(streamed->selection);
     choice.streamed = std::move(streamed->chosen);

@@ -152,8 +152,7 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
   choice.image = cached_image(data, entry.id);
   if (choice.image) {
     log_(LogLevel::Debug, [&] {
-      return name + ": bundle " + std::to_string(index) + ": " + entry_where + " reused for " +
-             selector.device().str();
+      return name + ": bundle " + std::to_string(index) + ": " + entry_where + " reused for " + selector.device().str();
     });
     return choice;
   }
@@ -172,10 +171,9 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
   if (!decoded || decoded->entry_index != chosen->entry_index) {
     // The heads came from another registration with this stored hash and
     // size, and this stream's entries differ: the hash does not tell them apart.
-    return Error(ErrorKind::HashMismatch,
-                 "chosen from the heads of an earlier CCOB with stored hash and size " + ccob_key(info) +
-                     ", but this bundle's stream chose " +
-                     (decoded ? "entry " + std::to_string(decoded->entry_index) : "nothing"))
+    return Error(ErrorKind::HashMismatch, "chosen from the heads of an earlier CCOB with stored hash and size " +
+                                              ccob_key(info) + ", but this bundle's stream chose " +
+                                              (decoded ? "entry " + std::to_string(decoded->entry_index) : "nothing"))
         .at_entry(chosen->entry_index, chosen->id);
   }
   std::span<const std::byte> bytes = streamed->streamed;

@@ -33,8 +33,8 @@
 
 #include "coload/bundle.h"
 #include "coload/fat_binary.h"
-#include "coload/select.h"
 #include "coload/pipeline.h"
+#include "coload/select.h"
 #include "coload/stream_select.h"
 #include "coload/validate.h"
 #include "common/bytes.h"
@@ -111,7 +111,7 @@ struct Registry::Impl {
   Config config;
   ReadOptions read_options;
   std::shared_ptr<const HotswapRegistry> hotswap;  // never null
-  std::optional<Error> hotswap_error;             // the registry could not be built: every load fails
+  std::optional<Error> hotswap_error;              // the registry could not be built: every load fails
   SelectOptions select_options;
   StreamOptions stream_options;
   std::size_t decode_threads = 1;  // at least 1
@@ -139,8 +139,9 @@ struct Registry::Impl {
       // A plugin or pairs set without the switch would otherwise be a silent no-op (docs/environment.md).
       if (!config.hotswap_plugin.empty() || !config.hotswap_pairs.empty()) {
         log(LogLevel::Warn, [] {
-          return std::string("COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but COLOAD_HOTSWAP is not 1: "
-                             "the hotswap tier is off, no plugin is loaded and the pairs are not read");
+          return std::string(
+              "COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but COLOAD_HOTSWAP is not 1: "
+              "the hotswap tier is off, no plugin is loaded and the pairs are not read");
         });
       }
     } else if (!hotswap) {
@@ -232,9 +233,8 @@ struct Registry::Impl {
         selection->candidates.assign(1, std::move(chosen));
         selection->selected = 0;
       } else if (selection) {
-        log(LogLevel::Debug, [&] {
-          return no_fit_error(device, *selection).in_bundle(i).in_file(binary.name).message();
-        });
+        log(LogLevel::Debug,
+            [&] { return no_fit_error(device, *selection).in_bundle(i).in_file(binary.name).message(); });
         std::lock_guard lock(misses_mutex);  // held while placed: an earlier miss found later clears it
         const bool earliest = i < first_miss;
         if (!earliest) selection->candidates.clear();
@@ -311,8 +311,9 @@ struct Registry::Impl {
     if (!state.modules.empty()) return {};
     if (!first_miss) return Error(ErrorKind::NotFound, binary.name + ": holds no bundle");
     std::string where = binary.name + ": bundle " + std::to_string(first_miss_index);
-    if (count > 1) where = binary.name + ": none of its " + std::to_string(count) + " bundles fits; bundle " +
-                                 std::to_string(first_miss_index);
+    if (count > 1)
+      where = binary.name + ": none of its " + std::to_string(count) + " bundles fits; bundle " +
+              std::to_string(first_miss_index);
     return no_fit_error(device, *first_miss).with_context(where);
   }
 
@@ -401,8 +402,7 @@ Expected<const LoadedKernel*> Registry::lookup_kernel(BinaryHandle binary, std::
   return (*found)->loaded;
 }
 
-Expected<LoadedKernel> Registry::lookup_kernel_copy(BinaryHandle binary, std::size_t device,
-                                                    std::string_view kernel) {
+Expected<LoadedKernel> Registry::lookup_kernel_copy(BinaryHandle binary, std::size_t device, std::string_view kernel) {
   std::shared_ptr<Binary> held;  // copied while held: an unregister on another thread waits for it
   auto found = impl_->kernel(binary, device, kernel, held);
   if (!found) return std::move(found).error();

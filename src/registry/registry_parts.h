@@ -101,7 +101,9 @@ struct Choice {
 struct Counters {
   std::atomic<std::uint64_t> binaries_registered{0}, bundles_read{0}, bundles_decompressed{0}, code_objects_read{0},
       modules_loaded{0}, bytes_decoded{0};
-  void add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) { counter.fetch_add(n, std::memory_order_relaxed); }
+  void add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
+    counter.fetch_add(n, std::memory_order_relaxed);
+  }
 };
 
 /// The registry's log: COLOAD_LOG's level, to the caller's sink or stderr.
@@ -147,7 +149,8 @@ class ImageCache {
   Expected<std::shared_ptr<const BundleData>> shared_ccob(const FatBinary& fat, const std::string& name,
                                                           std::size_t index, const Selector& selector,
                                                           std::optional<BundleChoice>& streamed);
-  Expected<std::shared_ptr<const EntryImage>> add_image(const BundleData& data, std::shared_ptr<const BundleData> bundle,
+  Expected<std::shared_ptr<const EntryImage>> add_image(const BundleData& data,
+                                                        std::shared_ptr<const BundleData> bundle,
                                                         std::vector<std::byte> decoded,
                                                         std::span<const std::byte> bytes, std::string_view id);
 
@@ -162,8 +165,8 @@ class ImageCache {
 /// through `hotswap`'s passes, the same-ISA relabelling always through the
 /// built-in one) and reads and admits its output for `device`.
 Expected<std::shared_ptr<const TransformedImage>> transform(const HotswapRegistry& hotswap,
-                                                           const std::shared_ptr<const EntryImage>& image, Tier tier,
-                                                           const Device& device, const std::string& entry_where,
-                                                           Counters& counters);
+                                                            const std::shared_ptr<const EntryImage>& image, Tier tier,
+                                                            const Device& device, const std::string& entry_where,
+                                                            Counters& counters);
 
 }  // namespace coload::registry

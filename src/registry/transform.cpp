@@ -6,9 +6,9 @@
 namespace coload::registry {
 
 Expected<std::shared_ptr<const TransformedImage>> transform(const HotswapRegistry& hotswap,
-                                                           const std::shared_ptr<const EntryImage>& image, Tier tier,
-                                                           const Device& device, const std::string& entry_where,
-                                                           Counters& counters) {
+                                                            const std::shared_ptr<const EntryImage>& image, Tier tier,
+                                                            const Device& device, const std::string& entry_where,
+                                                            Counters& counters) {
   const std::string target = device.str();
   const Processor* from = image->code_object.target().target.processor;
   const Processor* to = device.target.processor;

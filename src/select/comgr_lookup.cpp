@@ -100,9 +100,8 @@ Expected<std::vector<std::string>> list_isas(const Comgr::Api& api) {
   // comgr 5.2.3 lists 33; a count far beyond any real table is a broken library.
   constexpr std::size_t kMaxIsas = 4096;
   if (count > kMaxIsas) {
-    return Error(ErrorKind::LimitExceeded,
-                 "comgr amd_comgr_get_isa_count reports " + std::to_string(count) + " ISAs, above the limit of " +
-                     std::to_string(kMaxIsas));
+    return Error(ErrorKind::LimitExceeded, "comgr amd_comgr_get_isa_count reports " + std::to_string(count) +
+                                               " ISAs, above the limit of " + std::to_string(kMaxIsas));
   }
   std::vector<std::string> names;
   names.reserve(count);
@@ -132,8 +131,7 @@ Registry& registry() {
 
 }  // namespace
 
-Comgr::Comgr(std::string path, std::unique_ptr<const Api> api, std::string version,
-             std::vector<std::string> isa_names)
+Comgr::Comgr(std::string path, std::unique_ptr<const Api> api, std::string version, std::vector<std::string> isa_names)
     : path_(std::move(path)), api_(std::move(api)), version_(std::move(version)), isa_names_(std::move(isa_names)) {}
 
 // The library stays loaded (no dlclose): comgr and its LLVM keep global state,
@@ -222,14 +220,14 @@ Expected<std::string> Comgr::code_object_isa_name(std::span<const std::byte> cod
   auto object = DataObject::create(*api_, AMD_COMGR_DATA_KIND_EXECUTABLE, code_object, what);
   if (!object) return std::move(object).error();
   std::size_t size = 0;
-  if (auto ok = check(*api_, api_->get_data_isa_name(object->get(), &size, nullptr), "amd_comgr_get_data_isa_name",
-                      what);
+  if (auto ok =
+          check(*api_, api_->get_data_isa_name(object->get(), &size, nullptr), "amd_comgr_get_data_isa_name", what);
       !ok) {
     return std::move(ok).error();
   }
   std::string name(size, '\0');
-  if (auto ok = check(*api_, api_->get_data_isa_name(object->get(), &size, name.data()), "amd_comgr_get_data_isa_name",
-                      what);
+  if (auto ok =
+          check(*api_, api_->get_data_isa_name(object->get(), &size, name.data()), "amd_comgr_get_data_isa_name", what);
       !ok) {
     return std::move(ok).error();
   }

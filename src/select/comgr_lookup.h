@@ -87,8 +87,7 @@ class Comgr {
   struct Api;
 
  private:
-  Comgr(std::string path, std::unique_ptr<const Api> api, std::string version,
-        std::vector<std::string> isa_names);
+  Comgr(std::string path, std::unique_ptr<const Api> api, std::string version, std::vector<std::string> isa_names);
 
   std::string path_;
   std::unique_ptr<const Api> api_;

@@ -81,8 +81,8 @@ void reset(Candidate& candidate, std::size_t index, std::string_view id) {
 // `known` is what a Selector already kept for this ID; `learned`, when
 // given, receives what the ID said here.
 void judge_entry(Candidate& candidate, std::string& id_note, const Device& device, const BundleEntry& entry,
-                 std::size_t index, const SelectOptions& options, const Bundle* bundle,
-                 const detail::IdVerdict* known, std::optional<detail::IdVerdict>* learned) {
+                 std::size_t index, const SelectOptions& options, const Bundle* bundle, const detail::IdVerdict* known,
+                 std::optional<detail::IdVerdict>* learned) {
   reset(candidate, index, entry.id);
   if (entry.is_host) {
     candidate.reason = "host entry";
@@ -206,9 +206,7 @@ std::string_view to_string(Verdict verdict) {
   return "?";
 }
 
-std::string_view to_string(Unbundler unbundler) {
-  return unbundler == Unbundler::Comgr ? "comgr" : "builtin";
-}
+std::string_view to_string(Unbundler unbundler) { return unbundler == Unbundler::Comgr ? "comgr" : "builtin"; }
 
 Expected<void> HotswapAllowlist::add(std::string_view source, std::string_view device) {
   const Processor* from = find_processor(source);
@@ -289,7 +287,8 @@ void detail::IdVerdicts::add(std::span<std::pair<std::string_view, IdVerdict>> l
 }
 
 Selector::Selector(Device device, SelectOptions options)
-    : device_(std::move(device)), options_(std::move(options)),
+    : device_(std::move(device)),
+      options_(std::move(options)),
       verdicts_(std::make_unique<detail::IdVerdicts>(device_.str())) {}
 Selector::~Selector() = default;
 Selector::Selector(Selector&&) noexcept = default;
@@ -350,8 +349,8 @@ Error no_fit_error(const Device& device, const Selection& selection) {
   for (const Candidate& candidate : selection.candidates) {
     if (closeness(candidate) < 99 && (!nearest || closeness(candidate) < closeness(*nearest))) nearest = &candidate;
   }
-  std::string message = "no code object fits device " + selection.device + "; entries present: " +
-                        (present.empty() ? std::string("none") : present);
+  std::string message = "no code object fits device " + selection.device +
+                        "; entries present: " + (present.empty() ? std::string("none") : present);
   if (nearest) {
     std::string what = nearest->code_object ? nearest->code_object->target.str() : nearest->id;
     message += "; nearest miss: " + what + " present; " + nearest->reason;

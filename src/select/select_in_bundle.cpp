@@ -45,8 +45,8 @@ std::string why_unmatched(const Comgr& comgr, std::string_view isa_name) {
             std::string(isa_processor(comgr.isa_names().back()));
   }
   return name_of(comgr) + " does not know " + std::string(isa_processor(isa_name)) + " (" + known +
-         ") and compares the target IDs of processors it does not know as plain strings, so " +
-         std::string(isa_name) + " would miss every entry that leaves a feature unspecified";
+         ") and compares the target IDs of processors it does not know as plain strings, so " + std::string(isa_name) +
+         " would miss every entry that leaves a feature unspecified";
 }
 
 // The entry comgr's offset and size point at. comgr reports offsets relative
@@ -84,11 +84,10 @@ Expected<void> check_comgr_reads(const Comgr& comgr, const BundleEntry& entry, s
   if (isa) return {};
   std::string why = ": " + isa.error().message();
   if (target->code_object_version >= 5) {
-    return Error(ErrorKind::UnsupportedMethod, what + ", a code object v" +
-                                                   std::to_string(target->code_object_version) + ", which " +
-                                                   name_of(comgr) + " cannot read" + why +
-                                                   "; comgr 5.2.3 reads code object v4 and older" +
-                                                   std::string(kUseBuiltin));
+    return Error(ErrorKind::UnsupportedMethod,
+                 what + ", a code object v" + std::to_string(target->code_object_version) + ", which " +
+                     name_of(comgr) + " cannot read" + why + "; comgr 5.2.3 reads code object v4 and older" +
+                     std::string(kUseBuiltin));
   }
   std::string_view processor = target->target.processor_name();
   if (!comgr.knows_processor(processor)) {

@@ -163,8 +163,8 @@ class SelectingSink final : public detail::DecodeSink {
   void advance_to_sized() {
     while (current_ < slots_.size() && slots_[current_].size == 0) ++current_;
     // Only an entry that may yet be chosen is kept while it arrives.
-    keep_current_ = current_ < slots_.size() && !finished_ &&
-                    (chooser_.pick ? picked_ == current_ : !decided_[current_]);
+    keep_current_ =
+        current_ < slots_.size() && !finished_ && (chooser_.pick ? picked_ == current_ : !decided_[current_]);
   }
 
   // Feeds `data`, which starts at bundle offset `at`, to the entries: each
@@ -303,7 +303,8 @@ Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, con
   StreamSelection result;
   for (const BundleEntry& entry : bundle->entries()) {
     Bytes head = entry.bytes.first(std::min<std::size_t>(entry.bytes.size(), detail::kElfHeaderBytes));
-    result.heads.push_back({std::string(entry.id), entry.offset, entry.size, entry.is_host, {head.begin(), head.end()}});
+    result.heads.push_back(
+        {std::string(entry.id), entry.offset, entry.size, entry.is_host, {head.begin(), head.end()}});
   }
   if (chooser.pick) {
     std::vector<BundleEntry> listed(bundle->entries().begin(), bundle->entries().end());
@@ -340,8 +341,8 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
     return std::move(fits).error();
   }
   Bytes bytes = source.subspan(info.offset, info.size);
-  auto header = info.compressed ? Expected<CompressedHeader>(*info.compressed)
-                                : parse_compressed_header(bytes, stream.read);
+  auto header =
+      info.compressed ? Expected<CompressedHeader>(*info.compressed) : parse_compressed_header(bytes, stream.read);
   if (!header) return std::move(header).error().in_bundle(info.index, info.offset);
   SelectingSink sink(chooser, header->uncompressed_size, stream.keep_chosen);
   auto hash = detail::decode_verified(bytes, *header, stream.read, sink,
@@ -381,7 +382,8 @@ std::vector<BundleEntry> head_entries(std::span<const EntryHead> heads) {
   std::vector<BundleEntry> entries;
   entries.reserve(heads.size());
   for (const EntryHead& head : heads) {
-    entries.push_back({.id = head.id, .offset = head.offset, .size = head.size, .is_host = head.is_host, .bytes = head.head});
+    entries.push_back(
+        {.id = head.id, .offset = head.offset, .size = head.size, .is_host = head.is_host, .bytes = head.head});
   }
   return entries;
 }
@@ -390,7 +392,8 @@ Expected<StreamSelection> select_in_compressed_bundle(const Device& device, std:
                                                       const BundleInfo& info, const SelectOptions& options,
                                                       const StreamOptions& stream) {
   if (options.unbundler == Unbundler::Comgr) {
-    return Error(ErrorKind::UnsupportedMethod, "the comgr unbundler cannot read compressed bundles; use the builtin one")
+    return Error(ErrorKind::UnsupportedMethod,
+                 "the comgr unbundler cannot read compressed bundles; use the builtin one")
         .in_bundle(info.index, info.offset);
   }
   return stream_bundle(Chooser{.device = &device, .options = &options}, source, info, stream);

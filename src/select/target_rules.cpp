@@ -40,7 +40,8 @@ std::string feature_summary(const TargetId& code) {
 
 int exact_features(const TargetId& code) {
   int count = 0;
-  for (FeatureState state : {code.sramecc, code.xnack}) count += state == FeatureState::On || state == FeatureState::Off;
+  for (FeatureState state : {code.sramecc, code.xnack})
+    count += state == FeatureState::On || state == FeatureState::Off;
   return count;
 }
 
@@ -95,8 +96,12 @@ std::optional<TargetJudgement> rule_out_processor(const Processor& code, const D
                                                   const SelectOptions& options) {
   const Processor* mine = device.target.processor;
   auto reject = [&](std::string reason) {
-    return TargetJudgement{.tier = std::nullopt, .kind = ErrorKind::InvalidArgument, .field = "target",
-                           .value = code.mach, .limit = mine ? mine->mach : 0, .reason = std::move(reason)};
+    return TargetJudgement{.tier = std::nullopt,
+                           .kind = ErrorKind::InvalidArgument,
+                           .field = "target",
+                           .value = code.mach,
+                           .limit = mine ? mine->mach : 0,
+                           .reason = std::move(reason)};
   };
   if (!mine) return reject("no known processor");
   if (&code == mine) return std::nullopt;
@@ -166,8 +171,7 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
                     "a generic code object needs v6, this one is v" + std::to_string(code.code_object_version));
     }
     if (code.generic_version < mine->min_generic_version) {
-      return reject(ErrorKind::UnsupportedVersion, "generic_version", code.generic_version,
-                    mine->min_generic_version,
+      return reject(ErrorKind::UnsupportedVersion, "generic_version", code.generic_version, mine->min_generic_version,
                     "generic version " + std::to_string(code.generic_version) + " is below " +
                         std::to_string(mine->min_generic_version) + ", the first to support " +
                         std::string(mine->name));
@@ -179,8 +183,8 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
   // Rule 1.2 holds in every tier: a hotswap source built for xnack- does not become xnack+ code.
   if (!mismatch.empty()) return target_mismatch(mismatch);
   if (device.extended_isa_compat && runs_equivalently(*theirs, *mine)) {
-    return fit(Tier::Equivalent, "same ISA as " + std::string(mine->name) + " (extended ISA compatibility): " +
-                                     feature_summary(code.target));
+    return fit(Tier::Equivalent, "same ISA as " + std::string(mine->name) +
+                                     " (extended ISA compatibility): " + feature_summary(code.target));
   }
   // An allowlisted pair with hotswap on: the only processor pair left.
   return fit(Tier::Hotswap, "hotswap source " + std::string(theirs->name) + " -> " + std::string(mine->name));

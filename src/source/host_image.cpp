@@ -2,12 +2,12 @@
 // bundles the __hip_fatbin_wrapper records point to. LLVM's ELF reader does
 // the section and relocation table bounds checks.
 #include <algorithm>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
-#include "common/bytes.h"
 #include "coload/source.h"
+#include "common/bytes.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELF.h"
 
@@ -21,7 +21,9 @@ using ElfShdr = ElfFile::Elf_Shdr;
 
 constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
 constexpr std::string_view kCompressedMagic = "CCOB";
-constexpr std::string_view kElfMagic = "\x7f" "ELF";
+constexpr std::string_view kElfMagic =
+    "\x7f"
+    "ELF";
 constexpr std::uint32_t kHipWrapperMagic = 0x48495046;  // "HIPF"
 constexpr std::uint64_t kWrapperSize = 24;
 
@@ -38,8 +40,7 @@ struct Sections {
 
 class HostImageReader {
  public:
-  HostImageReader(const ElfFile& elf, Bytes bytes, SourceLayout& layout)
-      : elf_(elf), bytes_(bytes), layout_(layout) {}
+  HostImageReader(const ElfFile& elf, Bytes bytes, SourceLayout& layout) : elf_(elf), bytes_(bytes), layout_(layout) {}
 
   Expected<void> read() {
     auto sections = elf_.sections();
@@ -71,8 +72,8 @@ class HostImageReader {
     if (fatbin.sh_type == llvm::ELF::SHT_NOBITS) {
       return Error(ErrorKind::Malformed, ".hip_fatbin is SHT_NOBITS: it has no contents in the file");
     }
-    if (auto in_file = detail::check_range(".hip_fatbin section", fatbin.sh_offset, fatbin.sh_size,
-                                           bytes_.size(), "the file");
+    if (auto in_file =
+            detail::check_range(".hip_fatbin section", fatbin.sh_offset, fatbin.sh_size, bytes_.size(), "the file");
         !in_file) {
       return std::move(in_file).error();
     }
@@ -129,9 +130,8 @@ class HostImageReader {
       layout_.warnings.push_back("and " + std::to_string(unlisted_warnings_) + " more such warnings");
     }
     std::sort(layout_.wrapper_offsets.begin(), layout_.wrapper_offsets.end());
-    layout_.wrapper_offsets.erase(
-        std::unique(layout_.wrapper_offsets.begin(), layout_.wrapper_offsets.end()),
-        layout_.wrapper_offsets.end());
+    layout_.wrapper_offsets.erase(std::unique(layout_.wrapper_offsets.begin(), layout_.wrapper_offsets.end()),
+                                  layout_.wrapper_offsets.end());
     return {};
   }
 
@@ -161,11 +161,11 @@ class HostImageReader {
       if (!relas) return from_llvm(relas.takeError(), ErrorKind::OutOfBounds, "relocation section");
       visited += relas->size();
       if (visited > most) {
-        return Error(ErrorKind::LimitExceeded,
-                     "relocation sections: the SHT_RELA section at offset " + hex(section.sh_offset) +
-                         " brings their entries to " + std::to_string(visited) + ", more than the " +
-                         std::to_string(most) + " a file of " + hex(bytes_.size()) +
-                         " bytes holds: section headers share or overlap tables");
+        return Error(ErrorKind::LimitExceeded, "relocation sections: the SHT_RELA section at offset " +
+                                                   hex(section.sh_offset) + " brings their entries to " +
+                                                   std::to_string(visited) + ", more than the " + std::to_string(most) +
+                                                   " a file of " + hex(bytes_.size()) +
+                                                   " bytes holds: section headers share or overlap tables");
       }
       const ElfShdr* symbols = nullptr;
       if (relocatable) {

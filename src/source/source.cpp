@@ -40,7 +40,7 @@ std::string_view to_string(SourceKind kind) {
 }
 
 Expected<std::span<const std::byte>> SourceReader::read(std::uint64_t offset, std::uint64_t size,
-                                                      std::vector<std::byte>& scratch) const {
+                                                        std::vector<std::byte>& scratch) const {
   if (offset > bytes_.size()) {
     return Error(ErrorKind::OutOfBounds, "read at offset " + detail::hex(offset) + " lies past the end of the input (" +
                                              detail::hex(bytes_.size()) + " bytes)");
@@ -54,8 +54,8 @@ Expected<std::span<const std::byte>> SourceReader::read(std::uint64_t offset, st
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       std::string why = got < 0 ? std::strerror(errno) : "the file is shorter than when it was mapped";
-      return Error(ErrorKind::Io, "reading " + detail::hex(length) + " bytes at offset " + detail::hex(offset) +
-                                      ": " + why);
+      return Error(ErrorKind::Io,
+                   "reading " + detail::hex(length) + " bytes at offset " + detail::hex(offset) + ": " + why);
     }
     done += static_cast<std::uint64_t>(got);
   }
@@ -67,8 +67,11 @@ Source::Source(std::span<const std::byte> bytes, std::string name, void* mapping
     : bytes_(bytes), name_(std::move(name)), mapping_(mapping), mapped_size_(mapped_size), file_(std::move(file)) {}
 
 Source::Source(Source&& other) noexcept
-    : bytes_(other.bytes_), name_(std::move(other.name_)), mapping_(other.mapping_),
-      mapped_size_(other.mapped_size_), file_(std::move(other.file_)) {
+    : bytes_(other.bytes_),
+      name_(std::move(other.name_)),
+      mapping_(other.mapping_),
+      mapped_size_(other.mapped_size_),
+      file_(std::move(other.file_)) {
   other.bytes_ = {};
   other.mapping_ = nullptr;
   other.mapped_size_ = 0;
@@ -118,7 +121,7 @@ Expected<Source> Source::map_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME);
   if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error(path, "cannot open", errno);
-  struct stat info {};
+  struct stat info{};
   if (::fstat(fd, &info) != 0) {
     int saved = errno;
     ::close(fd);
@@ -140,8 +143,10 @@ Expected<Source> Source::map_file(const std::string& path) {
     return io_error(path, "cannot map", saved);
   }
   std::shared_ptr<const detail::OpenFile> file;
-  if (size > kKeepOpenAbove) file = std::make_shared<const detail::OpenFile>(fd);
-  else ::close(fd);  // the mapping keeps the file alive
+  if (size > kKeepOpenAbove)
+    file = std::make_shared<const detail::OpenFile>(fd);
+  else
+    ::close(fd);  // the mapping keeps the file alive
   return Source({static_cast<const std::byte*>(mapping), size}, path, mapping, size, std::move(file));
 }
 

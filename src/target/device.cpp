@@ -86,7 +86,8 @@ Expected<Device> device_from_spec(std::string_view spec, const DeviceOverrides& 
   device.wave_sizes = processor.wave_sizes;
   if (overrides.code_object_versions) {
     if (overrides.code_object_versions->empty()) {
-      return Error(ErrorKind::InvalidArgument, "device spec '" + std::string(spec) + "': no code object version accepted");
+      return Error(ErrorKind::InvalidArgument,
+                   "device spec '" + std::string(spec) + "': no code object version accepted");
     }
     for (unsigned version : *overrides.code_object_versions) {
       if (version < 3 || version > 6) {

@@ -80,8 +80,8 @@ Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> el
   namespace E = llvm::ELF;
   auto fail = [](ErrorKind kind, std::string what) { return Error(kind, "code object ELF header: " + what); };
   if (elf.size() < sizeof(E::Elf64_Ehdr)) {
-    return fail(ErrorKind::Truncated, "needs " + std::to_string(sizeof(E::Elf64_Ehdr)) + " bytes, have " +
-                                          std::to_string(elf.size()));
+    return fail(ErrorKind::Truncated,
+                "needs " + std::to_string(sizeof(E::Elf64_Ehdr)) + " bytes, have " + std::to_string(elf.size()));
   }
   E::Elf64_Ehdr header;
   std::memcpy(&header, elf.data(), sizeof header);
@@ -105,11 +105,11 @@ Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> el
   }
   unsigned abi = header.e_ident[E::EI_ABIVERSION];
   if (abi < E::ELFABIVERSION_AMDGPU_HSA_V3 || abi > E::ELFABIVERSION_AMDGPU_HSA_V6) {
-    return fail(ErrorKind::UnsupportedVersion,
-                "EI_ABIVERSION " + std::to_string(abi) + " at offset 0x8 " +
-                    (abi == E::ELFABIVERSION_AMDGPU_HSA_V2 ? std::string("is code object v2, which coload does not read")
-                                                           : std::string("is not a known code object version")) +
-                    " (1..4 are v3..v6)");
+    return fail(ErrorKind::UnsupportedVersion, "EI_ABIVERSION " + std::to_string(abi) + " at offset 0x8 " +
+                                                   (abi == E::ELFABIVERSION_AMDGPU_HSA_V2
+                                                        ? std::string("is code object v2, which coload does not read")
+                                                        : std::string("is not a known code object version")) +
+                                                   " (1..4 are v3..v6)");
   }
   CodeObjectTarget result;
   result.e_flags = header.e_flags;
@@ -118,8 +118,8 @@ Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> el
   std::uint32_t mach = header.e_flags & E::EF_AMDGPU_MACH;
   const Processor* processor = find_processor_by_mach(mach);
   if (!processor) {
-    return fail(ErrorKind::NotFound, "e_flags " + hex(header.e_flags) + " at offset 0x30: EF_AMDGPU_MACH " +
-                                         hex(mach) + " is not a known processor");
+    return fail(ErrorKind::NotFound, "e_flags " + hex(header.e_flags) + " at offset 0x30: EF_AMDGPU_MACH " + hex(mach) +
+                                         " is not a known processor");
   }
   result.target.processor = processor;
   if (abi >= E::ELFABIVERSION_AMDGPU_HSA_V4) {

@@ -24,8 +24,7 @@ constexpr bool reported_without_xnack(std::string_view name) {
 // that have it ship with ECC).
 constexpr Processor processor(std::string_view name, std::uint32_t mach, std::uint8_t major, std::uint8_t minor,
                               std::uint8_t stepping, std::string_view generic, std::uint8_t min_generic,
-                              XnackSupport xnack, bool sramecc, std::uint8_t waves, std::uint32_t lds,
-                              bool in_llvm22) {
+                              XnackSupport xnack, bool sramecc, std::uint8_t waves, std::uint32_t lds, bool in_llvm22) {
   return Processor{
       .name = name,
       .mach = mach,
@@ -37,8 +36,8 @@ constexpr Processor processor(std::string_view name, std::uint32_t mach, std::ui
       .min_generic_version = min_generic,
       .xnack = xnack,
       .sramecc = sramecc,
-      .default_xnack = xnack == XnackSupport::OnOff && !reported_without_xnack(name) ? FeatureState::Off
-                                                                                      : FeatureState::Unsupported,
+      .default_xnack =
+          xnack == XnackSupport::OnOff && !reported_without_xnack(name) ? FeatureState::Off : FeatureState::Unsupported,
       .default_sramecc = sramecc ? FeatureState::On : FeatureState::Unsupported,
       .wave_sizes = waves,
       .default_wave_size = first_wave(waves),

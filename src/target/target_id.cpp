@@ -16,9 +16,7 @@ bool selectable(const Processor& processor, Feature feature) {
   return feature == Feature::Sramecc ? processor.sramecc : processor.xnack == XnackSupport::OnOff;
 }
 
-FeatureState& state_of(TargetId& id, Feature feature) {
-  return feature == Feature::Sramecc ? id.sramecc : id.xnack;
-}
+FeatureState& state_of(TargetId& id, Feature feature) { return feature == Feature::Sramecc ? id.sramecc : id.xnack; }
 FeatureState state_of(const TargetId& id, Feature feature) {
   return feature == Feature::Sramecc ? id.sramecc : id.xnack;
 }
@@ -105,8 +103,7 @@ Expected<TargetId> TargetId::parse(std::string_view text) {
                  " and is not part of its target ID");
     }
     if (!selectable(*processor, *feature)) {
-      return bad("is not allowed: " + std::string(processor->name) + " has no " + std::string(feature_text) +
-                 " mode");
+      return bad("is not allowed: " + std::string(processor->name) + " has no " + std::string(feature_text) + " mode");
     }
     state_of(id, *feature) = token.back() == '+' ? FeatureState::On : FeatureState::Off;
   }
@@ -147,8 +144,7 @@ std::string feature_mismatch(const TargetId& code, const TargetId& device) {
     FeatureState wanted = state_of(code, feature);
     if (wanted != FeatureState::On && wanted != FeatureState::Off) continue;
     FeatureState has = state_of(device, feature);
-    bool always_on = feature == Feature::Xnack && device.processor &&
-                     device.processor->xnack == XnackSupport::AlwaysOn;
+    bool always_on = feature == Feature::Xnack && device.processor && device.processor->xnack == XnackSupport::AlwaysOn;
     if (always_on) has = FeatureState::On;
     if (has == wanted) continue;
     std::string name(feature_name(feature));
@@ -177,8 +173,8 @@ Expected<detail::EntryIdView> detail::parse_entry_id(std::string_view text) {
     return Error(ErrorKind::Malformed, "bundle entry ID " + quoted(text) + " " + why);
   };
   std::string_view rest = text;
-  std::array<std::string_view*, 6> fields = {&id.kind_text, &id.arch, &id.vendor, &id.os, &id.environment,
-                                             &id.target_text};
+  std::array<std::string_view*, 6> fields = {&id.kind_text, &id.arch,        &id.vendor,
+                                             &id.os,        &id.environment, &id.target_text};
   std::size_t parts = 0;  // the target keeps its dashes: split at the first five only
   for (std::string_view* field : fields) {
     ++parts;
@@ -190,11 +186,16 @@ Expected<detail::EntryIdView> detail::parse_entry_id(std::string_view text) {
     *field = token.text;
     if (!token.cut) break;
   }
-  if (id.kind_text == "host") id.kind = OffloadKind::Host;
-  else if (id.kind_text == "hip") id.kind = OffloadKind::Hip;
-  else if (id.kind_text == "hipv4") id.kind = OffloadKind::HipV4;
-  else if (id.kind_text == "hcc") id.kind = OffloadKind::Hcc;
-  else if (id.kind_text == "openmp") id.kind = OffloadKind::OpenMP;
+  if (id.kind_text == "host")
+    id.kind = OffloadKind::Host;
+  else if (id.kind_text == "hip")
+    id.kind = OffloadKind::Hip;
+  else if (id.kind_text == "hipv4")
+    id.kind = OffloadKind::HipV4;
+  else if (id.kind_text == "hcc")
+    id.kind = OffloadKind::Hcc;
+  else if (id.kind_text == "openmp")
+    id.kind = OffloadKind::OpenMP;
   if (parts < 2 || id.kind_text.empty()) return fail("has no `<kind>-` prefix");
   // Host triples come in 3 and 4 parts (clang-14 wrote `host-x86_64-unknown-linux`).
   if (id.kind == OffloadKind::Host) return id;

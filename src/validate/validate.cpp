@@ -112,10 +112,9 @@ class Validator {
     any_version.code_object_versions = {code.code_object_version};
     detail::TargetJudgement judgement = detail::judge_target(code, any_version, SelectOptions{});
     if (judgement.tier) return;
-    std::string message = judgement.field == "target"
-                              ? "target " + code.target.str() + " does not run on device " + device_.str() + ": " +
-                                    judgement.reason
-                              : code.target.str() + ": " + judgement.reason;
+    std::string message = judgement.field == "target" ? "target " + code.target.str() + " does not run on device " +
+                                                            device_.str() + ": " + judgement.reason
+                                                      : code.target.str() + ": " + judgement.reason;
     add(judgement.kind, "", judgement.field, judgement.value, judgement.limit, std::move(message));
   }
 
@@ -147,8 +146,8 @@ class Validator {
     if (kernel.max_flat_workgroup_size > kMaxWorkgroupSize) {
       add(ErrorKind::LimitExceeded, kernel.name, "max_flat_workgroup_size", kernel.max_flat_workgroup_size,
           kMaxWorkgroupSize,
-          prefix(kernel) + "max_flat_workgroup_size " + std::to_string(kernel.max_flat_workgroup_size) +
-              " exceeds " + std::to_string(kMaxWorkgroupSize) + ", the largest work-group of any AMDGPU device");
+          prefix(kernel) + "max_flat_workgroup_size " + std::to_string(kernel.max_flat_workgroup_size) + " exceeds " +
+              std::to_string(kMaxWorkgroupSize) + ", the largest work-group of any AMDGPU device");
     }
     if (kernel.reqd_workgroup_size && !all_zero(*kernel.reqd_workgroup_size)) {
       std::uint64_t items = product(*kernel.reqd_workgroup_size);
@@ -193,11 +192,10 @@ Expected<void> check_kernarg_bytes(const Kernel& kernel, const KernargLayout& la
 }
 
 Expected<void> check_lds(const Kernel& kernel, const Device& device, std::uint64_t dynamic) {
-  std::string limit_text = device.lds_bytes != 0
-                               ? "the " + std::to_string(device.lds_bytes) + "-byte LDS of " +
-                                     std::string(processor_name(device))
-                               : std::to_string(kMaxPacketGroupSegment) +
-                                     ", the largest group segment an AQL packet carries";
+  std::string limit_text =
+      device.lds_bytes != 0
+          ? "the " + std::to_string(device.lds_bytes) + "-byte LDS of " + std::string(processor_name(device))
+          : std::to_string(kMaxPacketGroupSegment) + ", the largest group segment an AQL packet carries";
   std::uint64_t limit = device.lds_bytes != 0 ? device.lds_bytes : kMaxPacketGroupSegment;
   std::string sum = prefix(kernel) + "group_segment_fixed_size " + std::to_string(kernel.group_segment_fixed_size) +
                     " + dynamic_lds " + std::to_string(dynamic);
@@ -220,11 +218,11 @@ Expected<void> check_workgroup(const Kernel& kernel, const std::array<std::uint3
   // 0 means the kernel did not say; the ABI default is the device maximum.
   std::uint64_t limit = kernel.max_flat_workgroup_size != 0 ? kernel.max_flat_workgroup_size : kMaxWorkgroupSize;
   if (items > limit) {
-    return Error(ErrorKind::InvalidArgument, prefix(kernel) + "workgroup size " + dims(size) + " = " +
-                                                 std::to_string(items) + " work-items exceeds " +
-                                                 (kernel.max_flat_workgroup_size != 0
-                                                      ? "max_flat_workgroup_size " + std::to_string(limit)
-                                                      : std::to_string(limit) + ", the device maximum"));
+    return Error(ErrorKind::InvalidArgument,
+                 prefix(kernel) + "workgroup size " + dims(size) + " = " + std::to_string(items) +
+                     " work-items exceeds " +
+                     (kernel.max_flat_workgroup_size != 0 ? "max_flat_workgroup_size " + std::to_string(limit)
+                                                          : std::to_string(limit) + ", the device maximum"));
   }
   if (kernel.reqd_workgroup_size && !all_zero(*kernel.reqd_workgroup_size) && size != *kernel.reqd_workgroup_size) {
     return Error(ErrorKind::InvalidArgument, prefix(kernel) + "workgroup size " + dims(size) +
@@ -254,10 +252,10 @@ Expected<void> admit(const CodeObject& code_object, const Device& device, std::s
   }
   std::vector<Violation> violations = validate(code_object, device);
   if (!violations.empty()) {
-    return Error(violations.front().kind,
-                 std::string(what) + " refused by the validator: " + violations.front().message +
-                     (violations.size() > 1 ? " (and " + std::to_string(violations.size() - 1) + " more)"
-                                            : std::string()));
+    return Error(
+        violations.front().kind,
+        std::string(what) + " refused by the validator: " + violations.front().message +
+            (violations.size() > 1 ? " (and " + std::to_string(violations.size() - 1) + " more)" : std::string()));
   }
   return {};
 }

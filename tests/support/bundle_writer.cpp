@@ -38,15 +38,11 @@ Bytes to_bytes(std::string_view s) {
   return Bytes(b.begin(), b.end());
 }
 
-void append(Bytes& buf, std::span<const std::byte> data) {
-  buf.insert(buf.end(), data.begin(), data.end());
-}
+void append(Bytes& buf, std::span<const std::byte> data) { buf.insert(buf.end(), data.begin(), data.end()); }
 
 void store_le(std::span<std::byte> dst, std::uint64_t value, std::size_t width) {
-  if (width == 0 || width > 8 || dst.size() < width)
-    throw std::invalid_argument("store_le: bad width");
-  for (std::size_t i = 0; i < width; ++i)
-    dst[i] = static_cast<std::byte>((value >> (8 * i)) & 0xff);
+  if (width == 0 || width > 8 || dst.size() < width) throw std::invalid_argument("store_le: bad width");
+  for (std::size_t i = 0; i < width; ++i) dst[i] = static_cast<std::byte>((value >> (8 * i)) & 0xff);
 }
 
 void append_le(Bytes& buf, std::uint64_t value, std::size_t width) {
@@ -81,8 +77,7 @@ Bytes read_file(const std::string& path) {
   if (size < 0) throw std::runtime_error("cannot size " + path);
   in.seekg(0);
   Bytes out(static_cast<std::size_t>(size));
-  if (size > 0 && !in.read(reinterpret_cast<char*>(out.data()), size))
-    throw std::runtime_error("cannot read " + path);
+  if (size > 0 && !in.read(reinterpret_cast<char*>(out.data()), size)) throw std::runtime_error("cannot read " + path);
   return out;
 }
 
@@ -167,8 +162,7 @@ std::size_t ccob_header_size(int version) {
 }
 
 std::uint64_t ccob_hash(std::span<const std::byte> plain_bundle) {
-  llvm::ArrayRef<std::uint8_t> data(reinterpret_cast<const std::uint8_t*>(plain_bundle.data()),
-                                    plain_bundle.size());
+  llvm::ArrayRef<std::uint8_t> data(reinterpret_cast<const std::uint8_t*>(plain_bundle.data()), plain_bundle.size());
   return llvm::MD5::hash(data).low();
 }
 
@@ -177,12 +171,10 @@ Bytes compress(std::span<const std::byte> data, CcobMethod method, int level) {
   switch (method) {
     case CcobMethod::Zlib: {
       int zlevel = level < 0 ? Z_DEFAULT_COMPRESSION : level;
-      if (data.size() > std::numeric_limits<uLong>::max())
-        throw std::length_error("zlib input too large");
+      if (data.size() > std::numeric_limits<uLong>::max()) throw std::length_error("zlib input too large");
       uLongf bound = compressBound(static_cast<uLong>(data.size()));
       out.resize(bound);
-      int rc = compress2(reinterpret_cast<Bytef*>(out.data()), &bound,
-                         reinterpret_cast<const Bytef*>(data.data()),
+      int rc = compress2(reinterpret_cast<Bytef*>(out.data()), &bound, reinterpret_cast<const Bytef*>(data.data()),
                          static_cast<uLong>(data.size()), zlevel);
       if (rc != Z_OK) throw std::runtime_error("compress2 failed: " + std::to_string(rc));
       out.resize(bound);
@@ -211,8 +203,8 @@ Bytes compress_zstd(std::span<const std::byte> data, ZstdFrame frame) {
     // RFC 8878 3.1.1.1: after the 4-byte magic, the Frame_Header_Descriptor
     // (bit 5: Single_Segment_flag), then the Window_Descriptor (exponent in
     // the high 5 bits, windowLog = 10 + exponent; mantissa 0).
-    if (frame.content_size || (std::to_integer<unsigned>(out[4]) & 0x20) != 0 ||
-        frame.declared_window_log < 10 || frame.declared_window_log > 41) {
+    if (frame.content_size || (std::to_integer<unsigned>(out[4]) & 0x20) != 0 || frame.declared_window_log < 10 ||
+        frame.declared_window_log > 41) {
       throw std::invalid_argument("declared_window_log needs a frame with a window descriptor");
     }
     if ((std::to_integer<unsigned>(out[5]) >> 3) + 10 > static_cast<unsigned>(frame.declared_window_log)) {
@@ -284,8 +276,7 @@ Bytes zstd_skippable_frame(std::span<const std::byte> content, unsigned nibble) 
   return out;
 }
 
-Bytes write_ccob(std::span<const std::byte> plain_bundle, int version, CcobMethod method,
-                 const CcobOptions& options) {
+Bytes write_ccob(std::span<const std::byte> plain_bundle, int version, CcobMethod method, const CcobOptions& options) {
   const std::size_t header_size = ccob_header_size(version);
   const CcobOverrides& ov = options.overrides;
 

@@ -80,8 +80,7 @@ void pad_to(Bytes& buf, std::uint64_t align);
 
 // Appends `data`, after padding `buf` to `align` (1 = no padding). Returns the
 // offset at which `data` starts (how the linker lays out `.hip_fatbin`).
-std::uint64_t append_aligned(Bytes& buf, std::span<const std::byte> data,
-                             std::uint64_t align = 1);
+std::uint64_t append_aligned(Bytes& buf, std::span<const std::byte> data, std::uint64_t align = 1);
 
 // ---------------------------------------------------------------------------
 // Compressed bundles (CCOB).
@@ -135,7 +134,7 @@ Bytes zstd_skippable_frame(std::span<const std::byte> content, unsigned nibble =
 struct CcobOverrides {
   std::optional<std::uint16_t> version;
   std::optional<std::uint16_t> method;
-  std::optional<std::uint64_t> total_size;         // v2/v3 only (v1 has none)
+  std::optional<std::uint64_t> total_size;  // v2/v3 only (v1 has none)
   std::optional<std::uint64_t> uncompressed_size;
   std::optional<std::uint64_t> hash;
 };

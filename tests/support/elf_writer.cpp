@@ -163,13 +163,21 @@ std::vector<std::byte> write_amdgpu_elf(const ElfSpec& spec) {
       std::memcpy(descriptor.data() + 16, &offset, sizeof offset);
     }
     descriptors.push_back(descriptor);
-    Sym kd{names.add(kernel.descriptor_symbol), static_cast<std::uint8_t>(0x10 | kSttObject), 3,
-           static_cast<std::uint16_t>(index.at(".rodata")), kd_addr, 64};
+    Sym kd{names.add(kernel.descriptor_symbol),
+           static_cast<std::uint8_t>(0x10 | kSttObject),
+           3,
+           static_cast<std::uint16_t>(index.at(".rodata")),
+           kd_addr,
+           64};
     apply(kd, kernel.descriptor_overrides);
     symbols.push_back(kd);
     if (!kernel.function_symbol.empty()) {
-      Sym function{names.add(kernel.function_symbol), static_cast<std::uint8_t>(0x10 | kSttFunc), 3,
-                   static_cast<std::uint16_t>(index.at(".text")), code_addr, kSlot};
+      Sym function{names.add(kernel.function_symbol),
+                   static_cast<std::uint8_t>(0x10 | kSttFunc),
+                   3,
+                   static_cast<std::uint16_t>(index.at(".text")),
+                   code_addr,
+                   kSlot};
       apply(function, kernel.function_overrides);
       symbols.push_back(function);
     }
@@ -256,9 +264,9 @@ std::vector<std::byte> write_amdgpu_elf(const ElfSpec& spec) {
   phdrs[1] = {kPtLoad, kPfR | kPfX, text_off, text_addr, text_size, text_size, 0x1000};
   if (note_segment) phdrs[2] = {kPtNote, kPfR, note_off, note_off, notes.size(), notes.size(), 4};
   for (const SegmentPatch& patch : spec.segment_patches) {
-    auto found = patch.index ? (*patch.index < phdrs.size() ? phdrs.begin() + *patch.index : phdrs.end())
-                             : std::find_if(phdrs.begin(), phdrs.end(),
-                                            [&](const Phdr& p) { return p.type == patch.p_type; });
+    auto found = patch.index
+                     ? (*patch.index < phdrs.size() ? phdrs.begin() + *patch.index : phdrs.end())
+                     : std::find_if(phdrs.begin(), phdrs.end(), [&](const Phdr& p) { return p.type == patch.p_type; });
     if (found == phdrs.end()) continue;
     if (patch.p_flags) found->flags = *patch.p_flags;
     if (patch.p_offset) found->offset = *patch.p_offset;

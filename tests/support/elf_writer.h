@@ -28,10 +28,13 @@ inline std::vector<std::byte> amdgpu_elf_header(std::uint32_t e_flags, std::uint
                                                 std::uint8_t osabi = 64, std::uint16_t machine = 224) {
   std::vector<std::byte> header(64);
   auto put = [&](std::size_t offset, auto value) { std::memcpy(header.data() + offset, &value, sizeof value); };
-  std::memcpy(header.data(), "\x7f" "ELF", 4);
-  put(4, std::uint8_t{2});   // ELFCLASS64
-  put(5, std::uint8_t{1});   // ELFDATA2LSB
-  put(6, std::uint8_t{1});   // EV_CURRENT
+  std::memcpy(header.data(),
+              "\x7f"
+              "ELF",
+              4);
+  put(4, std::uint8_t{2});  // ELFCLASS64
+  put(5, std::uint8_t{1});  // ELFDATA2LSB
+  put(6, std::uint8_t{1});  // EV_CURRENT
   put(7, osabi);
   put(8, abi_version);
   put(16, std::uint16_t{3});  // ET_DYN
@@ -137,7 +140,7 @@ struct ElfSpec {
   std::vector<std::byte> metadata_note;
   /// Further records, written after the metadata note.
   std::vector<NoteRecord> notes;
-  bool note_segment = true;                  ///< a PT_NOTE over .note
+  bool note_segment = true;  ///< a PT_NOTE over .note
   std::uint32_t note_section_type = kShtNote;
   bool drop_last_note_padding = false;  ///< the last record ends at its descriptor's end
 

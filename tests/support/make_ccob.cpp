@@ -72,10 +72,8 @@ int main(int argc, char** argv) {
   try {
     Bytes plain = read_file(paths[0]);
     if (plain.size() < kBundleMagic.size() ||
-        std::string_view(reinterpret_cast<const char*>(plain.data()), kBundleMagic.size()) !=
-            kBundleMagic) {
-      std::fprintf(stderr, "make_ccob: %s is not an uncompressed offload bundle\n",
-                   paths[0].c_str());
+        std::string_view(reinterpret_cast<const char*>(plain.data()), kBundleMagic.size()) != kBundleMagic) {
+      std::fprintf(stderr, "make_ccob: %s is not an uncompressed offload bundle\n", paths[0].c_str());
       return 1;
     }
     CcobOptions options;

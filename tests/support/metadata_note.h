@@ -24,8 +24,8 @@ inline std::optional<std::vector<std::byte>> amdgpu_metadata_note(std::span<cons
   // LLVM reads its tables in place and wants them naturally aligned.
   std::vector<std::uint64_t> aligned((elf.size() + 7) / 8);
   if (!elf.empty()) std::memcpy(aligned.data(), elf.data(), elf.size());
-  auto file = llvm::object::ELF64LEFile::create(
-      llvm::StringRef(reinterpret_cast<const char*>(aligned.data()), elf.size()));
+  auto file =
+      llvm::object::ELF64LEFile::create(llvm::StringRef(reinterpret_cast<const char*>(aligned.data()), elf.size()));
   if (!file) {
     llvm::consumeError(file.takeError());
     return std::nullopt;

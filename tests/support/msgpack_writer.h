@@ -125,9 +125,9 @@ class Node {
   Node(std::uint32_t value) : Node(static_cast<std::uint64_t>(value)) {}
   /// Non-negative: the smallest unsigned encoding; negative: negative fixint or int32.
   Node(int value)
-      : Node(value >= 0 ? Writer().uint(static_cast<std::uint64_t>(value))
+      : Node(value >= 0     ? Writer().uint(static_cast<std::uint64_t>(value))
              : value >= -32 ? Writer().negative_fixint(static_cast<std::int8_t>(value))
-                           : Writer().i32(value)) {}
+                            : Writer().i32(value)) {}
   Node(const char* text) : Node(Writer().str(text)) {}
   Node(std::string_view text) : Node(Writer().str(text)) {}
   Node(const std::string& text) : Node(Writer().str(text)) {}

@@ -2,8 +2,8 @@
 // from each bundle of a fat binary) and report its kernels, its problems and,
 // for a device, its violations.
 #include <cstdio>
-#include <numeric>
 #include <new>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,9 +29,7 @@ struct Checked {
   std::optional<CodeObject> code_object;
   std::vector<Violation> violations;
 
-  bool ok() const {
-    return error.empty() && code_object && code_object->problems().empty() && violations.empty();
-  }
+  bool ok() const { return error.empty() && code_object && code_object->problems().empty() && violations.empty(); }
 };
 
 void check_bytes(Checked& checked, std::span<const std::byte> bytes, const Device* device) {
@@ -58,9 +56,7 @@ void check_bytes(Checked& checked, std::span<const std::byte> bytes, const Devic
   checked.code_object = std::move(*code_object);
 }
 
-std::string agpr_text(const Kernel& kernel) {
-  return kernel.agpr_count ? std::to_string(*kernel.agpr_count) : "-";
-}
+std::string agpr_text(const Kernel& kernel) { return kernel.agpr_count ? std::to_string(*kernel.agpr_count) : "-"; }
 
 void print_text(const std::string& path, const FatBinary& binary, const Device* device,
                 const std::vector<Checked>& results) {
@@ -100,8 +96,10 @@ void print_text(const std::string& path, const FatBinary& binary, const Device* 
 }
 
 void write_optional(JsonWriter& json, const std::optional<std::size_t>& value) {
-  if (value) json.value(std::uint64_t{*value});
-  else json.null();
+  if (value)
+    json.value(std::uint64_t{*value});
+  else
+    json.null();
 }
 
 void write_kernel(JsonWriter& json, const Kernel& kernel) {
@@ -117,8 +115,10 @@ void write_kernel(JsonWriter& json, const Kernel& kernel) {
   json.key("explicit_size");
   json.value(std::uint64_t{kernel.layout.explicit_size});
   json.key("hidden_offset");
-  if (kernel.layout.hidden_offset) json.value(std::uint64_t{*kernel.layout.hidden_offset});
-  else json.null();
+  if (kernel.layout.hidden_offset)
+    json.value(std::uint64_t{*kernel.layout.hidden_offset});
+  else
+    json.null();
   json.key("group_segment_size");
   json.value(std::uint64_t{kernel.group_segment_fixed_size});
   json.key("private_segment_size");
@@ -130,8 +130,10 @@ void write_kernel(JsonWriter& json, const Kernel& kernel) {
   json.key("sgpr_count");
   json.value(std::uint64_t{kernel.sgpr_count});
   json.key("agpr_count");
-  if (kernel.agpr_count) json.value(std::uint64_t{*kernel.agpr_count});
-  else json.null();
+  if (kernel.agpr_count)
+    json.value(std::uint64_t{*kernel.agpr_count});
+  else
+    json.null();
   json.key("max_flat_workgroup_size");
   json.value(std::uint64_t{kernel.max_flat_workgroup_size});
   json.key("args");
@@ -148,13 +150,17 @@ void write_checked(JsonWriter& json, const Checked& checked) {
   json.key("id");
   json.value(checked.id);
   json.key("tier");
-  if (checked.tier) json.value(to_string(*checked.tier));
-  else json.null();
+  if (checked.tier)
+    json.value(to_string(*checked.tier));
+  else
+    json.null();
   json.key("ok");
   json.value(checked.ok());
   json.key("error");
-  if (checked.error.empty()) json.null();
-  else json.value(checked.error);
+  if (checked.error.empty())
+    json.null();
+  else
+    json.value(checked.error);
   json.key("code_object");
   if (checked.code_object) {
     const CodeObject& code_object = *checked.code_object;
@@ -219,8 +225,10 @@ void print_json(const std::string& path, const FatBinary& binary, const Device* 
   json.key("kind");
   json.value(to_string(binary.layout().kind));
   json.key("device");
-  if (device) json.value(device->str());
-  else json.null();
+  if (device)
+    json.value(device->str());
+  else
+    json.null();
   json.key("ok");
   json.value(ok);
   json.key("code_objects");
@@ -328,8 +336,10 @@ int run_check(std::span<const std::string> args) {
 
   bool ok = !results.empty();
   for (const Checked& checked : results) ok = ok && checked.ok();
-  if (json) print_json(path, *binary, target_device, results, ok);
-  else print_text(path, *binary, target_device, results);
+  if (json)
+    print_json(path, *binary, target_device, results, ok);
+  else
+    print_text(path, *binary, target_device, results);
   return ok ? kExitOk : kExitInputError;
 }
 

@@ -15,8 +15,9 @@ namespace coload::cli {
 std::optional<SelectOptions> cli_select_options(const Config& config) {
   if (!config.hotswap) {
     if (!config.hotswap_plugin.empty() || !config.hotswap_pairs.empty()) {  // not a silent no-op (docs/environment.md)
-      std::fprintf(stderr, "coload: warning: COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but "
-                           "COLOAD_HOTSWAP is not 1: the hotswap tier is off\n");
+      std::fprintf(stderr,
+                   "coload: warning: COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but "
+                   "COLOAD_HOTSWAP is not 1: the hotswap tier is off\n");
     }
     return config.select_options();
   }

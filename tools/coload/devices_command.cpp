@@ -71,7 +71,8 @@ int run_devices(std::span<const std::string> args) {
       out.end_object();
     } else {
       std::string versions;
-      for (unsigned version : device.code_object_versions) versions += (versions.empty() ? "" : ",") + std::to_string(version);
+      for (unsigned version : device.code_object_versions)
+        versions += (versions.empty() ? "" : ",") + std::to_string(version);
       std::printf("device %zu: %s, LDS %llu, %s, code object v%s%s\n", index, device.str().c_str(),
                   static_cast<unsigned long long>(device.lds_bytes), wave_sizes_text(device.wave_sizes).c_str(),
                   versions.c_str(), device.extended_isa_compat ? ", extended ISA compatibility" : "");

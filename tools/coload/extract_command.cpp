@@ -12,9 +12,9 @@
 #include "coload/config.h"
 #include "coload/fat_binary.h"
 #include "coload/hotswap.h"
+#include "coload/pipeline.h"
 #include "coload/select.h"
 #include "coload/stream_select.h"
-#include "coload/pipeline.h"
 #include "commands.h"
 
 namespace coload::cli {
@@ -38,8 +38,10 @@ std::vector<std::size_t> matching(std::span<const BundleEntry> entries, std::str
   std::vector<std::size_t> by_id;
   std::vector<std::size_t> by_target;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].id == wanted) by_id.push_back(i);  // a host entry only by its whole ID
-    else if (!entries[i].is_host && target_part(entries[i].id) == wanted) by_target.push_back(i);
+    if (entries[i].id == wanted)
+      by_id.push_back(i);  // a host entry only by its whole ID
+    else if (!entries[i].is_host && target_part(entries[i].id) == wanted)
+      by_target.push_back(i);
   }
   return by_id.empty() ? by_target : by_id;
 }

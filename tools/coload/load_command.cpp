@@ -56,8 +56,10 @@ void print_json(const std::string& path, const std::string& runtime_name, std::s
   json.key("ok");
   json.value(modules.has_value());
   json.key("error");
-  if (modules) json.null();
-  else json.value(modules.error().message());
+  if (modules)
+    json.null();
+  else
+    json.value(modules.error().message());
   json.key("code_objects");
   json.begin_array();
   if (modules) {
@@ -134,7 +136,8 @@ int run_load(std::span<const std::string> args) {
     }
     runtime = std::move(*opened);
   }
-  std::optional<std::size_t> index = dry_run ? std::optional<std::size_t>(0) : find_device(*runtime, device_options.spec);
+  std::optional<std::size_t> index =
+      dry_run ? std::optional<std::size_t>(0) : find_device(*runtime, device_options.spec);
   if (!index || *index >= runtime->devices().size()) {
     std::string present;
     for (const Device& device : runtime->devices()) present += (present.empty() ? "" : ", ") + device.str();
@@ -147,8 +150,9 @@ int run_load(std::span<const std::string> args) {
   // COLOAD_LOG=info or debug asks for goes to stderr.
   RegistryOptions options;
   options.log = [](LogLevel level, std::string_view message) {
-    if (level >= LogLevel::Info) std::fprintf(stderr, "coload: %s: %.*s\n", std::string(to_string(level)).c_str(),
-                                              static_cast<int>(message.size()), message.data());
+    if (level >= LogLevel::Info)
+      std::fprintf(stderr, "coload: %s: %.*s\n", std::string(to_string(level)).c_str(),
+                   static_cast<int>(message.size()), message.data());
   };
   Registry registry(runtime, *config, std::move(options));
   const Device& device = registry.devices()[*index];

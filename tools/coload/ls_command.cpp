@@ -28,8 +28,8 @@ std::string hex(std::uint64_t value) {
 std::string entry_uri(const std::string& path, std::uint64_t offset, std::uint64_t size) {
   std::string uri = "file://";
   for (unsigned char c : path) {
-    bool plain = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '/' ||
-                 c == '-' || c == '.' || c == '_' || c == '~';
+    bool plain = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '/' || c == '-' ||
+                 c == '.' || c == '_' || c == '~';
     if (plain) {
       uri += static_cast<char>(c);
     } else {
@@ -159,7 +159,10 @@ void write_json(JsonWriter& json, const Listing& listing) {
     json.key("format");
     json.value(to_string(info.format));
     json.key("version");
-    if (info.compressed) json.value(static_cast<std::uint64_t>(info.compressed->version)); else json.null();
+    if (info.compressed)
+      json.value(static_cast<std::uint64_t>(info.compressed->version));
+    else
+      json.null();
     json.key("compression");
     json.value(to_string(info.compressed ? info.compressed->method : Compression::None));
     if (info.compressed) {
@@ -170,29 +173,32 @@ void write_json(JsonWriter& json, const Listing& listing) {
     }
     const auto& bundle = listing.bundles[i];
     json.key("error");
-    if (bundle) json.null(); else json.value(bundle.error().message());
+    if (bundle)
+      json.null();
+    else
+      json.value(bundle.error().message());
     json.key("entries");
     json.begin_array();
     if (bundle) {
-      for_each_entry(*bundle, [&](std::size_t, std::string_view id, std::uint64_t offset, std::uint64_t size,
-                                  bool is_host) {
-        json.begin_object();
-        json.key("id");
-        json.value(id);
-        json.key("offset");
-        json.value(offset);
-        json.key("size");
-        json.value(size);
-        json.key("host");
-        json.value(is_host);
-        json.key("uri");
-        if (info.format != BundleFormat::Compressed) {
-          json.value(entry_uri(listing.path, info.offset + offset, size));
-        } else {
-          json.null();
-        }
-        json.end_object();
-      });
+      for_each_entry(*bundle,
+                     [&](std::size_t, std::string_view id, std::uint64_t offset, std::uint64_t size, bool is_host) {
+                       json.begin_object();
+                       json.key("id");
+                       json.value(id);
+                       json.key("offset");
+                       json.value(offset);
+                       json.key("size");
+                       json.value(size);
+                       json.key("host");
+                       json.value(is_host);
+                       json.key("uri");
+                       if (info.format != BundleFormat::Compressed) {
+                         json.value(entry_uri(listing.path, info.offset + offset, size));
+                       } else {
+                         json.null();
+                       }
+                       json.end_object();
+                     });
     }
     json.end_array();
     json.end_object();

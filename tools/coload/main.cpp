@@ -104,13 +104,20 @@ int main(int argc, char** argv) {
   }
   int status = coload::cli::kExitOk;
   try {
-    if (command == "ls") status = coload::cli::run_ls(args);
-    else if (command == "extract") status = coload::cli::run_extract(args);
-    else if (command == "select") status = coload::cli::run_select(args);
-    else if (command == "check") status = coload::cli::run_check(args);
-    else if (command == "devices") status = coload::cli::run_devices(args);
-    else if (command == "load") status = coload::cli::run_load(args);
-    else return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
+    if (command == "ls")
+      status = coload::cli::run_ls(args);
+    else if (command == "extract")
+      status = coload::cli::run_extract(args);
+    else if (command == "select")
+      status = coload::cli::run_select(args);
+    else if (command == "check")
+      status = coload::cli::run_check(args);
+    else if (command == "devices")
+      status = coload::cli::run_devices(args);
+    else if (command == "load")
+      status = coload::cli::run_load(args);
+    else
+      return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
   } catch (const std::bad_alloc&) {
     // The commands catch it where they can name the bundle; this is the net under them, not an abort.
     std::fflush(stdout);

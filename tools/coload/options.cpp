@@ -57,14 +57,16 @@ const OptionSpec kMaxDecompressedBytes{
     .name = "--max-decompressed-bytes",
     .kind = ValueKind::ByteCount,
     .value_name = "N",
-    .help = "cap on decompressed bytes, as COLOAD_MAX_DECOMPRESSED_BYTES takes it (decimal, optional K/M/G suffix, "
-            "above 0)",
+    .help =
+        "cap on decompressed bytes, as COLOAD_MAX_DECOMPRESSED_BYTES takes it (decimal, optional K/M/G suffix, "
+        "above 0)",
     .needs = "a byte count"};
 const OptionSpec kTarget{.name = "--target",
                          .kind = ValueKind::Text,
                          .value_name = "ID",
-                         .help = "write the entry whose bundle entry ID (hipv4-amdgcn-amd-amdhsa--gfx90a) or target "
-                                 "ID (gfx90a, gfx90a:xnack-) equals ID; matching is exact"};
+                         .help =
+                             "write the entry whose bundle entry ID (hipv4-amdgcn-amd-amdhsa--gfx90a) or target "
+                             "ID (gfx90a, gfx90a:xnack-) equals ID; matching is exact"};
 const OptionSpec kBundle{.name = "--bundle",
                          .kind = ValueKind::Number,
                          .value_name = "N",
@@ -99,9 +101,10 @@ constexpr std::string_view kUnknownOrMissing = "unknown option or missing value:
 
 const CommandSpec kLsCommand{
     .name = "ls",
-    .summary = "List every bundle of each FILE (a host executable or shared library with a .hip_fatbin section, a "
-               "bundle file, or a bare code object) and each of its entries. --json gives an object for one FILE, "
-               "an array of them for several.",
+    .summary =
+        "List every bundle of each FILE (a host executable or shared library with a .hip_fatbin section, a "
+        "bundle file, or a bare code object) and each of its entries. --json gives an object for one FILE, "
+        "an array of them for several.",
     .device_options = false,
     .options = kLsOptions,
     .operands = "FILE...",
@@ -111,9 +114,10 @@ const CommandSpec kLsCommand{
 };
 const CommandSpec kExtractCommand{
     .name = "extract",
-    .summary = "Write one entry's bytes to OUT: the entry --target names (as clang-offload-bundler --unbundle "
-               "writes it), or the entry `coload select` chooses for the device --device gives. Give --target or "
-               "--device, and -o. The device options need --device.",
+    .summary =
+        "Write one entry's bytes to OUT: the entry --target names (as clang-offload-bundler --unbundle "
+        "writes it), or the entry `coload select` chooses for the device --device gives. Give --target or "
+        "--device, and -o. The device options need --device.",
     .device_options = true,
     .options = kExtractOptions,
     .operands = "FILE",
@@ -121,9 +125,10 @@ const CommandSpec kExtractCommand{
 };
 const CommandSpec kSelectCommand{
     .name = "select",
-    .summary = "For the device --device gives (required), choose the entry of each bundle of FILE to load, and "
-               "print every entry with its tier, verdict and reason. Exit 1 when some bundle has no entry for the "
-               "device.",
+    .summary =
+        "For the device --device gives (required), choose the entry of each bundle of FILE to load, and "
+        "print every entry with its tier, verdict and reason. Exit 1 when some bundle has no entry for the "
+        "device.",
     .device_options = true,
     .options = kSelectOptions,
     .operands = "FILE",
@@ -131,9 +136,10 @@ const CommandSpec kSelectCommand{
 };
 const CommandSpec kCheckCommand{
     .name = "check",
-    .summary = "Read a code object and check its ELF tables, metadata note, kernel descriptors and kernarg "
-               "layouts; with --device, also against the device. A fat binary needs --device (each bundle's entry "
-               "is chosen as `select` does). Exit 1 when anything is wrong.",
+    .summary =
+        "Read a code object and check its ELF tables, metadata note, kernel descriptors and kernarg "
+        "layouts; with --device, also against the device. A fat binary needs --device (each bundle's entry "
+        "is chosen as `select` does). Exit 1 when anything is wrong.",
     .device_options = true,
     .options = kCheckOptions,
     .operands = "FILE",
@@ -149,9 +155,10 @@ const CommandSpec kDevicesCommand{
 };
 const CommandSpec kLoadCommand{
     .name = "load",
-    .summary = "Select, validate and load FILE's code objects on one device, as a runtime would through coload's "
-               "registry, and list each kernel. hsa/hip: --device is an index (default 0) or a target ID of a "
-               "runtime device. dry-run: --device SPEC is required, and the other device options apply to it alone.",
+    .summary =
+        "Select, validate and load FILE's code objects on one device, as a runtime would through coload's "
+        "registry, and list each kernel. hsa/hip: --device is an index (default 0) or a target ID of a "
+        "runtime device. dry-run: --device SPEC is required, and the other device options apply to it alone.",
     .device_options = true,
     .options = kLoadOptions,
     .operands = "FILE",
@@ -236,8 +243,7 @@ Expected<Arguments> parse_arguments(const CommandSpec& command, std::span<const 
           }
           break;
         case ValueKind::Flag:
-        case ValueKind::Text:
-          break;
+        case ValueKind::Text: break;
       }
       parsed.values_.push_back(std::move(value));
       continue;
@@ -338,8 +344,8 @@ std::string wrap(std::string_view text, std::size_t column, std::size_t indent) 
 
 /// "--lds BYTES", "--runtime hsa|hip", "-h, --help".
 std::string label(const OptionSpec& option) {
-  std::string text = option.alias.empty() ? std::string(option.name) : std::string(option.alias) + ", " +
-                                                                          std::string(option.name);
+  std::string text =
+      option.alias.empty() ? std::string(option.name) : std::string(option.alias) + ", " + std::string(option.name);
   if (option.kind == ValueKind::Choice) {
     text += ' ';
     for (std::size_t i = 0; i < option.choices.size(); ++i) {

@@ -30,8 +30,8 @@ enum class ValueKind : std::uint8_t {
 
 /// One declared option.
 struct OptionSpec {
-  std::string_view name;                      ///< "--lds"
-  std::string_view alias;                     ///< a second spelling ("-h"), or empty
+  std::string_view name;   ///< "--lds"
+  std::string_view alias;  ///< a second spelling ("-h"), or empty
   ValueKind kind = ValueKind::Flag;
   std::string_view value_name;                ///< "BYTES" in the usage; empty for a flag or a choice
   std::string_view help;                      ///< a line or two for --help
@@ -64,7 +64,7 @@ struct DeviceOptions {
 /// What parse_arguments read. Each valued option keeps the last value given.
 class Arguments {
  public:
-  bool help = false;                   ///< --help or -h came before any error: print the usage, nothing else
+  bool help = false;                  ///< --help or -h came before any error: print the usage, nothing else
   std::vector<std::string> operands;  ///< in the order given
 
   /// Whether `option` was given.

@@ -21,7 +21,7 @@ namespace {
 struct BundleResult {
   std::size_t index = 0;
   std::optional<BundleChoice> choice;  ///< unset when the bundle could not be read
-  std::string error;  ///< why nothing was selected (or the bundle unreadable)
+  std::string error;                   ///< why nothing was selected (or the bundle unreadable)
 };
 
 // The text report, written as the bundles are judged through a 16 KiB
@@ -141,8 +141,10 @@ void print_json(const Device& device, Unbundler unbundler, const std::vector<Bun
       json.null();
     }
     json.key("error");
-    if (chosen) json.null();
-    else json.value(result.error);
+    if (chosen)
+      json.null();
+    else
+      json.value(result.error);
     json.key("candidates");
     json.begin_array();
     if (result.choice) {
@@ -151,8 +153,10 @@ void print_json(const Device& device, Unbundler unbundler, const std::vector<Bun
         json.key("id");
         json.value(candidate.id);
         json.key("tier");
-        if (candidate.tier) json.value(to_string(*candidate.tier));
-        else json.null();
+        if (candidate.tier)
+          json.value(to_string(*candidate.tier));
+        else
+          json.null();
         json.key("verdict");
         json.value(to_string(candidate.verdict));
         json.key("reason");
@@ -236,8 +240,8 @@ int run_select(std::span<const std::string> args) {
     if (text) text->add(i, choice ? &*choice : nullptr, error);
     // Left in place otherwise: choose_in_binary reuses its storage.
     if (keep && choice && choice->compressed()) {
-      auto charged = budget.charge(selection_bytes(choice->selection) + choice->streamed.size(),
-                                   "its report and chosen entry");
+      auto charged =
+          budget.charge(selection_bytes(choice->selection) + choice->streamed.size(), "its report and chosen entry");
       if (!charged) {
         print_error(std::move(charged).error().in_bundle(i).in_file(path));
         over_budget = true;
@@ -245,8 +249,8 @@ int run_select(std::span<const std::string> args) {
       }
     }
     if (keep) {
-      results.push_back({.index = i, .choice = choice ? std::optional(std::move(*choice)) : std::nullopt,
-                         .error = std::move(error)});
+      results.push_back(
+          {.index = i, .choice = choice ? std::optional(std::move(*choice)) : std::nullopt, .error = std::move(error)});
     }
     return true;
   };
@@ -255,8 +259,10 @@ int run_select(std::span<const std::string> args) {
     if (text) text->flush();  // what was judged before the limit
     return kExitInputError;
   }
-  if (json) print_json(*device, select_options->unbundler, results);
-  else text->flush();
+  if (json)
+    print_json(*device, select_options->unbundler, results);
+  else
+    text->flush();
 
   if (!output.empty()) {
     std::vector<const BundleResult*> chosen;

@@ -215,7 +215,11 @@ FAKE_HIP_EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* im
   if (!module) return hipErrorInvalidValue;
   *module = nullptr;
   if (hipError_t status = scripted(s, "hipModuleLoadData")) return status;
-  if (!image || std::memcmp(image, "\x7f" "ELF", 4) != 0) return hipErrorInvalidImage;
+  if (!image || std::memcmp(image,
+                            "\x7f"
+                            "ELF",
+                            4) != 0)
+    return hipErrorInvalidImage;
   if (!valid_device(s, current_device)) return hipErrorInvalidDevice;
   auto record = std::make_unique<ihipModule_t>();
   record->device = current_device;

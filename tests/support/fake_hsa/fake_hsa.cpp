@@ -60,7 +60,7 @@ struct Symbol {
 
 struct Executable {
   bool frozen = false;
-  std::set<std::uint64_t> readers;                       // loaded from
+  std::set<std::uint64_t> readers;                                  // loaded from
   std::map<std::pair<std::string, std::uint64_t>, Symbol> symbols;  // (name, agent) → symbol
 };
 
@@ -98,11 +98,17 @@ struct StatusName {
 };
 constexpr StatusName kStatuses[] = {
     {"ERROR", HSA_STATUS_ERROR, "A generic error has occurred."},
-    {"INVALID_ARGUMENT", HSA_STATUS_ERROR_INVALID_ARGUMENT, "One of the actual arguments does not meet a precondition stated in the documentation of the corresponding formal argument."},
+    {"INVALID_ARGUMENT", HSA_STATUS_ERROR_INVALID_ARGUMENT,
+     "One of the actual arguments does not meet a precondition stated in the documentation of the corresponding formal "
+     "argument."},
     {"INVALID_AGENT", HSA_STATUS_ERROR_INVALID_AGENT, "The agent is invalid."},
-    {"OUT_OF_RESOURCES", HSA_STATUS_ERROR_OUT_OF_RESOURCES, "The runtime failed to allocate the necessary resources. This error may also occur when the core runtime library needs to spawn threads or create internal OS-specific events."},
-    {"NOT_INITIALIZED", HSA_STATUS_ERROR_NOT_INITIALIZED, "An API other than hsa_init has been invoked while the reference count of the HSA runtime is zero."},
-    {"INCOMPATIBLE_ARGUMENTS", HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS, "Arguments passed to a function are not compatible."},
+    {"OUT_OF_RESOURCES", HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+     "The runtime failed to allocate the necessary resources. This error may also occur when the core runtime library "
+     "needs to spawn threads or create internal OS-specific events."},
+    {"NOT_INITIALIZED", HSA_STATUS_ERROR_NOT_INITIALIZED,
+     "An API other than hsa_init has been invoked while the reference count of the HSA runtime is zero."},
+    {"INCOMPATIBLE_ARGUMENTS", HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS,
+     "Arguments passed to a function are not compatible."},
     {"INVALID_ISA", HSA_STATUS_ERROR_INVALID_ISA, "The instruction set architecture is invalid."},
     {"INVALID_CODE_OBJECT", HSA_STATUS_ERROR_INVALID_CODE_OBJECT, "The code object is invalid."},
     {"INVALID_EXECUTABLE", HSA_STATUS_ERROR_INVALID_EXECUTABLE, "The executable is invalid."},
@@ -136,9 +142,9 @@ hsa_status_t enter(State& s, const char* function, bool needs_init = true) {
   if (needs_init && s.refcount == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   return HSA_STATUS_SUCCESS;
 }
-#define ENTER(...)                                    \
-  State& s = state();                                 \
-  std::lock_guard<std::mutex> lock(s.mutex);          \
+#define ENTER(...)                           \
+  State& s = state();                        \
+  std::lock_guard<std::mutex> lock(s.mutex); \
   if (hsa_status_t entered = enter(s, __VA_ARGS__)) return entered
 
 Agent* find_agent(State& s, std::uint64_t handle) {
@@ -288,10 +294,14 @@ EXPORT int coload_test_hsa_script(const char* script) {
       for (std::size_t i = 1; i < args.size(); ++i) {
         std::string key = args[i].substr(0, args[i].find('='));
         std::string value = args[i].substr(args[i].find('=') + 1);
-        if (key == "lds") agent.lds = number(value);
-        else if (key == "wave") agent.wave = static_cast<std::uint32_t>(number(value));
-        else if (key == "asic") agent.asic = static_cast<std::uint32_t>(number(value));
-        else return -1;
+        if (key == "lds")
+          agent.lds = number(value);
+        else if (key == "wave")
+          agent.wave = static_cast<std::uint32_t>(number(value));
+        else if (key == "asic")
+          agent.asic = static_cast<std::uint32_t>(number(value));
+        else
+          return -1;
       }
       s.agents.push_back(agent);
     } else if (verb == "fail" && args.size() >= 2) {
@@ -301,7 +311,8 @@ EXPORT int coload_test_hsa_script(const char* script) {
         if (args[1] == status.name) failure.status = status.status, known = true;
       }
       if (!known) return -1;
-      if (args.size() > 2 && args[2].starts_with("after=")) failure.after = static_cast<long>(number(args[2].substr(6)));
+      if (args.size() > 2 && args[2].starts_with("after="))
+        failure.after = static_cast<long>(number(args[2].substr(6)));
       s.failures[args[0]] = failure;
     } else if (verb == "missing" && args.size() == 1) {
       s.missing.insert(args[0]);
@@ -387,13 +398,11 @@ EXPORT hsa_status_t hsa_agent_get_info(hsa_agent_t handle, hsa_agent_info_t attr
       if (!agent->asic) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
       *static_cast<std::uint32_t*>(value) = *agent->asic;
       return HSA_STATUS_SUCCESS;
-    default:
-      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    default: return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
 }
 
-EXPORT hsa_status_t hsa_agent_iterate_isas(hsa_agent_t handle, hsa_status_t (*callback)(hsa_isa_t, void*),
-                                           void* data) {
+EXPORT hsa_status_t hsa_agent_iterate_isas(hsa_agent_t handle, hsa_status_t (*callback)(hsa_isa_t, void*), void* data) {
   std::size_t count;
   {
     ENTER("hsa_agent_iterate_isas");
@@ -515,8 +524,13 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t execu
   const auto [data, size] = view->second;
   std::uint16_t machine = 0;
   std::uint32_t e_flags = 0;
-  if (size < 64 || std::memcmp(data, "\x7f" "ELF", 4) != 0 || static_cast<unsigned char>(data[4]) != 2 ||
-      !read_at(data, size, 18, &machine) || machine != 224 || !read_at(data, size, 0x30, &e_flags)) {
+  if (size < 64 ||
+      std::memcmp(data,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      static_cast<unsigned char>(data[4]) != 2 || !read_at(data, size, 18, &machine) || machine != 224 ||
+      !read_at(data, size, 0x30, &e_flags)) {
     return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
   }
   unsigned abi_version = static_cast<unsigned char>(data[8]);  // 2 → v4, 3 → v5, 4 → v6
@@ -578,18 +592,12 @@ EXPORT hsa_status_t hsa_executable_symbol_get_info(hsa_executable_symbol_t handl
   if (found == s.symbol_handles.end()) return HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL;
   const Symbol& symbol = found->second;
   switch (attribute) {
-    case HSA_EXECUTABLE_SYMBOL_INFO_TYPE:
-      *static_cast<hsa_symbol_kind_t*>(value) = HSA_SYMBOL_KIND_KERNEL;
-      break;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT:
-      *static_cast<std::uint64_t*>(value) = symbol.kernel_object;
-      break;
+    case HSA_EXECUTABLE_SYMBOL_INFO_TYPE: *static_cast<hsa_symbol_kind_t*>(value) = HSA_SYMBOL_KIND_KERNEL; break;
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT: *static_cast<std::uint64_t*>(value) = symbol.kernel_object; break;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE:
       *static_cast<std::uint32_t*>(value) = symbol.kernarg;
       break;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT:
-      *static_cast<std::uint32_t*>(value) = 16;
-      break;
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT: *static_cast<std::uint32_t*>(value) = 16; break;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE:
       *static_cast<std::uint32_t*>(value) = symbol.group;
       break;
@@ -599,8 +607,7 @@ EXPORT hsa_status_t hsa_executable_symbol_get_info(hsa_executable_symbol_t handl
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK:
       *static_cast<bool*>(value) = symbol.dynamic_callstack;
       break;
-    default:
-      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    default: return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
   return HSA_STATUS_SUCCESS;
 }

@@ -29,7 +29,7 @@ COLOAD_HOTSWAP_PLUGIN_EXPORT int coload_hotswap_plugin_version(void) { return PL
 COLOAD_HOTSWAP_PLUGIN_EXPORT const char* coload_hotswap_plugin_name(void) { return PLUGIN_NAME; }
 
 COLOAD_HOTSWAP_PLUGIN_EXPORT int coload_hotswap_plugin_pairs(const char* const** sources, const char* const** devices,
-                                                            size_t* count) {
+                                                             size_t* count) {
   *sources = kSources;
   *devices = kDevices;
   *count = 2;
@@ -37,9 +37,8 @@ COLOAD_HOTSWAP_PLUGIN_EXPORT int coload_hotswap_plugin_pairs(const char* const**
 }
 
 COLOAD_HOTSWAP_PLUGIN_EXPORT int coload_hotswap_plugin_transform(const void* in, size_t in_size,
-                                                                const char* device_target_id, void** out,
-                                                                size_t* out_size, char* error,
-                                                                size_t error_capacity) {
+                                                                 const char* device_target_id, void** out,
+                                                                 size_t* out_size, char* error, size_t error_capacity) {
   (void)device_target_id;
 #if defined(PLUGIN_TRANSFORM_FAILS)
   (void)in;
