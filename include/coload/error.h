@@ -1,8 +1,9 @@
 // coload/error.h: the one error type of the library and the Expected<T> result.
 //
-// Covers: error kinds, locations as data (file, bundle, field, offset, value,
-// limit), the sentence rendered from them, and a small Expected<T> (C++20 has no std::expected). Does not cover: the C
-// API's status codes (coload.h maps these kinds onto them).
+// Covers: error kinds, locations as data (file, bundle, entry, field, offset,
+// value, limit), the sentence rendered from them, and a small Expected<T>
+// (C++20 has no std::expected). Does not cover: the C API's status codes
+// (coload.h maps these kinds onto them).
 //
 // Thread safety: values only; no shared state.
 #pragma once
@@ -74,7 +75,8 @@ class Error {
   ErrorKind kind() const { return kind_; }
   /// The whole sentence, location included.
   std::string message() const;
-  /// The sentence without the file and bundle of location() (inner contexts included).
+  /// The sentence without the file, bundle and entry of location() (inner
+  /// contexts included).
   const std::string& detail() const { return detail_; }
   /// Where the error lies; every field unset until a layer sets it.
   const ErrorLocation& location() const;
@@ -93,7 +95,10 @@ class Error {
                     std::string_view view = {}) &&;
   /// Sets location().entry and entry_id unless a layer closer to the fault has.
   Error&& at_entry(std::size_t index, std::string_view id) &&;
-  /// Sets the field at fault and, when known, its offset, value and limit.
+  /// Sets the field at fault and, when known, its offset, value and limit,
+  /// unless a layer closer to the fault has named a field.
+  /// These setters are for a temporary or a moved-from error
+  /// (`std::move(error).in_file(path)`); they return that same error.
   Error&& at_field(std::string_view field, std::optional<std::uint64_t> offset,
                    std::optional<std::uint64_t> value = std::nullopt,
                    std::optional<std::uint64_t> limit = std::nullopt) &&;
