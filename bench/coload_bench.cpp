@@ -49,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_support.h"
 #include "coload/code_object.h"
 #include "coload/config.h"
 #include "coload/device.h"
@@ -66,52 +67,7 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-std::string inputs_dir() {
-  if (const char* dir = std::getenv("COLOAD_BENCH_INPUTS"); dir && *dir) return dir;
-  return COLOAD_BENCH_INPUTS;
-}
-std::string input(const std::string& name) { return inputs_dir() + "/" + name; }
-
-std::vector<std::byte> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> bytes(chars.size());
-  std::memcpy(bytes.data(), chars.data(), chars.size());
-  return bytes;
-}
-
-// Runs coload's side and the peer's side once per iteration, timing each.
-template <class Coload, class Peer>
-void paired(benchmark::State& state, Coload&& coload, Peer&& peer) {
-  double coload_ns = 0, peer_ns = 0;
-  for (auto _ : state) {
-    auto t0 = Clock::now();
-    coload();
-    auto t1 = Clock::now();
-    peer();
-    auto t2 = Clock::now();
-    coload_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
-    peer_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
-  }
-  double n = static_cast<double>(state.iterations());
-  state.counters["coload_us"] = coload_ns / n / 1e3;
-  state.counters["peer_us"] = peer_ns / n / 1e3;
-  state.counters["speedup"] = peer_ns / coload_ns;
-}
-
-const coload::Device& gfx90a() {
-  static const coload::Device device = [] {
-    auto d = coload::device_from_spec("gfx90a");
-    if (!d) {
-      std::fprintf(stderr, "device_from_spec(gfx90a): %s\n", d.error().message().c_str());
-      std::abort();
-    }
-    return *d;
-  }();
-  return device;
-}
+using namespace coload_bench;
 
 constexpr const char* kEntryId = "hipv4-amdgcn-amd-amdhsa--gfx90a";
 
@@ -197,40 +153,6 @@ LlvmResult llvm_extract_all(const std::string& path) {
   }
   return result;
 }
-
-/// A verified cache for one benchmark: a fresh directory, removed at the end.
-class MarkDirectory {
- public:
-  MarkDirectory() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "coload_bench_marks_XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) std::abort();
-    path_ = pattern;
-  }
-  ~MarkDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  MarkDirectory(const MarkDirectory&) = delete;
-  MarkDirectory& operator=(const MarkDirectory&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-/// How a benchmark treats CCOB hashes: checked, trusted from a mark an
-/// untimed first run left (Verify with a verified cache), or skipped.
-enum class HashMode { Verify, Marked, Skip };
-
-struct HashSetup {
-  explicit HashSetup(HashMode mode) {
-    options.hash =
-        mode == HashMode::Skip ? coload::StreamOptions::HashCheck::Skip : coload::StreamOptions::HashCheck::Verify;
-    if (mode == HashMode::Marked) options.read.verified_cache = marks.path();
-  }
-  MarkDirectory marks;
-  coload::StreamOptions options;
-};
 
 // LLVM never checks a CCOB's stored hash (docs/format.md, "Compressed bundle"),
 // so coload's Skip mode is the like-for-like comparison; Verify adds the MD5.
@@ -531,125 +453,6 @@ BENCHMARK_CAPTURE(BM_Metadata, large_1024_kernels, "co/large-gfx90a-cov4.co")
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.5);
 BENCHMARK_CAPTURE(BM_Metadata, tu_6_kernels, "co/tu_000-gfx90a-cov4.co")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
-
-// ---------------------------------------------------------------------------
-// Registry over the dry-run runtime (one gfx90a device), host image plain.
-
-// decode_threads 0: the registry's default (hardware concurrency, at most 8).
-std::unique_ptr<coload::Registry> make_registry(std::size_t decode_threads = 0, const std::string& marks = {}) {
-  std::shared_ptr<coload::Runtime> runtime = coload::open_dry_run_runtime({gfx90a()});
-  coload::Config config;
-  config.verified_cache = marks;
-  return std::make_unique<coload::Registry>(std::move(runtime), config,
-                                            coload::RegistryOptions{.decode_threads = decode_threads});
-}
-
-// Kernel names of the host image (from a registry loaded once).
-const std::vector<std::string>& kernel_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    auto registry = make_registry();
-    auto handle = registry->register_file(input("libbench_plain.so"));
-    if (!handle) std::abort();
-    auto modules = registry->modules(*handle, 0);
-    if (!modules) {
-      std::fprintf(stderr, "%s\n", modules.error().message().c_str());
-      std::abort();
-    }
-    for (const coload::LoadedModule* m : *modules)
-      for (const coload::LoadedKernel& k : m->kernels()) out.push_back(k.name);
-    return out;
-  }();
-  return names;
-}
-
-// Cold: a fresh registry, register, then THREADS threads ask for a different
-// kernel at once; the time is until every thread has its answer (one of them
-// loads all 128 bundles; the others wait for that load).
-void BM_RegistryCold(benchmark::State& state, const char* file) {
-  const int threads = static_cast<int>(state.range(0));
-  const auto& names = kernel_names();
-  const HashSetup hash(state.range(2) ? HashMode::Marked : HashMode::Verify);
-  if (state.range(2)) {  // untimed: the first process's lookup, which checks and marks
-    auto registry = make_registry(1, hash.options.read.verified_cache);
-    auto handle = registry->register_file(input(file));
-    if (!handle || !registry->lookup_kernel(*handle, 0, names.front())) std::abort();
-  }
-  for (auto _ : state) {
-    state.PauseTiming();
-    auto registry = make_registry(static_cast<std::size_t>(state.range(1)), hash.options.read.verified_cache);
-    auto handle = registry->register_file(input(file));
-    if (!handle) std::abort();
-    state.ResumeTiming();
-    if (threads == 1) {
-      auto k = registry->lookup_kernel(*handle, 0, names.front());
-      if (!k) std::abort();
-    } else {
-      std::vector<std::thread> pool;
-      std::atomic<int> failures{0};
-      for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-          if (!registry->lookup_kernel(*handle, 0, names[(t * 97) % names.size()])) ++failures;
-        });
-      for (auto& th : pool) th.join();
-      if (failures) std::abort();
-    }
-    state.PauseTiming();
-    registry.reset();
-    state.ResumeTiming();
-  }
-  state.counters["kernels_in_image"] = static_cast<double>(names.size());
-}
-// Args: threads asking at once, decode_threads (0: the registry's default),
-// and whether CCOBs carry marks from an earlier check (a verified cache).
-BENCHMARK_CAPTURE(BM_RegistryCold, plain, "libbench_plain.so")
-    ->Args({1, 1, 0})
-    ->Args({1, 0, 0})
-    ->Args({16, 0, 0})
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(0.5)
-    ->UseRealTime();
-// The compressed image: each of the 128 CCOBs streamed once (verified, or
-// trusted from its mark), only the gfx90a entry kept; on one decode thread,
-// then on the default number.
-BENCHMARK_CAPTURE(BM_RegistryCold, compressed, "libbench_compressed.so")
-    ->Args({1, 1, 0})
-    ->Args({1, 0, 0})
-    ->Args({1, 1, 1})
-    ->Args({1, 0, 1})
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(0.5)
-    ->UseRealTime();
-
-// Warm: the pair is loaded; each lookup is for another kernel name (all 768
-// in turn), from 1 or 16 threads sharing one registry.
-struct Warm {
-  std::unique_ptr<coload::Registry> registry;
-  coload::BinaryHandle handle;
-};
-Warm& warm() {
-  static Warm w = [] {
-    Warm x{make_registry(), {}};
-    auto handle = x.registry->register_file(input("libbench_plain.so"));
-    if (!handle) std::abort();
-    x.handle = *handle;
-    if (!x.registry->lookup_kernel(x.handle, 0, kernel_names().front())) std::abort();
-    return x;
-  }();
-  return w;
-}
-void BM_RegistryWarm(benchmark::State& state) {
-  const auto& names = kernel_names();
-  Warm& w = warm();
-  std::size_t i = static_cast<std::size_t>(state.thread_index()) * 131;
-  for (auto _ : state) {
-    auto k = w.registry->lookup_kernel(w.handle, 0, names[i++ % names.size()]);
-    benchmark::DoNotOptimize(k);
-  }
-  state.counters["lookups_per_s_per_thread"] =
-      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-}
-BENCHMARK(BM_RegistryWarm)->Threads(1)->Threads(16)->MinTime(0.2)->UseRealTime();
 
 }  // namespace
 
