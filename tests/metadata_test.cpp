@@ -144,7 +144,7 @@ TEST(Metadata, WorkgroupProcessorModeAndUniformWorkGroupSizeMayBeBooleans) {
   EXPECT_EQ(result->metadata.kernels.at(0).workgroup_processor_mode, 1u);
   EXPECT_EQ(result->metadata.kernels.at(0).uniform_work_group_size, 0u);
   first_kernel(document)[".workgroup_processor_mode"] = "1";
-  EXPECT_TRUE(FailsNaming(decode(document), ErrorKind::Malformed, "amdhsa.kernels[0].workgroup_processor_mode"));
+  EXPECT_TRUE(FailsAtPath(decode(document), ErrorKind::Malformed, "amdhsa.kernels[0].workgroup_processor_mode"));
 }
 
 // ---------------------------------------------------------------------------
@@ -185,7 +185,7 @@ TEST(Metadata, AnUnknownExplicitKindIsMalformed) {
   for (const char* kind : {"by_reference", "Global_Buffer", "", "hidden"}) {
     Node document = one_kernel();
     first_arg(document)[".value_kind"] = kind;
-    EXPECT_TRUE(FailsNaming(decode(document), ErrorKind::Malformed, "amdhsa.kernels[0].args[0].value_kind")) << kind;
+    EXPECT_TRUE(FailsAtPath(decode(document), ErrorKind::Malformed, "amdhsa.kernels[0].args[0].value_kind")) << kind;
   }
 }
 
@@ -207,10 +207,10 @@ TEST(Metadata, AddressSpacesAndAccessesUseTheirSpellings) {
   }
   Node document = one_kernel();
   first_arg(document)[".address_space"] = "flat";
-  EXPECT_TRUE(FailsNaming(decode(document), ErrorKind::Malformed, "\"flat\" is not an address space"));
+  EXPECT_TRUE(FailsAtPath(decode(document), ErrorKind::Malformed, "amdhsa.kernels[0].args[0].address_space"));
   document = one_kernel();
   first_arg(document)[".access"] = "unspecified";
-  EXPECT_TRUE(FailsNaming(decode(document), ErrorKind::Malformed, "amdhsa.kernels[0].args[0].access"));
+  EXPECT_TRUE(FailsAtPath(decode(document), ErrorKind::Malformed, "amdhsa.kernels[0].args[0].access"));
 }
 
 TEST(Metadata, EnumNames) {

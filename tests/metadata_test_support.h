@@ -1,13 +1,14 @@
 // Test support for the metadata decoder's tests (metadata_test.cpp,
 // metadata_strict_test.cpp): documents built with the test-side msgpack
-// writer, decoding them, and the assertion that an error names its key path
-// and byte offset.
+// writer, decoding them, and the assertion that an error lies at its key path
+// and a byte offset.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,19 +29,17 @@ using testing::msgpack::Writer;
 inline Expected<DecodedMetadata> decode(const std::vector<std::byte>& bytes) { return decode_metadata(bytes); }
 inline Expected<DecodedMetadata> decode(const Node& document) { return decode(document.encode()); }
 
-/// Fails with exactly `kind`, and the message names `text` (a key path, a value).
-inline ::testing::AssertionResult FailsNaming(const Expected<DecodedMetadata>& result, ErrorKind kind,
-                                              std::string_view text) {
+/// Fails with exactly `kind` at the key path `path` (the root map is
+/// "metadata"), at some byte offset, with exactly `value` and `limit` (nullopt:
+/// unset) as the error's location says.
+inline ::testing::AssertionResult FailsAtPath(const Expected<DecodedMetadata>& result, ErrorKind kind,
+                                              std::string_view path, std::optional<std::uint64_t> value = std::nullopt,
+                                              std::optional<std::uint64_t> limit = std::nullopt) {
   auto failed = FailsWith(result, kind);
   if (!failed) return failed;
-  const std::string& message = result.error().message();
-  if (message.find(text) == std::string::npos) {
-    return ::testing::AssertionFailure() << "message \"" << message << "\" does not name \"" << text << "\"";
-  }
-  if (message.find(" at byte 0x") == std::string::npos) {
-    return ::testing::AssertionFailure() << "message \"" << message << "\" gives no byte offset";
-  }
-  return ::testing::AssertionSuccess();
+  const ErrorLocation& at = result.error().location();
+  if (!at.offset) return ::testing::AssertionFailure() << "no byte offset (" << result.error().message() << ")";
+  return testing::FailsAtField(result, kind, path, at.offset, value, limit);
 }
 
 inline Node arg(std::uint32_t offset, std::uint32_t size, const char* kind) {

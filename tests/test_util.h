@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "coload/error.h"
@@ -33,6 +36,26 @@ template <class T>
   if (result.error().kind() != kind) {
     return ::testing::AssertionFailure() << "failed with " << to_string(result.error().kind()) << " ("
                                          << result.error().message() << "), expected " << to_string(kind);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// Asserts that `result` failed with exactly `kind` and that its location
+/// names `field` with exactly this offset, value and limit (nullopt: unset).
+template <class T>
+::testing::AssertionResult FailsAtField(const Expected<T>& result, ErrorKind kind, std::string_view field,
+                                        std::optional<std::uint64_t> offset,
+                                        std::optional<std::uint64_t> value = std::nullopt,
+                                        std::optional<std::uint64_t> limit = std::nullopt) {
+  auto failed = FailsWith(result, kind);
+  if (!failed) return failed;
+  const ErrorLocation& at = result.error().location();
+  auto show = [](std::optional<std::uint64_t> number) { return number ? std::to_string(*number) : std::string("-"); };
+  if (at.field != field || at.offset != offset || at.value != value || at.limit != limit) {
+    return ::testing::AssertionFailure() << "at field \"" << at.field << "\" offset " << show(at.offset) << " value "
+                                         << show(at.value) << " limit " << show(at.limit) << ", expected \"" << field
+                                         << "\" " << show(offset) << " " << show(value) << " " << show(limit) << " ("
+                                         << result.error().message() << ")";
   }
   return ::testing::AssertionSuccess();
 }

@@ -62,36 +62,44 @@ struct MetadataNotes {
 };
 
 /// A note record that does not fit its region, in the reader's words
-/// (offsets relative to the region).
+/// (offsets relative to the region). Its location: the record's header, or
+/// the namesz / descsz field, or the padding, at its file offset, with the
+/// region's size as the limit.
 Error note_fault_error(const detail::NoteFault& fault, std::uint64_t offset, std::uint64_t size, std::uint64_t align,
                        const std::string& where) {
   using Part = detail::NoteFault::Part;
   constexpr std::string_view kLimit = "the region";
   std::string record = where + " (file offset " + hex(offset) + "): note record at region offset " + hex(fault.record);
-  auto out_of_range = [&](const std::string& what) {
+  auto out_of_range = [&](const std::string& what, std::string_view field, std::uint64_t field_at) {
     auto fits = check_range(what, fault.at, fault.size, size, kLimit);
-    return fits ? Error(ErrorKind::OutOfBounds, what) : std::move(fits).error();
+    return (fits ? Error(ErrorKind::OutOfBounds, what) : std::move(fits).error())
+        .at_field(field, offset + fault.record + field_at, fault.size, size);
   };
   switch (fault.part) {
     case Part::Header:
       return Error(ErrorKind::Truncated,
-                   record + " needs a 12-byte header, only " + std::to_string(fault.size) + " bytes remain");
-    case Part::Name: return out_of_range(record + ": name (namesz " + hex(fault.size) + ")");
+                   record + " needs a 12-byte header, only " + std::to_string(fault.size) + " bytes remain")
+          .at_field("note header", offset + fault.record, std::nullopt, fault.size);
+    case Part::Name: return out_of_range(record + ": name (namesz " + hex(fault.size) + ")", "namesz", 0);
     case Part::NamePadding:
       return Error(ErrorKind::OutOfBounds, record + ": name padding to " + std::to_string(align) +
-                                               " bytes runs past the end of the region (" + hex(size) + " bytes)");
-    case Part::Descriptor: return out_of_range(record + ": descriptor (descsz " + hex(fault.size) + ")");
+                                               " bytes runs past the end of the region (" + hex(size) + " bytes)")
+          .at_field("name padding", offset + fault.at, std::nullopt, size);
+    case Part::Descriptor: return out_of_range(record + ": descriptor (descsz " + hex(fault.size) + ")", "descsz", 4);
     case Part::DescriptorPadding: break;
   }
   return Error(ErrorKind::Truncated, record + ": descriptor padding to " + std::to_string(align) +
-                                         " bytes runs past the end of the region (" + hex(size) + " bytes)");
+                                         " bytes runs past the end of the region (" + hex(size) + " bytes)")
+      .at_field("descriptor padding", offset + fault.at, std::nullopt, size);
 }
 
 /// Walks the note records in elf[offset, offset + size), collecting the
 /// AMDGPU metadata ones.
 Expected<void> walk_notes(Bytes elf, std::uint64_t offset, std::uint64_t size, std::uint64_t align,
                           const std::string& where, MetadataNotes& found) {
-  if (auto fits = check_range(where, offset, size, elf.size(), kContainer); !fits) return fits;
+  if (auto fits = check_range(where, offset, size, elf.size(), kContainer); !fits) {
+    return std::move(fits).error().at_field(where, std::nullopt, offset, elf.size());
+  }
   detail::NoteWalk walk(elf.subspan(offset, size), offset, align);
   while (auto note = walk.next()) {
     if (note->is_amdgpu_metadata()) found.add({note->offset, note->desc});
@@ -140,7 +148,8 @@ Expected<MetadataNote> find_metadata_note(Bytes elf, const Layout& layout) {
       if (region.offset - previous.offset < previous.size) {
         return elf_error(ErrorKind::Malformed, name(region) + " [" + hex(region.offset) + ", +" + hex(region.size) +
                                                    ") overlaps " + name(previous) + " [" + hex(previous.offset) +
-                                                   ", +" + hex(previous.size) + ")");
+                                                   ", +" + hex(previous.size) + ")")
+            .at_field(name(region), std::nullopt, region.offset, previous.offset + previous.size);
       }
     }
     distinct.push_back(region);
@@ -150,7 +159,8 @@ Expected<MetadataNote> find_metadata_note(Bytes elf, const Layout& layout) {
     std::string where = name(region);
     auto align = detail::note_alignment(region.align);
     if (!align) {
-      return Error(ErrorKind::Malformed, where + ": alignment " + std::to_string(region.align) + " is not 4 or 8");
+      return Error(ErrorKind::Malformed, where + ": alignment " + std::to_string(region.align) + " is not 4 or 8")
+          .at_field(where, std::nullopt, region.align);
     }
     if (auto walked = walk_notes(elf, region.offset, region.size, *align, where, found); !walked) {
       return std::move(walked).error();
@@ -160,13 +170,15 @@ Expected<MetadataNote> find_metadata_note(Bytes elf, const Layout& layout) {
   if (first.empty()) {
     return Error(ErrorKind::NotFound, std::string("code object has no NT_AMDGPU_METADATA note (name \"AMDGPU\", "
                                                   "type 32) in its ") +
-                                          (any_segment ? "PT_NOTE segments" : "SHT_NOTE sections"));
+                                          (any_segment ? "PT_NOTE segments" : "SHT_NOTE sections"))
+        .at_field("NT_AMDGPU_METADATA", std::nullopt);
   }
   if (found.count > 1) {
     return Error(ErrorKind::Malformed,
                  "code object has two metadata notes (NT_AMDGPU_METADATA), at file offsets " + hex(first[0].offset) +
                      " and " + hex(first[1].offset) +
-                     (found.count > 2 ? " and " + std::to_string(found.count - 2) + " more" : std::string()));
+                     (found.count > 2 ? " and " + std::to_string(found.count - 2) + " more" : std::string()))
+        .at_field("NT_AMDGPU_METADATA", first[1].offset, found.count);
   }
   return first.front();
 }

@@ -37,27 +37,35 @@ Error elf_error(ErrorKind kind, const std::string& what) { return Error(kind, "c
 Expected<void> check_code_object_header(Bytes elf) {
   const E::Elf64_Ehdr header = read_header(elf);
   if (header.e_ident[E::EI_VERSION] != E::EV_CURRENT || header.e_version != E::EV_CURRENT) {
-    return elf_error(ErrorKind::Malformed, "EI_VERSION " + std::to_string(header.e_ident[E::EI_VERSION]) +
-                                               " (offset 0x6) / e_version " + std::to_string(header.e_version) +
-                                               " (offset 0x14) is not EV_CURRENT (1)");
+    Error error = elf_error(ErrorKind::Malformed, "EI_VERSION " + std::to_string(header.e_ident[E::EI_VERSION]) +
+                                                      " (offset 0x6) / e_version " + std::to_string(header.e_version) +
+                                                      " (offset 0x14) is not EV_CURRENT (1)");
+    if (header.e_ident[E::EI_VERSION] != E::EV_CURRENT) {
+      return std::move(error).at_field("EI_VERSION", E::EI_VERSION, header.e_ident[E::EI_VERSION]);
+    }
+    return std::move(error).at_field("e_version", offsetof(E::Elf64_Ehdr, e_version), header.e_version);
   }
   if (header.e_type != E::ET_DYN) {
     return elf_error(ErrorKind::Malformed,
                      "e_type " + std::to_string(header.e_type) +
-                         " at offset 0x10 is not ET_DYN (3); a code object is a linked shared object");
+                         " at offset 0x10 is not ET_DYN (3); a code object is a linked shared object")
+        .at_field("e_type", offsetof(E::Elf64_Ehdr, e_type), header.e_type);
   }
   // code_object_size counts e_ehsize in the extent; only the real size is sane.
   if (header.e_ehsize != sizeof(E::Elf64_Ehdr)) {
     return elf_error(ErrorKind::Malformed, "e_ehsize " + std::to_string(header.e_ehsize) + " at offset 0x34 is not " +
-                                               std::to_string(sizeof(E::Elf64_Ehdr)));
+                                               std::to_string(sizeof(E::Elf64_Ehdr)))
+        .at_field("e_ehsize", offsetof(E::Elf64_Ehdr, e_ehsize), header.e_ehsize);
   }
   if (header.e_phnum != 0 && header.e_phentsize != sizeof(E::Elf64_Phdr)) {
     return elf_error(ErrorKind::Malformed, "e_phentsize " + std::to_string(header.e_phentsize) +
-                                               " at offset 0x36 is not " + std::to_string(sizeof(E::Elf64_Phdr)));
+                                               " at offset 0x36 is not " + std::to_string(sizeof(E::Elf64_Phdr)))
+        .at_field("e_phentsize", offsetof(E::Elf64_Ehdr, e_phentsize), header.e_phentsize);
   }
   if ((header.e_shnum != 0 || header.e_shoff != 0) && header.e_shentsize != sizeof(E::Elf64_Shdr)) {
     return elf_error(ErrorKind::Malformed, "e_shentsize " + std::to_string(header.e_shentsize) +
-                                               " at offset 0x3a is not " + std::to_string(sizeof(E::Elf64_Shdr)));
+                                               " at offset 0x3a is not " + std::to_string(sizeof(E::Elf64_Shdr)))
+        .at_field("e_shentsize", offsetof(E::Elf64_Ehdr, e_shentsize), header.e_shentsize);
   }
   // Extended numbering (PN_XNUM, e_shnum 0) keeps its count in section 0, which LLVM reads.
   if (header.e_phnum != E::PN_XNUM) {
@@ -68,7 +76,7 @@ Expected<void> check_code_object_header(Bytes elf) {
     if (auto fits = check_range_lazily(what, header.e_phoff, std::uint64_t{header.e_phnum} * sizeof(E::Elf64_Phdr),
                                        elf.size(), kContainer);
         !fits) {
-      return fits;
+      return std::move(fits).error().at_field("e_phoff", offsetof(E::Elf64_Ehdr, e_phoff), header.e_phoff, elf.size());
     }
   }
   if (header.e_shoff != 0) {
@@ -78,7 +86,7 @@ Expected<void> check_code_object_header(Bytes elf) {
     };
     if (auto fits = check_range_lazily(what, header.e_shoff, count * sizeof(E::Elf64_Shdr), elf.size(), kContainer);
         !fits) {
-      return fits;
+      return std::move(fits).error().at_field("e_shoff", offsetof(E::Elf64_Ehdr, e_shoff), header.e_shoff, elf.size());
     }
   }
   return {};
@@ -87,9 +95,10 @@ Expected<void> check_code_object_header(Bytes elf) {
 Expected<ElfView> ElfView::open(Bytes elf) {
   auto file = llvm::object::ELF64LEFile::create(as_chars(elf));
   if (!file) return elf_error(ErrorKind::Malformed, llvm::toString(file.takeError()));
-  if (file->getHeader().e_machine != E::EM_AMDGPU) {
-    return elf_error(ErrorKind::Malformed, "e_machine " + std::to_string(file->getHeader().e_machine) +
-                                               " at offset 0x12 is not EM_AMDGPU (224)");
+  if (auto machine = file->getHeader().e_machine; machine != E::EM_AMDGPU) {
+    return elf_error(ErrorKind::Malformed,
+                     "e_machine " + std::to_string(machine) + " at offset 0x12 is not EM_AMDGPU (224)")
+        .at_field("e_machine", offsetof(E::Elf64_Ehdr, e_machine), machine);
   }
   return ElfView(std::move(*file), elf);
 }
@@ -107,7 +116,7 @@ Expected<ElfLayout> ElfView::layout() const {
     std::uint64_t bytes = section.type == E::SHT_NOBITS ? 0 : section.size;
     auto what = [&] { return section.label() + " (sh_type " + std::to_string(section.type) + ")"; };
     if (auto fits = check_range_lazily(what, section.offset, bytes, bytes_.size(), kContainer); !fits) {
-      return std::move(fits).error();
+      return std::move(fits).error().at_field(section.label(), std::nullopt, section.offset, bytes_.size());
     }
     layout.sections.push_back(section);
   }
@@ -115,7 +124,8 @@ Expected<ElfLayout> ElfView::layout() const {
   if (shstrndx != E::SHN_UNDEF && shstrndx != E::SHN_XINDEX && shstrndx >= layout.sections.size()) {
     return elf_error(ErrorKind::Malformed, "e_shstrndx " + std::to_string(shstrndx) +
                                                " at offset 0x3e is not one of the " +
-                                               std::to_string(layout.sections.size()) + " sections");
+                                               std::to_string(layout.sections.size()) + " sections")
+        .at_field("e_shstrndx", offsetof(E::Elf64_Ehdr, e_shstrndx), shstrndx, layout.sections.size());
   }
   auto segments = file_.program_headers();
   if (!segments) return elf_error(ErrorKind::Malformed, llvm::toString(segments.takeError()));
@@ -126,7 +136,8 @@ Expected<ElfLayout> ElfView::layout() const {
                        phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz, phdr.p_align};
     auto what = [&] { return "segment " + std::to_string(segment.index) + " (p_type " + hex(segment.type) + ")"; };
     if (auto fits = check_range_lazily(what, segment.offset, segment.filesz, bytes_.size(), kContainer); !fits) {
-      return std::move(fits).error();
+      return std::move(fits).error().at_field("segment " + std::to_string(segment.index), std::nullopt, segment.offset,
+                                              bytes_.size());
     }
     layout.segments.push_back(segment);
   }
@@ -217,23 +228,30 @@ namespace {
 Expected<void> read_symbol_table(Bytes elf, const ElfLayout& layout, const ElfSection& table,
                                  std::vector<ElfSymbol>& symbols) {
   std::string what = "symbol table " + table.label();
-  if (auto fits = check_range(what, table.offset, table.size, elf.size(), kContainer); !fits) return fits;
+  // Fields are named as the sentence names them: "symbol table section 3: sh_size".
+  auto field = [&](std::string_view name) { return what + ": " + std::string(name); };
+  if (auto fits = check_range(what, table.offset, table.size, elf.size(), kContainer); !fits) {
+    return std::move(fits).error().at_field(what, std::nullopt, table.offset, elf.size());
+  }
   if (table.entsize != sizeof(E::Elf64_Sym)) {
     return elf_error(ErrorKind::Malformed, what + ": sh_entsize " + std::to_string(table.entsize) + " is not " +
-                                               std::to_string(sizeof(E::Elf64_Sym)));
+                                               std::to_string(sizeof(E::Elf64_Sym)))
+        .at_field(field("sh_entsize"), std::nullopt, table.entsize);
   }
   if (table.size % sizeof(E::Elf64_Sym) != 0) {
     return elf_error(ErrorKind::Malformed, what + ": sh_size " + hex(table.size) + " is not a multiple of " +
-                                               std::to_string(sizeof(E::Elf64_Sym)));
+                                               std::to_string(sizeof(E::Elf64_Sym)))
+        .at_field(field("sh_size"), std::nullopt, table.size);
   }
   if (table.link == 0 || table.link >= layout.sections.size() || layout.sections[table.link].type != E::SHT_STRTAB) {
     return elf_error(ErrorKind::Malformed,
-                     what + ": sh_link " + std::to_string(table.link) + " is not a string table section");
+                     what + ": sh_link " + std::to_string(table.link) + " is not a string table section")
+        .at_field(field("sh_link"), std::nullopt, table.link);
   }
   const ElfSection& strings = layout.sections[table.link];
   auto strings_what = [&] { return what + ": string table " + strings.label(); };
   if (auto fits = check_range_lazily(strings_what, strings.offset, strings.size, elf.size(), kContainer); !fits) {
-    return fits;
+    return std::move(fits).error().at_field(strings_what(), std::nullopt, strings.offset, elf.size());
   }
   std::string_view text = as_chars(elf.subspan(strings.offset, strings.size));
   std::uint64_t count = table.size / sizeof(E::Elf64_Sym);
@@ -247,26 +265,38 @@ Expected<void> read_symbol_table(Bytes elf, const ElfLayout& layout, const ElfSe
     E::Elf64_Sym raw;
     std::memcpy(&raw, elf.data() + table.offset + i * sizeof raw, sizeof raw);
     auto entry = [&] { return what + ": symbol " + std::to_string(i); };
+    // The symbol's field as the sentence names it, at its byte offset in the file.
+    auto at_symbol_field = [&](Error error, std::string_view name, std::size_t member, std::uint64_t value,
+                               std::uint64_t limit) -> Error {
+      return std::move(error).at_field(entry() + ": " + std::string(name), table.offset + i * sizeof raw + member,
+                                       value, limit);
+    };
     if (raw.st_name >= text.size()) {
-      return elf_error(ErrorKind::OutOfBounds, entry() + ": st_name " + hex(raw.st_name) +
-                                                   " is outside its string table (" + hex(text.size()) + " bytes)");
+      return at_symbol_field(
+          elf_error(ErrorKind::OutOfBounds, entry() + ": st_name " + hex(raw.st_name) +
+                                                " is outside its string table (" + hex(text.size()) + " bytes)"),
+          "st_name", offsetof(E::Elf64_Sym, st_name), raw.st_name, text.size());
     }
     std::size_t end = text.find('\0', raw.st_name);
     if (end == std::string_view::npos) {
-      return elf_error(ErrorKind::Malformed, entry() + ": name at st_name " + hex(raw.st_name) +
-                                                 " has no NUL before the end of its string table");
+      return at_symbol_field(elf_error(ErrorKind::Malformed, entry() + ": name at st_name " + hex(raw.st_name) +
+                                                                 " has no NUL before the end of its string table"),
+                             "st_name", offsetof(E::Elf64_Sym, st_name), raw.st_name, text.size());
     }
     name_bytes += end - raw.st_name;
     if (name_bytes > name_budget) {
       return elf_error(ErrorKind::LimitExceeded, entry() + ": the names of symbols 0 to " + std::to_string(i) +
                                                      " take " + hex(name_bytes) + " bytes, more than " +
                                                      hex(name_budget) + " (four times their string table, " +
-                                                     hex(text.size()) + " bytes, and 1 MiB)");
+                                                     hex(text.size()) + " bytes, and 1 MiB)")
+          .at_field(what, std::nullopt, name_bytes, name_budget);
     }
     if (raw.st_shndx != E::SHN_UNDEF && raw.st_shndx < E::SHN_LORESERVE && raw.st_shndx >= layout.sections.size()) {
-      return elf_error(ErrorKind::Malformed, entry() + " (" + quoted(text.substr(raw.st_name, end - raw.st_name)) +
-                                                 "): st_shndx " + std::to_string(raw.st_shndx) + " is not one of the " +
-                                                 std::to_string(layout.sections.size()) + " sections");
+      return at_symbol_field(
+          elf_error(ErrorKind::Malformed, entry() + " (" + quoted(text.substr(raw.st_name, end - raw.st_name)) +
+                                              "): st_shndx " + std::to_string(raw.st_shndx) + " is not one of the " +
+                                              std::to_string(layout.sections.size()) + " sections"),
+          "st_shndx", offsetof(E::Elf64_Sym, st_shndx), raw.st_shndx, layout.sections.size());
     }
     symbols.push_back(
         {text.substr(raw.st_name, end - raw.st_name), raw.getType(), raw.st_shndx, raw.st_value, raw.st_size});
@@ -285,7 +315,8 @@ Expected<std::vector<ElfSymbol>> read_symbols(Bytes elf, const ElfLayout& layout
       if (first) {
         return elf_error(ErrorKind::Malformed, section.label() + " is a second " +
                                                    (type == E::SHT_SYMTAB ? "SHT_SYMTAB" : "SHT_DYNSYM") + " (after " +
-                                                   first->label() + "); an ELF file has at most one");
+                                                   first->label() + "); an ELF file has at most one")
+            .at_field(section.label(), std::nullopt, section.type);
       }
       first = &section;
       if (auto read = read_symbol_table(elf, layout, section, symbols); !read) return std::move(read).error();

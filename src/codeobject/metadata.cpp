@@ -129,7 +129,8 @@ class Decoder : private msgpack::Reader {
     if (major != 1) {
       return error(ErrorKind::UnsupportedVersion, path, at,
                    "metadata version " + std::to_string(major) + "." + std::to_string(minor) +
-                       " is not 1.x (code object v3 and later)");
+                       " is not 1.x (code object v3 and later)",
+                   major);
     }
     result_.metadata.version_major = major;
     result_.metadata.version_minor = minor;
@@ -143,7 +144,8 @@ class Decoder : private msgpack::Reader {
     if (array.object.Length > kMaxPrintfFormats) {
       return error(ErrorKind::LimitExceeded, path, array.offset,
                    std::to_string(array.object.Length) + " printf formats exceed the limit of " +
-                       std::to_string(kMaxPrintfFormats));
+                       std::to_string(kMaxPrintfFormats),
+                   array.object.Length, kMaxPrintfFormats);
     }
     if (auto opened = open(array, path, 2); !opened) return opened;
     auto& formats = result_.metadata.printf_formats;
@@ -189,7 +191,8 @@ class Decoder : private msgpack::Reader {
     if (array.object.Length > kMaxMetadataKernels) {
       return error(
           ErrorKind::LimitExceeded, path, array.offset,
-          std::to_string(array.object.Length) + " kernels exceed the limit of " + std::to_string(kMaxMetadataKernels));
+          std::to_string(array.object.Length) + " kernels exceed the limit of " + std::to_string(kMaxMetadataKernels),
+          array.object.Length, kMaxMetadataKernels);
     }
     if (auto opened = open(array, path, 2); !opened) return opened;
     for (std::size_t i = 0; i < array.object.Length; ++i) {
@@ -248,7 +251,7 @@ class Decoder : private msgpack::Reader {
     auto size = u32(path);
     if (!size) return std::move(size).error();
     if (*size != 32 && *size != 64) {
-      return malformed(path, at, "wavefront size " + std::to_string(*size) + " is not 32 or 64");
+      return malformed(path, at, "wavefront size " + std::to_string(*size) + " is not 32 or 64", *size);
     }
     k.wavefront_size = *size;
     return {};
@@ -261,7 +264,8 @@ class Decoder : private msgpack::Reader {
     if (array.object.Length > kMaxKernelArgs) {
       return error(
           ErrorKind::LimitExceeded, path, array.offset,
-          std::to_string(array.object.Length) + " arguments exceed the limit of " + std::to_string(kMaxKernelArgs));
+          std::to_string(array.object.Length) + " arguments exceed the limit of " + std::to_string(kMaxKernelArgs),
+          array.object.Length, kMaxKernelArgs);
     }
     if (auto opened = open(array, path, depth); !opened) return opened;
     // One allocation rather than one per doubling; the limit above caps what

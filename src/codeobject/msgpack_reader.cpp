@@ -106,15 +106,18 @@ std::string Path::str() const {
   return base;
 }
 
-Error Reader::error(ErrorKind kind, const Path& path, std::uint64_t offset, const std::string& what) const {
+Error Reader::error(ErrorKind kind, const Path& path, std::uint64_t offset, const std::string& what,
+                    std::optional<std::uint64_t> value, std::optional<std::uint64_t> limit) const {
   std::string where = path.str();
-  return Error(kind, (where.empty() ? std::string("metadata") : where) + " at byte " + hex(offset) + ": " + what);
+  if (where.empty()) where = "metadata";
+  return Error(kind, where + " at byte " + hex(offset) + ": " + what).at_field(where, offset, value, limit);
 }
 
 Expected<void> Reader::next(Value& value, const Path& path) {
   value.offset = position_;
   if (position_ >= input_.size()) {
-    return malformed(path, position_, "the metadata ends (" + hex(input_.size()) + " bytes) where a value belongs");
+    return malformed(path, position_, "the metadata ends (" + hex(input_.size()) + " bytes) where a value belongs",
+                     std::nullopt, input_.size());
   }
   value.tag = static_cast<std::uint8_t>(input_[position_]);
   llvm::Expected<bool> read = reader_.read(value.object);
@@ -140,7 +143,8 @@ Expected<void> Reader::open(const Value& container, const Path& path, unsigned d
   if (depth > kMaxMetadataDepth) {
     return error(
         ErrorKind::LimitExceeded, path, container.offset,
-        "nesting depth " + std::to_string(depth) + " exceeds the limit of " + std::to_string(kMaxMetadataDepth));
+        "nesting depth " + std::to_string(depth) + " exceeds the limit of " + std::to_string(kMaxMetadataDepth), depth,
+        kMaxMetadataDepth);
   }
   std::uint64_t left = input_.size() - position_;
   std::uint64_t count = container.object.Length;
@@ -148,7 +152,8 @@ Expected<void> Reader::open(const Value& container, const Path& path, unsigned d
   if (needed > left) {
     return malformed(path, container.offset,
                      describe(container) + " needs at least " + std::to_string(needed) + " more bytes, only " +
-                         std::to_string(left) + " remain");
+                         std::to_string(left) + " remain",
+                     needed, left);
   }
   return {};
 }
@@ -204,7 +209,8 @@ Expected<std::uint32_t> Reader::as_u32(const Value& value, const Path& path) con
     return wrong_type(path, value, "an unsigned integer");
   }
   if (number > std::numeric_limits<std::uint32_t>::max()) {
-    return malformed(path, value.offset, describe(value) + " exceeds the 32-bit limit 4294967295");
+    return malformed(path, value.offset, describe(value) + " exceeds the 32-bit limit 4294967295", number,
+                     std::numeric_limits<std::uint32_t>::max());
   }
   return static_cast<std::uint32_t>(number);
 }
@@ -243,7 +249,7 @@ Expected<std::uint32_t> Reader::alignment(const Path& path) {
   std::uint64_t at = position_;
   auto value = u32(path);
   if (value && !power_of_two(*value)) {
-    return malformed(path, at, "alignment " + std::to_string(*value) + " is not a power of two");
+    return malformed(path, at, "alignment " + std::to_string(*value) + " is not a power of two", *value);
   }
   return value;
 }
@@ -253,7 +259,7 @@ Expected<void> Reader::finish(const Path& top) {
     std::uint64_t extra = input_.size() - position_;
     return malformed(
         top, position_,
-        std::to_string(extra) + (extra == 1 ? " trailing byte" : " trailing bytes") + " after the root map");
+        std::to_string(extra) + (extra == 1 ? " trailing byte" : " trailing bytes") + " after the root map", extra);
   }
   // The position above is this file's own count; LLVM's reader must agree.
   llvm::msgpack::Object extra;

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -121,11 +122,17 @@ class Reader {
   /// The whole input.
   std::string_view input() const { return input_; }
 
-  /// An error of `kind` at `path` and byte `offset`.
-  Error error(ErrorKind kind, const Path& path, std::uint64_t offset, const std::string& what) const;
+  /// An error of `kind` at `path` and byte `offset`, with the value found
+  /// and the limit it passes when the sentence gives them; its location's
+  /// field is the path as the sentence names it ("metadata" for the root).
+  Error error(ErrorKind kind, const Path& path, std::uint64_t offset, const std::string& what,
+              std::optional<std::uint64_t> value = std::nullopt,
+              std::optional<std::uint64_t> limit = std::nullopt) const;
   /// A Malformed error.
-  Error malformed(const Path& path, std::uint64_t offset, const std::string& what) const {
-    return error(ErrorKind::Malformed, path, offset, what);
+  Error malformed(const Path& path, std::uint64_t offset, const std::string& what,
+                  std::optional<std::uint64_t> value = std::nullopt,
+                  std::optional<std::uint64_t> limit = std::nullopt) const {
+    return error(ErrorKind::Malformed, path, offset, what, value, limit);
   }
   /// "expected <expected>, found <value>".
   Error wrong_type(const Path& path, const Value& value, std::string_view expected) const {

@@ -1,7 +1,9 @@
 #include "target/elf_target.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "codeobject/elf_view.h"
@@ -28,7 +30,8 @@ Expected<std::uint64_t> code_object_size(Bytes unaligned) {
   };
   // A header claiming more than the bytes hold must not stretch the object.
   if (auto fits = extend("code object ELF header (e_ehsize)", 0, header.e_ehsize); !fits) {
-    return std::move(fits).error();
+    return std::move(fits).error().at_field("e_ehsize", offsetof(llvm::ELF::Elf64_Ehdr, e_ehsize), header.e_ehsize,
+                                            unaligned.size());
   }
   // LLVM has checked both header tables against the buffer when listing them.
   auto sections = file.sections();
@@ -38,7 +41,7 @@ Expected<std::uint64_t> code_object_size(Bytes unaligned) {
     // A NOBITS section occupies no bytes, but its offset still counts (ROCr's ElfSize).
     std::uint64_t size = section.sh_type == llvm::ELF::SHT_NOBITS ? 0 : section.sh_size;
     if (auto fits = extend("code object section", section.sh_offset, size); !fits) {
-      return std::move(fits).error();
+      return std::move(fits).error().at_field("code object section", std::nullopt, section.sh_offset, unaligned.size());
     }
   }
   auto segments = file.program_headers();
@@ -46,7 +49,7 @@ Expected<std::uint64_t> code_object_size(Bytes unaligned) {
   if (!segments->empty()) end = std::max<std::uint64_t>(end, header.e_phoff + segments->size() * header.e_phentsize);
   for (const auto& segment : *segments) {
     if (auto fits = extend("code object segment", segment.p_offset, segment.p_filesz); !fits) {
-      return std::move(fits).error();
+      return std::move(fits).error().at_field("code object segment", std::nullopt, segment.p_offset, unaligned.size());
     }
   }
   return end;
@@ -78,38 +81,54 @@ FeatureState v4_state(std::uint32_t bits, std::uint32_t any, std::uint32_t off, 
 
 Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> elf) {
   namespace E = llvm::ELF;
-  auto fail = [](ErrorKind kind, std::string what) { return Error(kind, "code object ELF header: " + what); };
+  // "code object ELF header: <what>", the header field at fault as its location.
+  auto fail = [](ErrorKind kind, std::string what, std::string_view field, std::uint64_t offset,
+                 std::optional<std::uint64_t> value = std::nullopt,
+                 std::optional<std::uint64_t> limit = std::nullopt) -> Error {
+    return Error(kind, "code object ELF header: " + what).at_field(field, offset, value, limit);
+  };
   if (elf.size() < sizeof(E::Elf64_Ehdr)) {
     return fail(ErrorKind::Truncated,
-                "needs " + std::to_string(sizeof(E::Elf64_Ehdr)) + " bytes, have " + std::to_string(elf.size()));
+                "needs " + std::to_string(sizeof(E::Elf64_Ehdr)) + " bytes, have " + std::to_string(elf.size()),
+                "ELF header", 0, std::nullopt, elf.size());
   }
   E::Elf64_Ehdr header;
   std::memcpy(&header, elf.data(), sizeof header);
   if (std::memcmp(header.e_ident, E::ElfMagic, 4) != 0) {
-    return fail(ErrorKind::BadMagic, "bytes " + detail::show_bytes(elf.first(4)) + " at offset 0 are not \\x7fELF");
+    return fail(ErrorKind::BadMagic, "bytes " + detail::show_bytes(elf.first(4)) + " at offset 0 are not \\x7fELF",
+                "EI_MAG", E::EI_MAG0);
   }
   if (header.e_ident[E::EI_CLASS] != E::ELFCLASS64 || header.e_ident[E::EI_DATA] != E::ELFDATA2LSB) {
-    return fail(ErrorKind::Malformed, "EI_CLASS " + std::to_string(header.e_ident[E::EI_CLASS]) + " / EI_DATA " +
-                                          std::to_string(header.e_ident[E::EI_DATA]) +
-                                          " at offset 0x4 is not 64-bit little-endian (2 / 1)");
+    // The sentence gives both; the location names the one at fault.
+    const bool class_wrong = header.e_ident[E::EI_CLASS] != E::ELFCLASS64;
+    const unsigned at = class_wrong ? E::EI_CLASS : E::EI_DATA;
+    return fail(ErrorKind::Malformed,
+                "EI_CLASS " + std::to_string(header.e_ident[E::EI_CLASS]) + " / EI_DATA " +
+                    std::to_string(header.e_ident[E::EI_DATA]) + " at offset 0x4 is not 64-bit little-endian (2 / 1)",
+                class_wrong ? "EI_CLASS" : "EI_DATA", at, header.e_ident[at]);
   }
   if (header.e_machine != E::EM_AMDGPU) {
     return fail(ErrorKind::Malformed,
-                "e_machine " + std::to_string(header.e_machine) + " at offset 0x12 is not EM_AMDGPU (224)");
+                "e_machine " + std::to_string(header.e_machine) + " at offset 0x12 is not EM_AMDGPU (224)", "e_machine",
+                offsetof(E::Elf64_Ehdr, e_machine), header.e_machine);
   }
   unsigned osabi = header.e_ident[E::EI_OSABI];
   if (osabi != E::ELFOSABI_AMDGPU_HSA) {
-    return fail(ErrorKind::Malformed, "EI_OSABI " + std::to_string(osabi) +
-                                          " at offset 0x7 is not ELFOSABI_AMDGPU_HSA (64); PAL (65) and Mesa (66) "
-                                          "objects are not HSA code objects");
+    return fail(ErrorKind::Malformed,
+                "EI_OSABI " + std::to_string(osabi) +
+                    " at offset 0x7 is not ELFOSABI_AMDGPU_HSA (64); PAL (65) and Mesa (66) "
+                    "objects are not HSA code objects",
+                "EI_OSABI", E::EI_OSABI, osabi);
   }
   unsigned abi = header.e_ident[E::EI_ABIVERSION];
   if (abi < E::ELFABIVERSION_AMDGPU_HSA_V3 || abi > E::ELFABIVERSION_AMDGPU_HSA_V6) {
-    return fail(ErrorKind::UnsupportedVersion, "EI_ABIVERSION " + std::to_string(abi) + " at offset 0x8 " +
-                                                   (abi == E::ELFABIVERSION_AMDGPU_HSA_V2
-                                                        ? std::string("is code object v2, which coload does not read")
-                                                        : std::string("is not a known code object version")) +
-                                                   " (1..4 are v3..v6)");
+    return fail(
+        ErrorKind::UnsupportedVersion,
+        "EI_ABIVERSION " + std::to_string(abi) + " at offset 0x8 " +
+            (abi == E::ELFABIVERSION_AMDGPU_HSA_V2 ? std::string("is code object v2, which coload does not read")
+                                                   : std::string("is not a known code object version")) +
+            " (1..4 are v3..v6)",
+        "EI_ABIVERSION", E::EI_ABIVERSION, abi);
   }
   CodeObjectTarget result;
   result.e_flags = header.e_flags;
@@ -118,8 +137,10 @@ Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> el
   std::uint32_t mach = header.e_flags & E::EF_AMDGPU_MACH;
   const Processor* processor = find_processor_by_mach(mach);
   if (!processor) {
-    return fail(ErrorKind::NotFound, "e_flags " + hex(header.e_flags) + " at offset 0x30: EF_AMDGPU_MACH " + hex(mach) +
-                                         " is not a known processor");
+    return fail(
+        ErrorKind::NotFound,
+        "e_flags " + hex(header.e_flags) + " at offset 0x30: EF_AMDGPU_MACH " + hex(mach) + " is not a known processor",
+        "e_flags", offsetof(E::Elf64_Ehdr, e_flags), header.e_flags);
   }
   result.target.processor = processor;
   if (abi >= E::ELFABIVERSION_AMDGPU_HSA_V4) {
