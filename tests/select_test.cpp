@@ -277,8 +277,12 @@ TEST(Select, OnlyLinkedCodeObjectsAreChosen) {
 TEST(Select, HotswapAllowlistRefusesIdentityGenericAndUnknownPairs) {
   HotswapAllowlist allowlist;
   EXPECT_TRUE(testing::FailsWith(allowlist.add("gfx1250", "gfx1250"), ErrorKind::InvalidArgument));
-  EXPECT_TRUE(testing::FailsWith(allowlist.add("gfx12-5-generic", "gfx942"), ErrorKind::InvalidArgument));
-  EXPECT_TRUE(testing::FailsWith(allowlist.add("gfx9999", "gfx942"), ErrorKind::NotFound));
+  auto generic = allowlist.add("gfx12-5-generic", "gfx942");
+  ASSERT_TRUE(testing::FailsWith(generic, ErrorKind::InvalidArgument));
+  EXPECT_EQ(generic.error().location().field, "source");
+  auto unknown = allowlist.add("gfx942", "gfx9999");
+  ASSERT_TRUE(testing::FailsWith(unknown, ErrorKind::NotFound));
+  EXPECT_EQ(unknown.error().location().field, "device");
   EXPECT_TRUE(allowlist.empty());
   ASSERT_TRUE(Succeeds(allowlist.add("gfx1250", "gfx950")));
   ASSERT_TRUE(Succeeds(allowlist.add("gfx1250", "gfx950")));

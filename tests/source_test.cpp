@@ -97,10 +97,19 @@ TEST(InspectSource, ClassifiesByLeadingMagic) {
 TEST(InspectSource, UnknownBytesAreBadMagicAndPrefixesTruncated) {
   auto unknown = inspect_source(testing::to_bytes("MZ\x90\x01 not a fat binary"));
   ASSERT_TRUE(FailsWith(unknown, ErrorKind::BadMagic));
-  EXPECT_NE(unknown.error().message().find("4d 5a 90 01"), std::string::npos);
+  EXPECT_EQ(unknown.error().location().field, "magic");
+  EXPECT_EQ(unknown.error().location().offset, std::optional<std::uint64_t>(0));
+  EXPECT_NE(unknown.error().detail().find("4d 5a 90 01"), std::string::npos);  // the bytes found
   EXPECT_TRUE(FailsWith(inspect_source({}), ErrorKind::Truncated));
-  EXPECT_TRUE(FailsWith(inspect_source(testing::to_bytes("__CLANG_OFF")), ErrorKind::Truncated));
-  EXPECT_TRUE(FailsWith(inspect_source(testing::to_bytes("CC")), ErrorKind::Truncated));
+  auto prefix = inspect_source(testing::to_bytes("__CLANG_OFF"));
+  ASSERT_TRUE(FailsWith(prefix, ErrorKind::Truncated));
+  EXPECT_EQ(prefix.error().location().field, "magic");
+  EXPECT_EQ(prefix.error().location().value, std::optional<std::uint64_t>(11));
+  EXPECT_EQ(prefix.error().location().limit, std::optional<std::uint64_t>(24));
+  auto ccob = inspect_source(testing::to_bytes("CC"));
+  ASSERT_TRUE(FailsWith(ccob, ErrorKind::Truncated));
+  EXPECT_EQ(ccob.error().location().value, std::optional<std::uint64_t>(2));
+  EXPECT_EQ(ccob.error().location().limit, std::optional<std::uint64_t>(4));
 }
 
 TEST(InspectSource, ThirtyTwoBitElfIsRefused) {
@@ -111,7 +120,11 @@ TEST(InspectSource, ThirtyTwoBitElfIsRefused) {
   std::copy(magic.begin(), magic.end(), elf.begin());
   elf[4] = std::byte{1};  // ELFCLASS32
   elf[5] = std::byte{1};
-  EXPECT_TRUE(FailsWith(inspect_source(elf), ErrorKind::Malformed));
+  auto refused = inspect_source(elf);
+  ASSERT_TRUE(FailsWith(refused, ErrorKind::Malformed));
+  EXPECT_EQ(refused.error().location().field, "EI_CLASS");
+  EXPECT_EQ(refused.error().location().offset, std::optional<std::uint64_t>(4));
+  EXPECT_EQ(refused.error().location().value, std::optional<std::uint64_t>(1));
 }
 
 // Host images edited through their section header table: `edit` sees the
@@ -166,9 +179,50 @@ TEST(HostImageLimits, SectionHeadersSharingARelocationTableAreRefused) {
   });
   auto layout = inspect_source(shared);
   ASSERT_TRUE(FailsWith(layout, ErrorKind::LimitExceeded));
-  EXPECT_NE(layout.error().message().find("section headers share or overlap tables"), std::string::npos)
-      << layout.error().message();
+  const ErrorLocation& at = layout.error().location();
+  EXPECT_EQ(at.field, "SHT_RELA entries");
+  EXPECT_EQ(at.offset, std::optional<std::uint64_t>(0));                  // the shared table's sh_offset
+  EXPECT_EQ(at.limit, std::optional<std::uint64_t>(shared.size() / 24));  // the file's worth of Elf64_Rela
+  ASSERT_TRUE(at.value.has_value());
+  EXPECT_GT(*at.value, *at.limit);
   ASSERT_TRUE(Succeeds(inspect_source(image)));
+}
+
+// .hip_fatbin's section header edited by `edit`: the error names the field
+// of that header by its file offset.
+TEST(HostImageLimits, AFatbinSectionWithoutContentsNamesItsSectionHeaderField) {
+  Bytes image = testing::read_file(std::string(COLOAD_FIXTURE_DIR) + "/host/libkernels.so");
+  auto layout = inspect_source(image);
+  ASSERT_TRUE(Succeeds(layout));
+  auto u64 = [](const Bytes& bytes, std::size_t at) {
+    std::uint64_t v;
+    std::memcpy(&v, bytes.data() + at, 8);
+    return v;
+  };
+  std::size_t fatbin = 0;  // its index in the section header table
+  auto edited = [&](std::size_t at, std::uint64_t value, int size) {
+    return with_section_headers(image, {}, [&](const Bytes&, std::vector<Bytes>& headers) {
+      for (std::size_t i = 0; i < headers.size(); ++i) {
+        if (u64(headers[i], 24) != layout->region_offset || u64(headers[i], 32) != layout->region_size) continue;
+        fatbin = i;
+        testing::store_le(std::span(headers[i]).subspan(at, size), value, size);
+      }
+    });
+  };
+  Bytes past = edited(24, image.size(), 8);  // sh_offset: the end of the file
+  auto moved = inspect_source(past);
+  ASSERT_TRUE(FailsWith(moved, ErrorKind::OutOfBounds));
+  EXPECT_EQ(moved.error().location().field, ".hip_fatbin.sh_offset");
+  EXPECT_EQ(moved.error().location().offset, std::optional<std::uint64_t>(u64(past, 40) + 64 * fatbin + 24));
+  EXPECT_EQ(moved.error().location().value, std::optional<std::uint64_t>(image.size()));
+  EXPECT_EQ(moved.error().location().limit, std::optional<std::uint64_t>(past.size()));
+
+  Bytes nobits = edited(4, 8, 4);  // sh_type: SHT_NOBITS
+  auto empty = inspect_source(nobits);
+  ASSERT_TRUE(FailsWith(empty, ErrorKind::Malformed));
+  EXPECT_EQ(empty.error().location().field, ".hip_fatbin.sh_type");
+  EXPECT_EQ(empty.error().location().offset, std::optional<std::uint64_t>(u64(nobits, 40) + 64 * fatbin + 4));
+  EXPECT_EQ(empty.error().location().value, std::optional<std::uint64_t>(8));
 }
 
 TEST(HostImageLimits, WrapperWarningsPastSixteenAreCounted) {
@@ -226,7 +280,10 @@ TEST(SourceReader, ViewsABorrowedBufferAndClipsAtTheEnd) {
   EXPECT_TRUE(at_end->empty());
   auto past = reader.read(11, 1, scratch);
   ASSERT_TRUE(FailsWith(past, ErrorKind::OutOfBounds));
-  EXPECT_NE(past.error().message().find("0xb"), std::string::npos);
+  EXPECT_EQ(past.error().location().field, "read");
+  EXPECT_EQ(past.error().location().offset, std::optional<std::uint64_t>(11));
+  EXPECT_EQ(past.error().location().value, std::optional<std::uint64_t>(1));
+  EXPECT_EQ(past.error().location().limit, std::optional<std::uint64_t>(10));
 }
 
 TEST(SourceReader, SmallFilesAreViewedLargeFilesCopiedUpToTheCopyLimit) {

@@ -43,8 +43,13 @@ TEST(TargetId, OmittedFeatureIsAnyWhenSupportedAndUnsupportedOtherwise) {
 }
 
 TEST(TargetId, RejectsInvalidIds) {
-  EXPECT_TRUE(FailsWith(TargetId::parse("gfx9999"), ErrorKind::NotFound));
-  EXPECT_TRUE(FailsWith(TargetId::parse(""), ErrorKind::Malformed));
+  auto unknown = TargetId::parse("gfx9999");
+  ASSERT_TRUE(FailsWith(unknown, ErrorKind::NotFound));
+  EXPECT_EQ(unknown.error().location().field, "processor");
+  EXPECT_EQ(unknown.error().location().offset, std::optional<std::uint64_t>(0));
+  auto empty = TargetId::parse("");
+  ASSERT_TRUE(FailsWith(empty, ErrorKind::Malformed));
+  EXPECT_EQ(empty.error().location().field, "processor");
   EXPECT_TRUE(FailsWith(TargetId::parse(":xnack+"), ErrorKind::Malformed));
   EXPECT_TRUE(FailsWith(TargetId::parse("gfx1030:xnack+"), ErrorKind::Malformed));   // no xnack mode
   EXPECT_TRUE(FailsWith(TargetId::parse("gfx900:sramecc+"), ErrorKind::Malformed));  // no sramecc
@@ -56,9 +61,13 @@ TEST(TargetId, RejectsInvalidIds) {
   // gfx1250's xnack is always on and cannot be written (clang refuses it too).
   auto always_on = TargetId::parse("gfx1250:xnack+");
   ASSERT_TRUE(FailsWith(always_on, ErrorKind::Malformed));
-  EXPECT_NE(always_on.error().message().find("always on"), std::string::npos) << always_on.error().message();
+  EXPECT_EQ(always_on.error().location().field, "feature");
+  EXPECT_EQ(always_on.error().location().offset, std::optional<std::uint64_t>(8));
+  EXPECT_NE(always_on.error().detail().find("always on"), std::string::npos);  // the reason, not a field
   auto repeated = TargetId::parse("gfx90a:xnack+:xnack+");
-  EXPECT_NE(repeated.error().message().find("repeats xnack"), std::string::npos) << repeated.error().message();
+  ASSERT_TRUE(FailsWith(repeated, ErrorKind::Malformed));
+  EXPECT_EQ(repeated.error().location().field, "feature");
+  EXPECT_EQ(repeated.error().location().offset, std::optional<std::uint64_t>(14));  // the second xnack+
 }
 
 TEST(TargetId, FeatureRuleOfRocrComgrAndClr) {
@@ -131,11 +140,18 @@ TEST(EntryId, RecognisesSpirvInBothSpellings) {
 
 TEST(EntryId, RejectsMalformedIds) {
   // bundler-22 turns a 3-part triple into this: the processor is lost.
-  EXPECT_TRUE(FailsWith(EntryId::parse("hip-amdgcn-amd-amdhsa--"), ErrorKind::Malformed));
+  auto lost = EntryId::parse("hip-amdgcn-amd-amdhsa--");
+  ASSERT_TRUE(FailsWith(lost, ErrorKind::Malformed));
+  EXPECT_EQ(lost.error().location().field, "target");
+  EXPECT_EQ(lost.error().location().offset, std::optional<std::uint64_t>(23));
   auto three_part = EntryId::parse("hip-amdgcn-amd-amdhsa-gfx90a");
   ASSERT_TRUE(FailsWith(three_part, ErrorKind::Malformed));
-  EXPECT_NE(three_part.error().message().find("4 dashes"), std::string::npos) << three_part.error().message();
-  EXPECT_TRUE(FailsWith(EntryId::parse(""), ErrorKind::Malformed));
+  EXPECT_EQ(three_part.error().location().field, "dashes");
+  EXPECT_EQ(three_part.error().location().value, std::optional<std::uint64_t>(4));
+  EXPECT_EQ(three_part.error().location().limit, std::optional<std::uint64_t>(5));
+  auto empty = EntryId::parse("");
+  ASSERT_TRUE(FailsWith(empty, ErrorKind::Malformed));
+  EXPECT_EQ(empty.error().location().field, "kind");
   EXPECT_TRUE(FailsWith(EntryId::parse("hipv4"), ErrorKind::Malformed));
   EXPECT_TRUE(FailsWith(EntryId::parse("hipv4-amdgcn-amd-amdhsa--gfx9999"), ErrorKind::NotFound));
   EXPECT_TRUE(FailsWith(EntryId::parse("hipv4-amdgcn-amd-amdhsa--gfx1030:xnack-"), ErrorKind::Malformed));
@@ -305,18 +321,34 @@ TEST(Device, ClientApusLeftBareHaveNoXnackMode) {
 }
 
 TEST(Device, SpecRejectsGenericTargetsAndBadVersions) {
-  EXPECT_TRUE(FailsWith(device_from_spec("gfx9-generic"), ErrorKind::InvalidArgument));
+  auto generic = device_from_spec("gfx9-generic");
+  ASSERT_TRUE(FailsWith(generic, ErrorKind::InvalidArgument));
+  EXPECT_EQ(generic.error().location().field, "processor");
   EXPECT_TRUE(FailsWith(device_from_spec("gfx9999"), ErrorKind::NotFound));
-  EXPECT_TRUE(FailsWith(device_from_spec("gfx90a", {.code_object_versions = std::vector<unsigned>{}}),
-                        ErrorKind::InvalidArgument));
-  EXPECT_TRUE(FailsWith(device_from_spec("gfx90a", {.code_object_versions = std::vector<unsigned>{2}}),
-                        ErrorKind::InvalidArgument));
+  auto none = device_from_spec("gfx90a", {.code_object_versions = std::vector<unsigned>{}});
+  ASSERT_TRUE(FailsWith(none, ErrorKind::InvalidArgument));
+  EXPECT_EQ(none.error().location().field, "code_object_versions");
+  EXPECT_FALSE(none.error().location().value.has_value());
+  auto two = device_from_spec("gfx90a", {.code_object_versions = std::vector<unsigned>{2}});
+  ASSERT_TRUE(FailsWith(two, ErrorKind::InvalidArgument));
+  EXPECT_EQ(two.error().location().field, "code_object_versions");
+  EXPECT_EQ(two.error().location().value, std::optional<std::uint64_t>(2));
   auto versions = parse_code_object_versions("6,4,4");
   ASSERT_TRUE(Succeeds(versions));
   EXPECT_EQ(*versions, (std::vector<unsigned>{4, 6}));
   for (const char* bad : {"", "4,", "x", "7", "2", "4,,5", "-4", "4 "}) {
     EXPECT_TRUE(FailsWith(parse_code_object_versions(bad), ErrorKind::InvalidArgument)) << bad;
   }
+  // The item at fault, by its offset in the list, and its value when it is a number.
+  auto seven = parse_code_object_versions("4,5,7");
+  ASSERT_TRUE(FailsWith(seven, ErrorKind::InvalidArgument));
+  EXPECT_EQ(seven.error().location().field, "code_object_versions");
+  EXPECT_EQ(seven.error().location().offset, std::optional<std::uint64_t>(4));
+  EXPECT_EQ(seven.error().location().value, std::optional<std::uint64_t>(7));
+  auto word = parse_code_object_versions("4,x");
+  ASSERT_TRUE(FailsWith(word, ErrorKind::InvalidArgument));
+  EXPECT_EQ(word.error().location().offset, std::optional<std::uint64_t>(2));
+  EXPECT_FALSE(word.error().location().value.has_value());
 }
 
 }  // namespace

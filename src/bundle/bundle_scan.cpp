@@ -110,7 +110,8 @@ Expected<void> charge_v1(const CompressedHeader& header, std::uint64_t& used, co
                  "CCOB v1 header: uncompressed_size " + hex(header.uncompressed_size) + " at offset " +
                      hex(detail::kCcobV1.uncompressed_size.offset) + " exceeds the " + hex(left) +
                      " bytes left for measuring v1 streams in this walk: earlier v1 bundles used " + hex(used) +
-                     " of the limit " + hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)");
+                     " of the limit " + hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)")
+        .at_field("uncompressed_size", detail::kCcobV1.uncompressed_size.offset, header.uncompressed_size, left);
   }
   used += header.uncompressed_size;
   return {};
@@ -168,7 +169,8 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
     return info;
   }
   return Error(ErrorKind::BadMagic,
-               "bytes " + detail::show_bytes(bytes) + " start no __CLANG_OFFLOAD_BUNDLE__, CCOB or AMDGPU ELF image");
+               "bytes " + detail::show_bytes(bytes) + " start no __CLANG_OFFLOAD_BUNDLE__, CCOB or AMDGPU ELF image")
+      .at_field("magic", 0);
 }
 
 /// Measures the bundle starting at `offset`, which may extend up to `end`.
@@ -178,7 +180,8 @@ Expected<BundleInfo> measure(const SourceReader& source, std::uint64_t offset, s
                              const std::shared_ptr<detail::ScannedIds>& ids) {
   auto info = measure_format(source, offset, end, options, v1_used, scratch, ids);
   if (info && info->size == 0) {
-    return Error(ErrorKind::Malformed, std::string(to_string(info->format)) + " image measures 0 bytes");
+    return Error(ErrorKind::Malformed, std::string(to_string(info->format)) + " image measures 0 bytes")
+        .at_field("size", std::nullopt, 0);
   }
   return info;
 }
@@ -239,7 +242,7 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
   if (auto fits =
           detail::check_range("bundle region", layout.region_offset, layout.region_size, source.size(), "the input");
       !fits) {
-    return std::move(fits).error();
+    return std::move(fits).error().at_field("bundle region", layout.region_offset, layout.region_size, source.size());
   }
   std::uint64_t end = layout.region_offset + layout.region_size;
   std::vector<BundleInfo> bundles;
@@ -260,12 +263,15 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
     for (std::uint64_t offset : layout.wrapper_offsets) {
       std::size_t index = bundles.size();
       if (offset < layout.region_offset || offset >= end) {
-        return Error(ErrorKind::OutOfBounds, "wrapper pointer lies outside the bundle region").in_bundle(index, offset);
+        return Error(ErrorKind::OutOfBounds, "wrapper pointer lies outside the bundle region")
+            .in_bundle(index, offset)
+            .at_field("wrapper pointer", std::nullopt, offset, end);
       }
       if (offset < previous_end) {
         return Error(ErrorKind::Malformed,
                      "wrapper pointer lands inside the previous bundle, which ends at " + hex(previous_end))
-            .in_bundle(index, offset);
+            .in_bundle(index, offset)
+            .at_field("wrapper pointer", std::nullopt, offset, previous_end);
       }
       auto info = measure(reader, offset, end, options, v1_used, scratch, ids);
       if (!info) return std::move(info).error().in_bundle(index, offset, " (from __hip_fatbin_wrapper)");
@@ -282,7 +288,9 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
   std::uint64_t position = layout.region_offset;
   while (position < end) {
     auto next = skip_padding(reader, position, end, scratch);
-    if (!next) return std::move(next).error().with_context("padding at offset " + hex(position));
+    if (!next) {
+      return std::move(next).error().with_context("padding at offset " + hex(position)).at_field("padding", position);
+    }
     position = *next;
     if (position == end) break;
     std::size_t index = bundles.size();
@@ -304,7 +312,8 @@ Expected<std::vector<BundleInfo>> scan_bundles(const SourceReader& reader, const
   }
   if (bundles.empty()) {
     return Error(ErrorKind::NotFound, "bundle region at offset " + hex(layout.region_offset) + " (" +
-                                          hex(layout.region_size) + " bytes) holds no bundle");
+                                          hex(layout.region_size) + " bytes) holds no bundle")
+        .at_field("bundle region", layout.region_offset, layout.region_size);
   }
   return bundles;
 }
@@ -323,7 +332,8 @@ Expected<std::span<const std::byte>> Bundle::head(std::size_t index, std::uint64
   if (index >= entries_.size()) {
     return Error(ErrorKind::InvalidArgument, "bundle entry " + std::to_string(index) +
                                                  " does not exist (the bundle has " + std::to_string(entries_.size()) +
-                                                 ")");
+                                                 ")")
+        .at_field("entries", std::nullopt, index, entries_.size());
   }
   const BundleEntry& entry = entries_[index];
   std::uint64_t size = std::min<std::uint64_t>(bytes, entry.bytes.size());

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "coload/hotswap.h"
@@ -24,9 +25,10 @@ constexpr std::string_view kMaxDecompressedBytes = "COLOAD_MAX_DECOMPRESSED_BYTE
 constexpr std::string_view kHashCheck = "COLOAD_HASH_CHECK";
 constexpr std::string_view kVerifyCache = "COLOAD_VERIFY_CACHE";
 
-/// `COLOAD_LOG="verbose": not a log level; accepted: error, warn, info, debug`.
-Error bad_value(std::string_view variable, std::string_view value, std::string_view problem,
-                std::string_view accepted) {
+/// `COLOAD_LOG="verbose": not a log level; accepted: error, warn, info, debug`,
+/// with the variable as its field and `number`, a numeric value, as its value.
+Error bad_value(std::string_view variable, std::string_view value, std::string_view problem, std::string_view accepted,
+                std::optional<std::uint64_t> number = std::nullopt) {
   std::string message(variable);
   message += "=\"";
   message += value;
@@ -34,7 +36,7 @@ Error bad_value(std::string_view variable, std::string_view value, std::string_v
   message += problem;
   message += "; accepted: ";
   message += accepted;
-  return Error(ErrorKind::InvalidArgument, std::move(message));
+  return Error(ErrorKind::InvalidArgument, std::move(message)).at_field(variable, std::nullopt, number);
 }
 
 /// The variable's value, or nullopt when it is unset or empty (the default applies).
@@ -185,7 +187,9 @@ Expected<std::uint64_t> parse_byte_count(std::string_view value, std::string_vie
   }
   auto bytes = detail::checked_mul(count, unit);
   if (!bytes) return bad_value(what, value, "overflows 64 bits", kByteCountForms);
-  if (*bytes == 0) return bad_value(what, value, "a cap of 0 bytes refuses every compressed bundle", kByteCountForms);
+  if (*bytes == 0) {
+    return bad_value(what, value, "a cap of 0 bytes refuses every compressed bundle", kByteCountForms, 0);
+  }
   return *bytes;
 }
 

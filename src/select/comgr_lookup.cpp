@@ -51,7 +51,8 @@ Expected<void> check(const Comgr::Api& api, amd_comgr_status_t status, std::stri
   std::string message = "comgr " + std::string(function) + " failed with " + name + " (status " +
                         std::to_string(static_cast<int>(status)) + ")";
   if (!what.empty()) message += " " + std::string(what);
-  return Error(kind_of(status), std::move(message));
+  return Error(kind_of(status), std::move(message))
+      .at_field(function, std::nullopt, static_cast<std::uint64_t>(status));
 }
 
 /// A comgr data object, released on every path.
@@ -101,7 +102,8 @@ Expected<std::vector<std::string>> list_isas(const Comgr::Api& api) {
   constexpr std::size_t kMaxIsas = 4096;
   if (count > kMaxIsas) {
     return Error(ErrorKind::LimitExceeded, "comgr amd_comgr_get_isa_count reports " + std::to_string(count) +
-                                               " ISAs, above the limit of " + std::to_string(kMaxIsas));
+                                               " ISAs, above the limit of " + std::to_string(kMaxIsas))
+        .at_field("amd_comgr_get_isa_count", std::nullopt, count, kMaxIsas);
   }
   std::vector<std::string> names;
   names.reserve(count);

@@ -211,11 +211,16 @@ std::string_view to_string(Unbundler unbundler) { return unbundler == Unbundler:
 Expected<void> HotswapAllowlist::add(std::string_view source, std::string_view device) {
   const Processor* from = find_processor(source);
   const Processor* to = find_processor(device);
-  for (auto [name, processor] : {std::pair{source, from}, std::pair{device, to}}) {
-    if (!processor) return Error(ErrorKind::NotFound, "hotswap pair: unknown processor '" + std::string(name) + "'");
+  // The field at fault is the pair's side: "source" or "device".
+  for (auto [side, name, processor] : {std::tuple{"source", source, from}, std::tuple{"device", device, to}}) {
+    if (!processor) {
+      return Error(ErrorKind::NotFound, "hotswap pair: unknown processor '" + std::string(name) + "'")
+          .at_field(side, std::nullopt);
+    }
     if (processor->is_generic) {
       return Error(ErrorKind::InvalidArgument,
-                   "hotswap pair: " + std::string(processor->name) + " is a generic target, not a processor");
+                   "hotswap pair: " + std::string(processor->name) + " is a generic target, not a processor")
+          .at_field(side, std::nullopt);
     }
   }
   if (from == to) {

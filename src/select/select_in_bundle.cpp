@@ -87,13 +87,15 @@ Expected<void> check_comgr_reads(const Comgr& comgr, const BundleEntry& entry, s
     return Error(ErrorKind::UnsupportedMethod,
                  what + ", a code object v" + std::to_string(target->code_object_version) + ", which " +
                      name_of(comgr) + " cannot read" + why + "; comgr 5.2.3 reads code object v4 and older" +
-                     std::string(kUseBuiltin));
+                     std::string(kUseBuiltin))
+        .at_field("code_object_version", std::nullopt, target->code_object_version, 4);
   }
   std::string_view processor = target->target.processor_name();
   if (!comgr.knows_processor(processor)) {
     return Error(ErrorKind::UnsupportedMethod, what + ", built for " + std::string(processor) + ", which " +
                                                    name_of(comgr) + " does not know and cannot read" + why +
-                                                   std::string(kUseBuiltin));
+                                                   std::string(kUseBuiltin))
+        .at_field("processor", std::nullopt);
   }
   return std::move(isa).error().with_context(what);
 }
@@ -163,7 +165,8 @@ Expected<Selection> comgr_path(const Device& device, const Bundle& bundle, const
       chosen = entry_at(entries, *hit);
       if (!chosen) {
         return Error(ErrorKind::Malformed, name_of(comgr) + " answered offset " + hex(hit->offset) + " size " +
-                                               hex(hit->size) + " for " + query + ", which is no entry of the bundle");
+                                               hex(hit->size) + " for " + query + ", which is no entry of the bundle")
+            .at_field("amd_comgr_lookup_code_object", hit->offset, hit->size);
       }
       break;
     }

@@ -26,6 +26,9 @@ constexpr std::string_view kElfMagic =
     "ELF";
 constexpr std::uint32_t kHipWrapperMagic = 0x48495046;  // "HIPF"
 constexpr std::uint64_t kWrapperSize = 24;
+// Offsets of section header fields (Elf64_Shdr).
+constexpr std::uint64_t kShTypeAt = 4;
+constexpr std::uint64_t kShOffsetAt = 24;
 
 Error from_llvm(llvm::Error error, ErrorKind kind, std::string_view context) {
   return Error(kind, std::string(context) + ": " + llvm::toString(std::move(error)));
@@ -66,16 +69,19 @@ class HostImageReader {
       std::string why = other_offload.empty() ? " (not a HIP fat binary host image)"
                                               : "; its section " + std::string(other_offload) +
                                                     " holds device code for a link step, which coload does not read";
-      return Error(ErrorKind::NotFound, "host ELF has no .hip_fatbin section" + why);
+      return Error(ErrorKind::NotFound, "host ELF has no .hip_fatbin section" + why)
+          .at_field(".hip_fatbin", std::nullopt);
     }
     const ElfShdr& fatbin = *found_.fatbin;
     if (fatbin.sh_type == llvm::ELF::SHT_NOBITS) {
-      return Error(ErrorKind::Malformed, ".hip_fatbin is SHT_NOBITS: it has no contents in the file");
+      return Error(ErrorKind::Malformed, ".hip_fatbin is SHT_NOBITS: it has no contents in the file")
+          .at_field(".hip_fatbin.sh_type", header_at(found_.fatbin_index) + kShTypeAt, fatbin.sh_type);
     }
     if (auto in_file =
             detail::check_range(".hip_fatbin section", fatbin.sh_offset, fatbin.sh_size, bytes_.size(), "the file");
         !in_file) {
-      return std::move(in_file).error();
+      return std::move(in_file).error().at_field(".hip_fatbin.sh_offset", header_at(found_.fatbin_index) + kShOffsetAt,
+                                                 fatbin.sh_offset, bytes_.size());
     }
     layout_.region_offset = fatbin.sh_offset;
     layout_.region_size = fatbin.sh_size;
@@ -84,6 +90,11 @@ class HostImageReader {
   }
 
  private:
+  /// The file offset of section header `index`.
+  std::uint64_t header_at(std::size_t index) const {
+    return elf_.getHeader().e_shoff + index * std::uint64_t{elf_.getHeader().e_shentsize};
+  }
+
   /// A million bad wrappers (24 bytes each) would otherwise keep a million messages.
   static constexpr std::size_t kMaxWarnings = 16;
   std::uint64_t unlisted_warnings_ = 0;
@@ -165,7 +176,8 @@ class HostImageReader {
                                                    hex(section.sh_offset) + " brings their entries to " +
                                                    std::to_string(visited) + ", more than the " + std::to_string(most) +
                                                    " a file of " + hex(bytes_.size()) +
-                                                   " bytes holds: section headers share or overlap tables");
+                                                   " bytes holds: section headers share or overlap tables")
+            .at_field("SHT_RELA entries", section.sh_offset, visited, most);
       }
       const ElfShdr* symbols = nullptr;
       if (relocatable) {
@@ -237,14 +249,18 @@ class HostImageReader {
 Expected<SourceLayout> inspect_elf(Bytes bytes) {
   // e_ident[EI_CLASS] and [EI_DATA]; EI_NIDENT is 16, e_machine sits at 18.
   if (bytes.size() < 20) {
-    return Error(ErrorKind::Truncated, "ELF header: file has " + hex(bytes.size()) + " bytes, needs at least 0x40");
+    return Error(ErrorKind::Truncated, "ELF header: file has " + hex(bytes.size()) + " bytes, needs at least 0x40")
+        .at_field("ELF header", 0, bytes.size(), 0x40);
   }
   auto elf_class = static_cast<unsigned>(bytes[4]);
   auto elf_data = static_cast<unsigned>(bytes[5]);
   if (elf_class != llvm::ELF::ELFCLASS64 || elf_data != llvm::ELF::ELFDATA2LSB) {
     return Error(ErrorKind::Malformed, "ELF header: EI_CLASS " + std::to_string(elf_class) + " / EI_DATA " +
                                            std::to_string(elf_data) +
-                                           " at offset 0x4: only 64-bit little-endian ELF is supported");
+                                           " at offset 0x4: only 64-bit little-endian ELF is supported")
+        .at_field(elf_class != llvm::ELF::ELFCLASS64 ? "EI_CLASS" : "EI_DATA",
+                  elf_class != llvm::ELF::ELFCLASS64 ? llvm::ELF::EI_CLASS : llvm::ELF::EI_DATA,
+                  elf_class != llvm::ELF::ELFCLASS64 ? elf_class : elf_data);
   }
   SourceLayout layout;
   if (detail::load_le<std::uint16_t>(bytes.data() + 18) == llvm::ELF::EM_AMDGPU) {
@@ -274,11 +290,13 @@ Expected<SourceLayout> inspect_source(std::span<const std::byte> bytes) {
   for (std::string_view magic : {kPlainMagic, kCompressedMagic, kElfMagic}) {
     if (bytes.size() < magic.size() && magic.starts_with(detail::as_chars(bytes))) {
       return Error(ErrorKind::Truncated, "input of " + hex(bytes.size()) + " bytes ends inside the magic " +
-                                             (magic == kElfMagic ? std::string("\\x7fELF") : std::string(magic)));
+                                             (magic == kElfMagic ? std::string("\\x7fELF") : std::string(magic)))
+          .at_field("magic", 0, bytes.size(), magic.size());
     }
   }
   return Error(ErrorKind::BadMagic, "offset 0x0: bytes " + detail::show_bytes(bytes) +
-                                        " start no known format (expected __CLANG_OFFLOAD_BUNDLE__, CCOB or ELF)");
+                                        " start no known format (expected __CLANG_OFFLOAD_BUNDLE__, CCOB or ELF)")
+      .at_field("magic", 0);
 }
 
 }  // namespace coload

@@ -43,7 +43,8 @@ Expected<std::span<const std::byte>> SourceReader::read(std::uint64_t offset, st
                                                         std::vector<std::byte>& scratch) const {
   if (offset > bytes_.size()) {
     return Error(ErrorKind::OutOfBounds, "read at offset " + detail::hex(offset) + " lies past the end of the input (" +
-                                             detail::hex(bytes_.size()) + " bytes)");
+                                             detail::hex(bytes_.size()) + " bytes)")
+        .at_field("read", offset, size, bytes_.size());
   }
   std::uint64_t length = std::min<std::uint64_t>(size, bytes_.size() - offset);
   if (!file_ || length > kMaxCopy) return bytes_.subspan(offset, length);
@@ -53,6 +54,7 @@ Expected<std::span<const std::byte>> SourceReader::read(std::uint64_t offset, st
     ssize_t got = ::pread(file_->fd, scratch.data() + done, length - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
+      // No field: the caller knows what it read (bundle_scan names the padding).
       std::string why = got < 0 ? std::strerror(errno) : "the file is shorter than when it was mapped";
       return Error(ErrorKind::Io,
                    "reading " + detail::hex(length) + " bytes at offset " + detail::hex(offset) + ": " + why);

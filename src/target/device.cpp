@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include "coload/device.h"
 
@@ -10,6 +11,7 @@ bool Device::accepts_code_object_version(unsigned version) const {
 }
 
 Expected<std::vector<unsigned>> parse_code_object_versions(std::string_view text) {
+  const std::string_view whole = text;
   std::vector<unsigned> versions;
   while (true) {
     std::size_t comma = text.find(',');
@@ -17,8 +19,12 @@ Expected<std::vector<unsigned>> parse_code_object_versions(std::string_view text
     unsigned version = 0;
     auto [end, status] = std::from_chars(item.data(), item.data() + item.size(), version);
     if (item.empty() || status != std::errc() || end != item.data() + item.size() || version < 3 || version > 6) {
+      // Offset: the item's position in the text; value: the version, when it is a number.
+      std::optional<std::uint64_t> number;
+      if (!item.empty() && status == std::errc() && end == item.data() + item.size()) number = version;
       return Error(ErrorKind::InvalidArgument, "code object version '" + std::string(item) + "' in '" +
-                                                   std::string(text) + "' is not one of 3, 4, 5, 6");
+                                                   std::string(text) + "' is not one of 3, 4, 5, 6")
+          .at_field("code_object_versions", static_cast<std::uint64_t>(item.data() - whole.data()), number);
     }
     versions.push_back(version);
     if (comma == std::string_view::npos) break;
@@ -58,7 +64,8 @@ Expected<TargetId> parse_device_target(std::string_view text) {
   if (target->processor->is_generic) {
     return Error(ErrorKind::InvalidArgument, "target ID '" + std::string(id) + "' names the generic target " +
                                                  std::string(target->processor_name()) +
-                                                 ", not a device; name a processor");
+                                                 ", not a device; name a processor")
+        .at_field("processor", 0);
   }
   return target;
 }
@@ -87,12 +94,14 @@ Expected<Device> device_from_spec(std::string_view spec, const DeviceOverrides& 
   if (overrides.code_object_versions) {
     if (overrides.code_object_versions->empty()) {
       return Error(ErrorKind::InvalidArgument,
-                   "device spec '" + std::string(spec) + "': no code object version accepted");
+                   "device spec '" + std::string(spec) + "': no code object version accepted")
+          .at_field("code_object_versions", std::nullopt);
     }
     for (unsigned version : *overrides.code_object_versions) {
       if (version < 3 || version > 6) {
         return Error(ErrorKind::InvalidArgument, "device spec '" + std::string(spec) + "': code object version " +
-                                                     std::to_string(version) + " is not one of 3, 4, 5, 6");
+                                                     std::to_string(version) + " is not one of 3, 4, 5, 6")
+            .at_field("code_object_versions", std::nullopt, version);
       }
     }
     device.code_object_versions = *overrides.code_object_versions;

@@ -70,10 +70,13 @@ std::string_view to_string(OffloadKind kind) {
 Expected<TargetId> TargetId::parse(std::string_view text) {
   std::string_view rest = text;
   auto [name, more] = take_token(rest, ':');
-  if (name.empty()) return Error(ErrorKind::Malformed, "target ID " + quoted(text) + " names no processor");
+  if (name.empty()) {
+    return Error(ErrorKind::Malformed, "target ID " + quoted(text) + " names no processor").at_field("processor", 0);
+  }
   const Processor* processor = find_processor(name);
   if (!processor) {
-    return Error(ErrorKind::NotFound, "target ID " + quoted(text) + ": unknown processor " + quoted(name));
+    return Error(ErrorKind::NotFound, "target ID " + quoted(text) + ": unknown processor " + quoted(name))
+        .at_field("processor", 0);
   }
   TargetId id{.processor = processor,
               .sramecc = processor->sramecc ? FeatureState::Any : FeatureState::Unsupported,
@@ -84,7 +87,9 @@ Expected<TargetId> TargetId::parse(std::string_view text) {
     more = piece.cut;
     std::string_view token = piece.text;
     auto bad = [&](std::string why) {
-      return Error(ErrorKind::Malformed, "target ID " + quoted(text) + ": feature " + quoted(token) + " " + why);
+      // The field's offset is the token's position in the ID.
+      return Error(ErrorKind::Malformed, "target ID " + quoted(text) + ": feature " + quoted(token) + " " + why)
+          .at_field("feature", static_cast<std::uint64_t>(token.data() - text.data()));
     };
     if (token.size() < 2 || (token.back() != '+' && token.back() != '-')) {
       return bad("is not `sramecc+`, `sramecc-`, `xnack+` or `xnack-`");
@@ -169,8 +174,10 @@ bool EntryId::is_amdhsa() const { return is_amdhsa_triple(arch, vendor, os, envi
 Expected<detail::EntryIdView> detail::parse_entry_id(std::string_view text) {
   EntryIdView id;
   id.text = text;
-  auto fail = [&](std::string why) {
-    return Error(ErrorKind::Malformed, "bundle entry ID " + quoted(text) + " " + why);
+  // `part` is the ID's part at fault, at its character offset in the ID.
+  auto fail = [&](std::string why, std::string_view part, std::string_view at) {
+    return Error(ErrorKind::Malformed, "bundle entry ID " + quoted(text) + " " + why)
+        .at_field(part, static_cast<std::uint64_t>(at.data() - text.data()));
   };
   std::string_view rest = text;
   std::array<std::string_view*, 6> fields = {&id.kind_text, &id.arch,        &id.vendor,
@@ -196,23 +203,25 @@ Expected<detail::EntryIdView> detail::parse_entry_id(std::string_view text) {
     id.kind = OffloadKind::Hcc;
   else if (id.kind_text == "openmp")
     id.kind = OffloadKind::OpenMP;
-  if (parts < 2 || id.kind_text.empty()) return fail("has no `<kind>-` prefix");
+  if (parts < 2 || id.kind_text.empty()) return fail("has no `<kind>-` prefix", "kind", text);
   // Host triples come in 3 and 4 parts (clang-14 wrote `host-x86_64-unknown-linux`).
   if (id.kind == OffloadKind::Host) return id;
   if (parts < 6) {
-    return fail("has " + std::to_string(parts - 1) +
-                " dashes; a device entry is `<kind>-<arch>-<vendor>-<os>-<environment>-<target>`");
+    return Error(ErrorKind::Malformed,
+                 "bundle entry ID " + quoted(text) + " has " + std::to_string(parts - 1) +
+                     " dashes; a device entry is `<kind>-<arch>-<vendor>-<os>-<environment>-<target>`")
+        .at_field("dashes", std::nullopt, parts - 1, fields.size() - 1);
   }
   if (id.arch == "spirv64" && id.vendor == "amd" && id.os == "amdhsa") {
     if (id.target_text == "amdgcnspirv") {
       id.is_spirv = true;
     } else if (id.target_text.starts_with("amdgcnspirv:")) {
-      return fail("puts features on amdgcnspirv, which has none");
+      return fail("puts features on amdgcnspirv, which has none", "target", id.target_text);
     }
     return id;
   }
   if (!id.is_amdhsa()) return id;
-  if (id.target_text.empty()) return fail("names no processor after its triple");
+  if (id.target_text.empty()) return fail("names no processor after its triple", "target", id.target_text);
   auto target = TargetId::parse(id.target_text);
   if (!target) return std::move(target).error().with_context("bundle entry ID " + quoted(text));
   id.target = *target;
