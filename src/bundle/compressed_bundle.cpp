@@ -95,15 +95,12 @@ Expected<std::uint64_t> read_field(detail::Cursor& cursor, detail::CcobField fie
 Expected<void> detail::check_decoded_limit(const CompressedHeader& header, const ReadOptions& options,
                                            LimitWording wording) {
   if (header.uncompressed_size <= options.max_decompressed_bytes) return {};
-  if (wording == LimitWording::Bare) {
-    return Error(ErrorKind::LimitExceeded, "CCOB: uncompressed_size " + hex(header.uncompressed_size) +
-                                               " exceeds the limit " + hex(options.max_decompressed_bytes))
-        .at_field("uncompressed_size", ccob_layout(header.version).uncompressed_size.offset, header.uncompressed_size,
-                  options.max_decompressed_bytes);
-  }
-  return Error(ErrorKind::LimitExceeded, "CCOB v" + std::to_string(header.version) + ": uncompressed_size " +
-                                             hex(header.uncompressed_size) + " exceeds the limit " +
-                                             hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)")
+  const std::string exceeds = "uncompressed_size " + hex(header.uncompressed_size) + " exceeds the limit " +
+                              hex(options.max_decompressed_bytes);
+  return Error(ErrorKind::LimitExceeded,
+               wording == LimitWording::Bare
+                   ? "CCOB: " + exceeds
+                   : "CCOB v" + std::to_string(header.version) + ": " + exceeds + " (max_decompressed_bytes)")
       .at_field("uncompressed_size", ccob_layout(header.version).uncompressed_size.offset, header.uncompressed_size,
                 options.max_decompressed_bytes);
 }

@@ -61,6 +61,14 @@ Expected<std::shared_ptr<const EntryImage>> ImageCache::add_image(const BundleDa
   return image;
 }
 
+Expected<std::shared_ptr<const BundleData>> ImageCache::read_plain(const std::shared_ptr<const FatBinary>& fat,
+                                                                   std::size_t index) {
+  auto read = fat->read(index);
+  counters_.add(counters_.bundles_read);
+  if (!read) return std::move(read).error();
+  return std::make_shared<const BundleData>(std::move(*read), fat);
+}
+
 Expected<std::shared_ptr<const BundleData>> ImageCache::shared_ccob(const FatBinary& fat, const std::string& name,
                                                                     std::size_t index, const Selector& selector,
                                                                     std::optional<BundleChoice>& streamed) {
@@ -97,18 +105,7 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
     std::lock_guard lock(slot.mutex);
     if (!slot.done) {
       slot.done = true;
-      Expected<std::shared_ptr<const BundleData>> made = Error(ErrorKind::Malformed, {});
-      if (compressed) {
-        made = shared_ccob(*fat, name, index, selector, streamed);
-      } else {
-        auto read = fat->read(index);
-        counters_.add(counters_.bundles_read);
-        if (read) {
-          made = std::make_shared<const BundleData>(std::move(*read), fat);
-        } else {
-          made = std::move(read).error();
-        }
-      }
+      auto made = compressed ? shared_ccob(*fat, name, index, selector, streamed) : read_plain(fat, index);
       if (made) {
         slot.data = std::move(*made);
       } else {

@@ -146,6 +146,11 @@ class ImageCache {
  private:
   Expected<BundleChoice> stream(const FatBinary& fat, const std::string& name, std::size_t index,
                                 const Selector& selector);
+  /// A plain bundle (or bare code object), its table read in place.
+  Expected<std::shared_ptr<const BundleData>> read_plain(const std::shared_ptr<const FatBinary>& fat,
+                                                         std::size_t index);
+  /// The heads of CCOB `index`: another registration's, or streamed now
+  /// (its choice left in `streamed`).
   Expected<std::shared_ptr<const BundleData>> shared_ccob(const FatBinary& fat, const std::string& name,
                                                           std::size_t index, const Selector& selector,
                                                           std::optional<BundleChoice>& streamed);
