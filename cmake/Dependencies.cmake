@@ -26,3 +26,8 @@ find_library(COLOAD_ZLIB_ARCHIVE NAMES libz.a)
 find_program(COLOAD_CLANG NAMES clang-22 HINTS ${LLVM_TOOLS_BINARY_DIR})
 find_program(COLOAD_BUNDLER NAMES clang-offload-bundler-22 HINTS ${LLVM_TOOLS_BINARY_DIR})
 find_program(COLOAD_BUNDLER19 NAMES clang-offload-bundler-19)
+
+# lld resolves a symbol at the first archive that defines it, which lets
+# libcoload.so and the tool take zlib and zstd from their archives above.
+include(CheckLinkerFlag)
+check_linker_flag(CXX "-fuse-ld=lld" COLOAD_HAVE_LLD)

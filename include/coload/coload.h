@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "coload/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -213,6 +215,11 @@ coload_status coload_device_name(const coload_registry* registry, size_t device,
 const char* coload_last_error_message(void);
 /** A constant name for a status ("not_found"); "unknown_status" for others. */
 const char* coload_status_string(coload_status status);
+
+/** The library's version, "MAJOR.MINOR.PATCH" (constant, never null). A
+ *  program may compare it with the COLOAD_VERSION_* it was compiled against
+ *  (coload/version.h): the same MAJOR is ABI-compatible (docs/packaging.md). */
+const char* coload_version(void);
 
 #ifdef __cplusplus
 }

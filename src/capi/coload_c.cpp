@@ -423,4 +423,6 @@ const char* coload_status_string(coload_status status) {
   return "unknown_status";
 }
 
+const char* coload_version(void) { return COLOAD_VERSION_STRING; }
+
 }  // extern "C"

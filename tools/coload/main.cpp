@@ -6,11 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "coload/coload.h"
 #include "commands.h"
 
 namespace {
 
 constexpr const char* kUsage = R"(usage: coload <command> [options] FILE...
+       coload <command> --help
+       coload --version
 
 commands:
   ls [--json] [--max-decompressed-bytes N] FILE...
@@ -100,6 +103,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
+    return coload::cli::kExitOk;
+  }
+  if (command == "--version" || command == "version") {
+    std::printf("coload %s\n", coload_version());
     return coload::cli::kExitOk;
   }
   int status = coload::cli::kExitOk;

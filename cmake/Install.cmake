@@ -1,0 +1,76 @@
+# What `cmake --install` and `cpack -G DEB` put where (docs/packaging.md):
+#   runtime     -> libcoload0      libcoload.so.MAJOR and .so.VERSION
+#   development -> libcoload-dev   headers of the C API, libcoload.so, the CMake
+#                                  package, coload.pc, the docs
+#   tools       -> coload-tools    the coload tool, its man page, bash completion
+# Every path comes from GNUInstallDirs, and every installed file finds the
+# others relative to itself, so the tree works under any prefix (and as the
+# .debs' /usr).
+include(CMakePackageConfigHelpers)
+
+install(TARGETS coload EXPORT coload-targets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development)
+# The C ABI's headers only: the C++20 headers declare symbols libcoload.so does not export.
+install(FILES ${PROJECT_SOURCE_DIR}/include/coload/coload.h ${PROJECT_SOURCE_DIR}/include/coload/hotswap_plugin.h
+              ${PROJECT_BINARY_DIR}/include/coload/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/coload COMPONENT development)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT development)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT development)
+
+# CMake package: find_package(coload 0.1 CONFIG) -> coload::coload. The build
+# tree carries the same package (coload_DIR=<build>), with the build's include paths.
+set(COLOAD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/coload)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/coload-config.cmake.in
+  ${PROJECT_BINARY_DIR}/coload-config.cmake INSTALL_DESTINATION ${COLOAD_CMAKE_DIR} NO_SET_AND_CHECK_MACRO
+  NO_CHECK_REQUIRED_COMPONENTS_MACRO)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/coload-config-version.cmake
+  COMPATIBILITY SameMajorVersion)
+install(EXPORT coload-targets NAMESPACE coload:: DESTINATION ${COLOAD_CMAKE_DIR} COMPONENT development)
+install(FILES ${PROJECT_BINARY_DIR}/coload-config.cmake ${PROJECT_BINARY_DIR}/coload-config-version.cmake
+        DESTINATION ${COLOAD_CMAKE_DIR} COMPONENT development)
+export(EXPORT coload-targets NAMESPACE coload:: FILE ${PROJECT_BINARY_DIR}/coload-targets.cmake)
+
+# pkg-config: prefix relative to the .pc file, so a relocated tree (or the
+# .debs extracted anywhere with dpkg -x) still points at itself.
+file(RELATIVE_PATH COLOAD_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+string(REGEX REPLACE "/$" "" COLOAD_PC_TO_PREFIX "${COLOAD_PC_TO_PREFIX}")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/coload.pc.in ${PROJECT_BINARY_DIR}/coload.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/coload.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
+
+# Debian packages: `cpack -G DEB` in the build tree writes the three .debs there.
+if(PROJECT_IS_TOP_LEVEL)
+  set(COLOAD_PACKAGE_MAINTAINER "coload maintainers <coload@localhost>"
+      CACHE STRING "The Maintainer field of the Debian packages")
+  set(CPACK_PACKAGE_NAME coload)
+  set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+  set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "reads, selects, checks and loads AMD GPU fat binaries")
+  set(CPACK_PACKAGE_CONTACT ${COLOAD_PACKAGE_MAINTAINER})
+  set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
+  set(CPACK_GENERATOR DEB)
+  set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+  set(CPACK_COMPONENTS_ALL runtime development tools)
+  set(CPACK_DEB_COMPONENT_INSTALL ON)
+  set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+  set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+  # dpkg-shlibdeps computes each package's Depends from what its files load
+  # (libcoload0: libc6 and libzstd1); the ROCm libraries are opened at run time.
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libcoload${PROJECT_VERSION_MAJOR})
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "libhsa-runtime64-1, libamdhip64-5, libamd-comgr2")
+  set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "coload: AMD GPU fat binary reader and loader (C ABI library)
+ Reads plain and compressed clang offload bundles, chooses the code object for
+ a device, checks it and loads it with ROCr or HIP, opened at run time.")
+  set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libcoload-dev)
+  set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
+  set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "libcoload${PROJECT_VERSION_MAJOR} (= ${PROJECT_VERSION})")
+  set(CPACK_DEBIAN_DEVELOPMENT_DESCRIPTION "coload: AMD GPU fat binary reader and loader (development files)
+ Headers of the C API, the CMake package (find_package(coload)), coload.pc
+ and the documentation.")
+  set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME coload-tools)
+  set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION devel)
+  set(CPACK_DEBIAN_TOOLS_DESCRIPTION "coload: AMD GPU fat binary reader and loader (command-line tool)
+ coload ls, extract, select, check, devices and load, with a man page and
+ bash completion.")
+  include(CPack)
+endif()
