@@ -52,11 +52,14 @@ if(PROJECT_IS_TOP_LEVEL)
   set(CPACK_COMPONENTS_ALL runtime development tools)
   set(CPACK_DEB_COMPONENT_INSTALL ON)
   set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+  set(CPACK_STRIP_FILES ON)
   set(CPACK_DEBIAN_PACKAGE_SECTION libs)
   # dpkg-shlibdeps computes each package's Depends from what its files load
   # (libcoload0: libc6 and libzstd1); the ROCm libraries are opened at run time.
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
   set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libcoload${PROJECT_VERSION_MAJOR})
+  # A shlibs file (so packages built against it depend on it) and the ldconfig trigger.
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
   set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "libhsa-runtime64-1, libamdhip64-5, libamd-comgr2")
   set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "coload: AMD GPU fat binary reader and loader (C ABI library)
  Reads plain and compressed clang offload bundles, chooses the code object for

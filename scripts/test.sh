@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test coload has:
-#   1. the normal build's ctest (unit, fixture, CLI, export and corpus-replay tests);
+#   1. the normal build's ctest (unit, fixture, CLI, export, install/package and
+#      corpus-replay tests), and its C ABI against the checked-in baseline;
 #   2. the same suite built with AddressSanitizer + UBSan (build-asan/);
 #   3. under ThreadSanitizer (build-tsan/, only these and the library are built):
 #      the registry's 16-thread stress test, the zstd decoders' kept
@@ -29,6 +30,8 @@ echo "== normal build"
 [ -f "$root/build/CMakeCache.txt" ] || cmake -S "$root" -B "$root/build" -G Ninja "${compilers[@]}"
 cmake --build "$root/build"
 (cd "$root/build" && ctest --output-on-failure -j "$jobs")
+echo "== C ABI against its baseline (abi/, docs/packaging.md)"
+bash "$root/scripts/abi.sh" check "$root/build"
 
 echo "== sanitizer build (ASan + UBSan) and libFuzzer targets"
 cmake -S "$root" -B "$root/build-asan" -G Ninja "${compilers[@]}" \

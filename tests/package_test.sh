@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Uses coload from outside its build, every way docs/packaging.md offers:
+# installs it into a temporary prefix and builds, out of tree, (a) a C program
+# with pkg-config, (b) a C and a C++ program with find_package(coload), (c) the
+# C++ program with coload as an add_subdirectory subproject, and (d) the C
+# program against the .debs cpack writes, extracted with dpkg -x. Each program
+# registers a fixture with the dry-run runtime, checks the entry bundle 0
+# chooses and the sizes of a kernel (tests/package/consumer.c).
+#   package_test.sh SOURCE_DIR BUILD_DIR FIXTURE_DIR
+set -euo pipefail
+source_dir=$1
+build_dir=$2
+fixture=$3/bundles/driver_two_arch.hipfb
+expected=(gfx90a _Z5saxpyfPKfPfi hipv4-amdgcn-amd-amdhsa--gfx90a 288 0)
+compilers=(-DCMAKE_C_COMPILER="${CC:-clang-22}" -DCMAKE_CXX_COMPILER="${CXX:-clang++-22}")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+consumer() {  # consumer PROGRAM: runs it on the fixture; it checks what it gets
+  "$1" "$fixture" "${expected[@]}"
+}
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+
+echo "== cmake --install"
+prefix=$work/prefix
+cmake --install "$build_dir" --prefix "$prefix" > /dev/null
+pc_file=$(find "$prefix" -name coload.pc)
+[ -n "$pc_file" ] || fail "no coload.pc installed"
+soname=$(readelf -d "$(dirname "$pc_file")"/../libcoload.so | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = libcoload.so.0 ] || fail "SONAME '$soname', expected libcoload.so.0"
+
+echo "== (a) C program, pkg-config"
+export PKG_CONFIG_PATH
+PKG_CONFIG_PATH=$(dirname "$pc_file")
+# shellcheck disable=SC2046  # pkg-config's flags are words
+"${CC:-clang-22}" -std=c11 -Wall -Werror -o "$work/c_pkg_config" "$source_dir/tests/package/consumer.c" \
+  $(pkg-config --cflags --libs coload)
+LD_LIBRARY_PATH=$(pkg-config --variable=libdir coload) consumer "$work/c_pkg_config"
+[ "$(pkg-config --modversion coload)" = "$("$prefix/bin/coload" --version | cut -d' ' -f2)" ] ||
+  fail "coload.pc's version differs from the tool's"
+
+echo "== (b) C and C++ programs, find_package(coload)"
+cmake -S "$source_dir/tests/package/find_package" -B "$work/find_package" -G Ninja "${compilers[@]}" \
+  -DCMAKE_PREFIX_PATH="$prefix" > /dev/null
+cmake --build "$work/find_package" > /dev/null
+consumer "$work/find_package/consumer_c"
+consumer "$work/find_package/consumer_cpp"
+# A newer major is refused (SameMajorVersion), a lower minor accepted.
+mkdir -p "$work/version_probe"
+cat > "$work/version_probe/CMakeLists.txt" << 'PROBE'
+cmake_minimum_required(VERSION 3.25)
+project(version_probe NONE)
+find_package(coload 0.0 CONFIG REQUIRED)
+find_package(coload 1.0 CONFIG QUIET)
+if(coload_FOUND)
+  message(FATAL_ERROR "find_package(coload 1.0) accepted ${coload_VERSION}")
+endif()
+PROBE
+cmake -S "$work/version_probe" -B "$work/version_probe/build" -DCMAKE_PREFIX_PATH="$prefix" > /dev/null
+
+echo "== (c) C++ program, coload as a subproject"
+cmake -S "$source_dir/tests/package/subproject" -B "$work/subproject" -G Ninja "${compilers[@]}" \
+  -DCOLOAD_SOURCE="$source_dir" > /dev/null
+cmake --build "$work/subproject" --target consumer_cpp > /dev/null
+consumer "$work/subproject/consumer_cpp"
+
+echo "== (d) the Debian packages"
+(cd "$work" && cpack --config "$build_dir/CPackConfig.cmake" -G DEB -B "$work/debs" > /dev/null)
+version=$(pkg-config --modversion coload)
+for package in libcoload0 libcoload-dev coload-tools; do
+  deb=$(find "$work/debs" -maxdepth 1 -name "${package}_${version}_*.deb")
+  [ -n "$deb" ] || fail "cpack wrote no $package package"
+  dpkg-deb -x "$deb" "$work/root"
+  declare "depends_${package//-/_}=$(dpkg-deb -f "$deb" Depends)"
+done
+# The runtime package loads libc and libzstd only; ROCm stays optional.
+# shellcheck disable=SC2154  # set by declare above
+runtime_depends=$(echo "$depends_libcoload0" | tr ',' '\n' | sed 's/ *(.*//; s/^ *//' | sort | tr '\n' ' ')
+[ "$runtime_depends" = "libc6 libzstd1 " ] || fail "libcoload0 depends on: $depends_libcoload0"
+# shellcheck disable=SC2154
+[[ "$depends_libcoload_dev" == *"libcoload0 (= $version)"* ]] ||
+  fail "libcoload-dev depends on: $depends_libcoload_dev"
+PKG_CONFIG_PATH=$(dirname "$(find "$work/root" -name coload.pc)")
+[[ "$(pkg-config --variable=libdir coload)" == "$work/root/usr/"* ]] || fail "coload.pc does not point into the .debs"
+# shellcheck disable=SC2046
+"${CC:-clang-22}" -std=c11 -Wall -Werror -o "$work/c_deb" "$source_dir/tests/package/consumer.c" \
+  $(pkg-config --cflags --libs coload)
+LD_LIBRARY_PATH=$(pkg-config --variable=libdir coload) consumer "$work/c_deb"
+[ "$("$work/root/usr/bin/coload" --version)" = "coload $version" ] || fail "coload-tools' coload --version"
+echo "PASS: install, pkg-config, find_package, subproject and .deb consumers"
