@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Uses coload from outside its build, every way docs/packaging.md offers:
 # installs it into a temporary prefix and builds, out of tree, (a) a C program
-# with pkg-config, (b) a C and a C++ program with find_package(coload), (c) the
-# C++ program with coload as an add_subdirectory subproject, and (d) the C
-# program against the .debs cpack writes, extracted with dpkg -x. Each program
-# registers a fixture with the dry-run runtime, checks the entry bundle 0
-# chooses and the sizes of a kernel (tests/package/consumer.c).
+# with pkg-config, (b) a C and a C++ program with find_package(coload) (and the
+# C one with the build tree's package), (c) the C++ program with coload as an
+# add_subdirectory subproject, and (d) the C program against the .debs cpack
+# writes, extracted with dpkg -x. Each program registers a fixture with the
+# dry-run runtime and checks the entry bundle 0 chooses and the sizes of a
+# kernel (tests/package/consumer.c).
 #   package_test.sh SOURCE_DIR BUILD_DIR FIXTURE_DIR
 set -euo pipefail
 source_dir=$1
@@ -32,6 +33,12 @@ pc_file=$(find "$prefix" -name coload.pc)
 soname=$(readelf -d "$(dirname "$pc_file")"/../libcoload.so | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libcoload.so.0 ] || fail "SONAME '$soname', expected libcoload.so.0"
 
+echo "== the installed tool: coload --version, man page, bash completion"
+[ "$("$prefix/bin/coload" --version)" = "coload $(sed -n 's/^Version: //p' "$pc_file")" ] ||
+  fail "the installed coload --version differs from coload.pc's version"
+bash "$source_dir/tests/man_completion_test.sh" "$prefix/bin/coload" "$prefix/share/man/man1/coload.1" \
+  "$prefix/share/bash-completion/completions/coload"
+
 echo "== (a) C program, pkg-config"
 export PKG_CONFIG_PATH
 PKG_CONFIG_PATH=$(dirname "$pc_file")
@@ -48,6 +55,11 @@ cmake -S "$source_dir/tests/package/find_package" -B "$work/find_package" -G Nin
 cmake --build "$work/find_package" > /dev/null
 consumer "$work/find_package/consumer_c"
 consumer "$work/find_package/consumer_cpp"
+# The build tree is a package too.
+cmake -S "$source_dir/tests/package/find_package" -B "$work/build_tree_package" -G Ninja "${compilers[@]}" \
+  -Dcoload_DIR="$build_dir" > /dev/null
+cmake --build "$work/build_tree_package" --target consumer_c > /dev/null
+consumer "$work/build_tree_package/consumer_c"
 # A newer major is refused (SameMajorVersion), a lower minor accepted.
 mkdir -p "$work/version_probe"
 cat > "$work/version_probe/CMakeLists.txt" << 'PROBE'
@@ -90,4 +102,7 @@ PKG_CONFIG_PATH=$(dirname "$(find "$work/root" -name coload.pc)")
   $(pkg-config --cflags --libs coload)
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir coload) consumer "$work/c_deb"
 [ "$("$work/root/usr/bin/coload" --version)" = "coload $version" ] || fail "coload-tools' coload --version"
+for file in usr/share/man/man1/coload.1 usr/share/bash-completion/completions/coload; do
+  [ -f "$work/root/$file" ] || fail "coload-tools lacks /$file"
+done
 echo "PASS: install, pkg-config, find_package, subproject and .deb consumers"

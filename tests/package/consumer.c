@@ -60,19 +60,18 @@ int main(int argc, char** argv) {
     fail("coload_register_file", status);
   } else if ((status = coload_choose(registry, binary, 0, take_first, &chosen)) != COLOAD_OK) {
     fail("coload_choose", status);
-  } else if (chosen.status != COLOAD_OK || strcmp(chosen.entry_id, argv[4]) != 0 ||
-             chosen.tier != COLOAD_TIER_NATIVE) {
-    fprintf(stderr, "consumer: bundle 0 chose '%s' (tier %d, %s), expected native %s\n", chosen.entry_id,
-            chosen.tier, coload_status_string(chosen.status), argv[4]);
+  } else if (chosen.status != COLOAD_OK || strcmp(chosen.entry_id, argv[4]) != 0 || chosen.tier != COLOAD_TIER_NATIVE) {
+    fprintf(stderr, "consumer: bundle 0 chose '%s' (tier %d, %s), expected native %s\n", chosen.entry_id, chosen.tier,
+            coload_status_string(chosen.status), argv[4]);
   } else if ((status = coload_lookup_kernel(registry, binary, 0, argv[3], &info)) != COLOAD_OK) {
     fail("coload_lookup_kernel", status);
   } else if (info.kernarg_segment_size != strtoul(argv[5], NULL, 0) ||
              info.group_segment_size != strtoul(argv[6], NULL, 0)) {
-    fprintf(stderr, "consumer: %s has kernarg %u and LDS %u, expected %s and %s\n", argv[3],
-            info.kernarg_segment_size, info.group_segment_size, argv[5], argv[6]);
+    fprintf(stderr, "consumer: %s has kernarg %u and LDS %u, expected %s and %s\n", argv[3], info.kernarg_segment_size,
+            info.group_segment_size, argv[5], argv[6]);
   } else {
-    printf("coload %s (C): %s chose %s; %s kernarg %u LDS %u\n", coload_version(), argv[2], chosen.entry_id,
-           argv[3], info.kernarg_segment_size, info.group_segment_size);
+    printf("coload %s (C): %s chose %s; %s kernarg %u LDS %u\n", coload_version(), argv[2], chosen.entry_id, argv[3],
+           info.kernarg_segment_size, info.group_segment_size);
     result = 0;
   }
   coload_registry_destroy(registry);
