@@ -18,7 +18,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT development)
 
-# CMake package: find_package(coload 0.1 CONFIG) -> coload::coload. The build
+# CMake package: find_package(coload 0.2 CONFIG) -> coload::coload. The build
 # tree carries the same package (coload_DIR=<build>), with the build's include paths.
 set(COLOAD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/coload)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/coload-config.cmake.in

@@ -66,6 +66,7 @@ TEST(CApiContract, EveryEntryPointRejectsNullAndForeignHandles) {
     EXPECT_EQ(coload_register_file(bad, fixture("bundles/driver_two_arch.hipfb").c_str(), &binary),
               COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_register_memory(bad, name, sizeof name, "x", &binary), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(coload_register_wrapper(bad, name, "x", &binary), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_unregister(bad, 1), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_lookup_kernel(bad, 1, 0, "k", &info), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_check_dispatch(bad, 1, 0, "k", 0, 0, nullptr), COLOAD_ERROR_INVALID_HANDLE);

@@ -134,6 +134,36 @@ coload_status coload_register_file(coload_registry* registry, const char* path, 
  *  `name` (may be null) appears in error messages. */
 coload_status coload_register_memory(coload_registry* registry, const void* bytes, size_t size, const char* name,
                                      coload_binary* out);
+/** Registers the fat binary of a `__hip_fatbin_wrapper`, the pointer a HIP
+ *  runtime's __hipRegisterFatBinary receives: {uint32_t magic 0x48495046
+ *  "HIPF", uint32_t version 1, const void* binary, void* reserved}. The
+ *  image `binary` points at (a plain bundle, a CCOB or a bare code object) is
+ *  measured from its own headers, and every byte read lies within the
+ *  mapping that holds it (the loaded segment, else /proc/self/maps): a bad
+ *  pointer is an error here, never a fault. The bytes stay the caller's and
+ *  must stay mapped until coload_unregister. One wrapper is one binary,
+ *  loaded lazily like any other. `name` (may be null: "__hip_fatbin_wrapper
+ *  at 0x…") appears in error messages. Errors: COLOAD_ERROR_OUT_OF_BOUNDS
+ *  (the wrapper or its binary in no readable mapping), COLOAD_ERROR_TRUNCATED
+ *  (a record cut by the end of its mapping, or an image that would run past
+ *  it), COLOAD_ERROR_BAD_MAGIC, COLOAD_ERROR_UNSUPPORTED_VERSION,
+ *  COLOAD_ERROR_MALFORMED (a null binary), and the image headers' errors. */
+coload_status coload_register_wrapper(coload_registry* registry, const void* wrapper, const char* name,
+                                      coload_binary* out);
+
+/** coload_bundle_size's `available` when the caller does not know it: the
+ *  image is then bounded by the mapping that holds `bytes`. */
+#define COLOAD_AVAILABLE_MAPPED SIZE_MAX
+
+/** Bytes the image at `bytes` occupies, from its own headers, when it lies
+ *  within the first `available` bytes: a plain bundle's table and furthest
+ *  entry, a CCOB's total_size (v1: measured from its zstd frame headers, or
+ *  by decoding), a bare code object's ELF tables. Nothing is kept or
+ *  registered. Errors: COLOAD_ERROR_BAD_MAGIC (no image starts there),
+ *  COLOAD_ERROR_TRUNCATED or COLOAD_ERROR_OUT_OF_BOUNDS (it would run past
+ *  `available`), and the headers' errors. */
+coload_status coload_bundle_size(const void* bytes, size_t available, size_t* out);
+
 /** Unloads the binary on every device and releases it, once lookups of it
  *  running on other threads have returned (it waits for them): never call it
  *  from a log callback. */

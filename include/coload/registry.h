@@ -160,6 +160,12 @@ class Registry {
   /// Registers a caller's buffer (bundle file, code object or host image),
   /// which must outlive the registration. `name` appears in errors.
   Expected<BinaryHandle> register_memory(std::span<const std::byte> bytes, std::string name = "<memory>");
+  /// Registers the image a `__hip_fatbin_wrapper` points at (one wrapper,
+  /// one binary, as __hipRegisterFatBinary receives it), measured within the
+  /// mapping that holds it (coload/wrapper.h); the image stays the caller's,
+  /// mapped until unregister. `name` (default "__hip_fatbin_wrapper at
+  /// 0x…") appears in errors. Errors: wrapped_image's, then register_memory's.
+  Expected<BinaryHandle> register_wrapper(const void* wrapper, std::string name = {});
   /// Unloads the binary's modules on every device and releases its bytes,
   /// once lookups of it already running on other threads have returned.
   /// Errors: NotFound for an unknown (or already unregistered) handle.

@@ -9,6 +9,7 @@
 #include "bundle/decompress.h"
 #include "bundle/plain_table.h"
 #include "coload/bundle.h"
+#include "coload/wrapper.h"
 #include "common/bytes.h"
 #include "target/elf_target.h"
 
@@ -229,6 +230,13 @@ std::string_view to_string(Compression compression) {
     case Compression::Zstd: return "zstd";
   }
   return "unknown";
+}
+
+Expected<BundleInfo> measure_image(std::span<const std::byte> bytes, const ReadOptions& options) {
+  std::uint64_t v1_used = 0;
+  std::vector<std::byte> scratch;
+  return measure(SourceReader(bytes), 0, bytes.size(), options, v1_used, scratch,
+                 std::make_shared<detail::ScannedIds>());
 }
 
 Expected<std::vector<BundleInfo>> scan_bundles(std::span<const std::byte> source, const SourceLayout& layout,

@@ -21,6 +21,7 @@
 #include "coload/pipeline.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
+#include "coload/wrapper.h"
 
 namespace {
 
@@ -260,6 +261,43 @@ coload_status coload_register_memory(coload_registry* registry, const void* byte
     auto binary = cxx->register_memory(view, name ? name : "<memory>");
     if (!binary) return fail(binary.error());
     *out = binary->value;
+    return ok();
+  });
+}
+
+coload_status coload_register_wrapper(coload_registry* registry, const void* wrapper, const char* name,
+                                      coload_binary* out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (!out) return null_argument(function, "out");
+    *out = 0;
+    if (!wrapper) return null_argument(function, "wrapper");
+    auto binary = cxx->register_wrapper(wrapper, name ? name : "");
+    if (!binary) return fail(binary.error());
+    *out = binary->value;
+    return ok();
+  });
+}
+
+coload_status coload_bundle_size(const void* bytes, size_t available, size_t* out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    if (!out) return null_argument(function, "out");
+    *out = 0;
+    if (!bytes) return null_argument(function, "bytes");
+    std::span<const std::byte> view;
+    if (available == COLOAD_AVAILABLE_MAPPED) {
+      auto mapped = coload::readable_bytes_at(bytes);
+      if (!mapped) return fail(mapped.error());
+      view = *mapped;
+    } else {
+      view = std::span(static_cast<const std::byte*>(bytes), available);
+    }
+    auto image = coload::measure_image(view);
+    if (!image) return fail(image.error());
+    *out = image->size;
     return ok();
   });
 }

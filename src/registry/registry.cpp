@@ -37,6 +37,7 @@
 #include "coload/select.h"
 #include "coload/stream_select.h"
 #include "coload/validate.h"
+#include "coload/wrapper.h"
 #include "common/bytes.h"
 #include "registry/registry_parts.h"
 
@@ -371,6 +372,13 @@ Expected<BinaryHandle> Registry::register_file(const std::string& path) {
 Expected<BinaryHandle> Registry::register_memory(std::span<const std::byte> bytes, std::string name) {
   auto fat = FatBinary::from_memory(bytes, name, impl_->read_options);
   return impl_->add(std::move(fat), std::move(name));
+}
+
+Expected<BinaryHandle> Registry::register_wrapper(const void* wrapper, std::string name) {
+  auto image = wrapped_image(wrapper, impl_->read_options);
+  if (!image) return std::move(image).error();
+  if (name.empty()) name = "__hip_fatbin_wrapper at " + detail::hex(reinterpret_cast<std::uintptr_t>(wrapper));
+  return register_memory(*image, std::move(name));
 }
 
 Expected<void> Registry::unregister(BinaryHandle binary) {

@@ -1,0 +1,54 @@
+// coload/wrapper.h: a fat binary from the pointer a HIP runtime is handed.
+//
+// Covers: the `__hip_fatbin_wrapper` record clang emits per translation unit
+// (the only argument of `__hipRegisterFatBinary`), measuring the bundle it
+// points at from the bundle's own headers, and the readable memory around an
+// address of this process. Nothing here trusts a pointer: every read is
+// bounded by the mapping that holds it, and bytes that would run past it are
+// an error, never a fault. Registering the result: Registry::register_wrapper
+// (coload/registry.h), coload_register_wrapper (coload/coload.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "coload/bundle.h"
+#include "coload/error.h"
+
+namespace coload {
+
+/// The `__hip_fatbin_wrapper` record: {uint32 magic, uint32 version,
+/// const void* binary, void* reserved} (docs/format.md, "Host images").
+inline constexpr std::uint32_t kHipFatbinWrapperMagic = 0x48495046;  // "HIPF"
+inline constexpr std::uint32_t kHipFatbinWrapperVersion = 1;
+inline constexpr std::size_t kHipFatbinWrapperSize = 24;
+inline constexpr std::size_t kHipFatbinWrapperBinaryAt = 8;  ///< offset of `binary`
+
+/// The readable bytes from `address` to the end of the mapping that holds it:
+/// the loaded segment of an executable or shared object (dl_iterate_phdr), or
+/// else the readable mappings of /proc/self/maps that start there and follow
+/// each other without a gap. Errors: OutOfBounds (field "address") for an
+/// address in no mapping, or in one that is not readable; Io when
+/// /proc/self/maps cannot be read.
+Expected<std::span<const std::byte>> readable_bytes_at(const void* address);
+
+/// What the image at bytes[0] is and how many bytes it occupies, from its own
+/// headers: a plain bundle's table and its furthest entry; a CCOB's
+/// total_size (v1: its zstd frame headers, or else decoding the stream within
+/// options.max_decompressed_bytes); a bare code object's ELF tables. The
+/// result's format and size are set (offset 0, index 0), and the image lies
+/// within `bytes`. Errors: BadMagic for bytes that start no image; Truncated,
+/// OutOfBounds or Malformed, naming the field, when it would run past `bytes`;
+/// the header parsers' errors.
+Expected<BundleInfo> measure_image(std::span<const std::byte> bytes, const ReadOptions& options = {});
+
+/// The image a `__hip_fatbin_wrapper` at `wrapper` points at, measured by
+/// measure_image within the mapping that holds it. Errors: those of
+/// readable_bytes_at (for the wrapper, then its binary); Truncated (field
+/// "wrapper") when fewer than 24 bytes of the record are readable; BadMagic
+/// ("magic", offset 0), UnsupportedVersion ("version", offset 4), Malformed
+/// ("binary", offset 8) for a null binary; measure_image's errors.
+Expected<std::span<const std::byte>> wrapped_image(const void* wrapper, const ReadOptions& options = {});
+
+}  // namespace coload

@@ -1,0 +1,147 @@
+// The image behind a __hip_fatbin_wrapper pointer (coload/wrapper.h), read
+// only within the mapping that holds each pointer.
+#include "coload/wrapper.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/bytes.h"
+
+namespace coload {
+namespace {
+
+using detail::hex;
+
+struct Segment {
+  std::uintptr_t address = 0;
+  std::optional<std::uintptr_t> end;  ///< the holding segment's end; empty when none holds it
+  bool readable = false;
+};
+
+int find_segment(dl_phdr_info* info, std::size_t, void* data) {
+  auto* search = static_cast<Segment*>(data);
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) & header = info->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD) continue;
+    std::uintptr_t start = info->dlpi_addr + header.p_vaddr;
+    if (search->address < start || search->address - start >= header.p_memsz) continue;
+    search->end = start + header.p_memsz;
+    search->readable = (header.p_flags & PF_R) != 0;
+    return 1;
+  }
+  return 0;
+}
+
+std::optional<std::uintptr_t> parse_hex(std::string_view text) {
+  std::uintptr_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+/// The end of the readable run of /proc/self/maps mappings that holds
+/// `address`; nullopt when none does (the error says which).
+Expected<std::uintptr_t> readable_end_from_maps(std::uintptr_t address) {
+  std::ifstream maps("/proc/self/maps");
+  if (!maps) return Error(ErrorKind::Io, "cannot open /proc/self/maps");
+  std::optional<std::uintptr_t> end;
+  std::string line;
+  while (std::getline(maps, line)) {
+    // "start-end perms offset dev inode path"
+    std::string_view view(line);
+    auto dash = view.find('-');
+    auto space = view.find(' ');
+    if (dash == std::string_view::npos || space == std::string_view::npos || dash > space || space + 1 >= view.size())
+      continue;
+    auto start = parse_hex(view.substr(0, dash));
+    auto stop = parse_hex(view.substr(dash + 1, space - dash - 1));
+    if (!start || !stop) continue;
+    bool readable = view[space + 1] == 'r';
+    if (end) {
+      // Extend the run while the next mapping follows without a gap.
+      if (*start != *end || !readable) break;
+      end = *stop;
+    } else if (address >= *start && address < *stop) {
+      if (!readable) {
+        return Error(ErrorKind::OutOfBounds, "address " + hex(address) + " lies in the mapping " +
+                                                 std::string(view.substr(0, space)) + ", which is not readable")
+            .at_field("address", std::nullopt, address);
+      }
+      end = *stop;
+    }
+  }
+  if (!end) {
+    return Error(ErrorKind::OutOfBounds, "address " + hex(address) + " lies in no mapping of this process")
+        .at_field("address", std::nullopt, address);
+  }
+  return *end;
+}
+
+}  // namespace
+
+Expected<std::span<const std::byte>> readable_bytes_at(const void* address) {
+  Segment search{.address = reinterpret_cast<std::uintptr_t>(address)};
+  // Loaded objects first: no system call, and the bound is the segment's.
+  dl_iterate_phdr(find_segment, &search);
+  std::uintptr_t end = 0;
+  if (search.end) {
+    if (!search.readable) {
+      return Error(ErrorKind::OutOfBounds,
+                   "address " + hex(search.address) + " lies in a loaded segment that is not readable")
+          .at_field("address", std::nullopt, search.address);
+    }
+    end = *search.end;
+  } else {
+    auto mapped_end = readable_end_from_maps(search.address);
+    if (!mapped_end) return std::move(mapped_end).error();
+    end = *mapped_end;
+  }
+  return std::span<const std::byte>(static_cast<const std::byte*>(address), end - search.address);
+}
+
+Expected<std::span<const std::byte>> wrapped_image(const void* wrapper, const ReadOptions& options) {
+  const auto address = reinterpret_cast<std::uintptr_t>(wrapper);
+  auto in_wrapper = [address](Error error) {
+    return std::move(error).with_context("__hip_fatbin_wrapper at " + hex(address));
+  };
+  auto record = readable_bytes_at(wrapper);
+  if (!record) return in_wrapper(std::move(record).error());
+  if (record->size() < kHipFatbinWrapperSize) {
+    return in_wrapper(Error(ErrorKind::Truncated,
+                            "only " + std::to_string(record->size()) + " bytes of the 24-byte record are readable")
+                          .at_field("wrapper", 0, record->size(), kHipFatbinWrapperSize));
+  }
+  auto magic = detail::load_le<std::uint32_t>(record->data());
+  if (magic != kHipFatbinWrapperMagic) {
+    return in_wrapper(Error(ErrorKind::BadMagic, "magic " + hex(magic) + " at offset 0x0 is not HIPF (0x48495046)")
+                          .at_field("magic", 0, magic));
+  }
+  auto version = detail::load_le<std::uint32_t>(record->data() + 4);
+  if (version != kHipFatbinWrapperVersion) {
+    return in_wrapper(
+        Error(ErrorKind::UnsupportedVersion, "version " + std::to_string(version) + " at offset 0x4 is not 1")
+            .at_field("version", 4, version));
+  }
+  const void* binary = nullptr;
+  std::memcpy(&binary, record->data() + kHipFatbinWrapperBinaryAt, sizeof binary);
+  if (binary == nullptr) {
+    return in_wrapper(
+        Error(ErrorKind::Malformed, "binary at offset 0x8 is null").at_field("binary", kHipFatbinWrapperBinaryAt, 0));
+  }
+  auto bytes = readable_bytes_at(binary);
+  if (!bytes) return in_wrapper(std::move(bytes).error());
+  auto image = measure_image(*bytes, options);
+  if (!image) return in_wrapper(std::move(image).error());
+  return bytes->first(image->size);
+}
+
+}  // namespace coload

@@ -1,0 +1,123 @@
+// coload_register_wrapper and coload_bundle_size through libcoload.so: the
+// wrappers of a dlopen'ed clang-built library, each its own binary, and bad
+// records refused at registration with the field named.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "coload/coload.h"
+#include "loaded_wrappers.h"
+
+namespace {
+
+using coload::testing::file_bytes;
+using coload::testing::loaded_wrappers;
+
+std::string fixture(const std::string& relative) { return std::string(COLOAD_FIXTURE_DIR) + "/" + relative; }
+
+struct Wrapper {
+  std::uint32_t magic = 0x48495046;
+  std::uint32_t version = 1;
+  const void* binary = nullptr;
+  void* reserved = nullptr;
+};
+
+struct CApiWrapperTest : ::testing::Test {
+  coload_registry* registry = nullptr;
+  void SetUp() override {
+    coload_registry_options options;
+    std::memset(&options, 0, sizeof options);
+    options.struct_size = sizeof options;
+    options.runtime = COLOAD_RUNTIME_DRY_RUN;
+    options.dry_run_devices = "gfx1100";
+    options.ignore_environment = 1;
+    ASSERT_EQ(coload_registry_create(&options, &registry), COLOAD_OK) << coload_last_error_message();
+  }
+  void TearDown() override {
+    if (registry) EXPECT_EQ(coload_registry_destroy(registry), COLOAD_OK);
+  }
+};
+
+TEST_F(CApiWrapperTest, EveryWrapperOfALoadedLibraryRegistersAndOneHasTheKernel) {
+  const std::string path = fixture("host/libkernels_mixed.so");
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  std::vector<const void*> wrappers = loaded_wrappers(path, handle);
+  ASSERT_EQ(wrappers.size(), 3u);
+  int found = 0;
+  for (const void* wrapper : wrappers) {
+    coload_binary binary = 0;
+    ASSERT_EQ(coload_register_wrapper(registry, wrapper, nullptr, &binary), COLOAD_OK) << coload_last_error_message();
+    coload_kernel_info info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    coload_status status = coload_lookup_kernel(registry, binary, 0, "_Z9block_sumPKfPfj", &info);
+    if (status == COLOAD_OK) {
+      ++found;
+      EXPECT_EQ(info.kernarg_segment_size, 20u);
+      EXPECT_EQ(info.group_segment_size, 1024u);
+    } else {
+      EXPECT_EQ(status, COLOAD_ERROR_NOT_FOUND) << coload_last_error_message();
+      // Its default name says which wrapper it was.
+      EXPECT_NE(std::string(coload_last_error_message()).find("__hip_fatbin_wrapper at 0x"), std::string::npos)
+          << coload_last_error_message();
+    }
+    // The wrapper's bytes measure the same through coload_bundle_size, bounded by their mapping.
+    const Wrapper* record = static_cast<const Wrapper*>(wrapper);
+    std::size_t size = 0;
+    EXPECT_EQ(coload_bundle_size(record->binary, COLOAD_AVAILABLE_MAPPED, &size), COLOAD_OK)
+        << coload_last_error_message();
+    EXPECT_GT(size, 0u);
+    EXPECT_EQ(coload_unregister(registry, binary), COLOAD_OK);
+  }
+  EXPECT_EQ(found, 1);
+  ::dlclose(handle);
+}
+
+TEST_F(CApiWrapperTest, BadRecordsAreRefusedAtRegistration) {
+  std::vector<std::byte> plain = file_bytes(fixture("bundles/driver_two_arch.hipfb"));
+  coload_binary binary = 5;
+  EXPECT_EQ(coload_register_wrapper(registry, nullptr, nullptr, &binary), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(binary, 0u);
+  Wrapper record{.binary = plain.data()};
+  EXPECT_EQ(coload_register_wrapper(registry, &record, "ok", nullptr), COLOAD_ERROR_NULL_ARGUMENT);
+
+  Wrapper bad_magic{.magic = 0x12345678, .binary = plain.data()};
+  EXPECT_EQ(coload_register_wrapper(registry, &bad_magic, "tu.o", &binary), COLOAD_ERROR_BAD_MAGIC);
+  EXPECT_NE(std::string(coload_last_error_message()).find("magic 0x12345678"), std::string::npos)
+      << coload_last_error_message();
+  Wrapper version_two{.version = 2, .binary = plain.data()};
+  EXPECT_EQ(coload_register_wrapper(registry, &version_two, "tu.o", &binary), COLOAD_ERROR_UNSUPPORTED_VERSION);
+  Wrapper null_binary{};
+  EXPECT_EQ(coload_register_wrapper(registry, &null_binary, "tu.o", &binary), COLOAD_ERROR_MALFORMED);
+  Wrapper wild{.binary = reinterpret_cast<const void*>(std::uintptr_t{0x10})};
+  EXPECT_EQ(coload_register_wrapper(registry, &wild, "tu.o", &binary), COLOAD_ERROR_OUT_OF_BOUNDS);
+  EXPECT_EQ(binary, 0u);
+
+  ASSERT_EQ(coload_register_wrapper(registry, &record, "driver_two_arch", &binary), COLOAD_OK)
+      << coload_last_error_message();
+  EXPECT_NE(binary, 0u);
+}
+
+TEST(CApiBundleSize, MeasuresWithinWhatIsAvailable) {
+  for (const char* name : {"bundles/driver_two_arch.hipfb", "compressed/driver_v3.hipfb",
+                           "compressed/bundler19_v2.hipfb", "co/gfx1100.co"}) {
+    std::vector<std::byte> bytes = file_bytes(fixture(name));
+    std::size_t size = 0;
+    ASSERT_EQ(coload_bundle_size(bytes.data(), bytes.size(), &size), COLOAD_OK) << name << coload_last_error_message();
+    EXPECT_EQ(size, bytes.size()) << name;
+    EXPECT_EQ(coload_bundle_size(bytes.data(), bytes.size() - 1, &size), COLOAD_ERROR_OUT_OF_BOUNDS)
+        << name << ": " << coload_last_error_message();
+    EXPECT_EQ(size, 0u);
+  }
+  std::size_t size = 1;
+  const char zeros[64] = {};
+  EXPECT_EQ(coload_bundle_size(zeros, sizeof zeros, &size), COLOAD_ERROR_BAD_MAGIC);
+  EXPECT_EQ(coload_bundle_size(nullptr, 10, &size), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(coload_bundle_size(zeros, sizeof zeros, nullptr), COLOAD_ERROR_NULL_ARGUMENT);
+}
+
+}  // namespace
