@@ -15,92 +15,17 @@
 #include <utility>
 #include <vector>
 
+#include "capi/c_api_support.h"
 #include "coload/config.h"
 #include "coload/device.h"
 #include "coload/error.h"
 #include "coload/pipeline.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
-#include "coload/wrapper.h"
+
+using namespace coload::capi;  // NOLINT: the C API's shared parts, in every entry point
 
 namespace {
-
-constexpr std::uint64_t kRegistryMagic = 0x59524745524c4f43;  // "COLREGRY"
-constexpr std::uint64_t kDeadMagic = 0xdeaddeaddeaddead;
-
-}  // namespace
-
-struct coload_registry {
-  std::uint64_t magic = kRegistryMagic;
-  std::unique_ptr<coload::Registry> registry;
-};
-
-namespace {
-
-thread_local std::string last_error;
-
-coload_status fail(coload_status status, std::string message) {
-  last_error = std::move(message);
-  return status;
-}
-
-coload_status ok() {
-  last_error.clear();
-  return COLOAD_OK;
-}
-
-coload_status status_of(coload::ErrorKind kind) {
-  using coload::ErrorKind;
-  switch (kind) {
-    case ErrorKind::Io: return COLOAD_ERROR_IO;
-    case ErrorKind::Truncated: return COLOAD_ERROR_TRUNCATED;
-    case ErrorKind::BadMagic: return COLOAD_ERROR_BAD_MAGIC;
-    case ErrorKind::OutOfBounds: return COLOAD_ERROR_OUT_OF_BOUNDS;
-    case ErrorKind::Overflow: return COLOAD_ERROR_OVERFLOW;
-    case ErrorKind::LimitExceeded: return COLOAD_ERROR_LIMIT_EXCEEDED;
-    case ErrorKind::UnsupportedVersion: return COLOAD_ERROR_UNSUPPORTED_VERSION;
-    case ErrorKind::UnsupportedMethod: return COLOAD_ERROR_UNSUPPORTED_METHOD;
-    case ErrorKind::HashMismatch: return COLOAD_ERROR_HASH_MISMATCH;
-    case ErrorKind::SizeMismatch: return COLOAD_ERROR_SIZE_MISMATCH;
-    case ErrorKind::CorruptData: return COLOAD_ERROR_CORRUPT_DATA;
-    case ErrorKind::Malformed: return COLOAD_ERROR_MALFORMED;
-    case ErrorKind::NotFound: return COLOAD_ERROR_NOT_FOUND;
-    case ErrorKind::Ambiguous: return COLOAD_ERROR_AMBIGUOUS;
-    case ErrorKind::InvalidArgument: return COLOAD_ERROR_INVALID_ARGUMENT;
-  }
-  return COLOAD_ERROR_INTERNAL;
-}
-
-coload_status fail(const coload::Error& error) { return fail(status_of(error.kind()), error.message()); }
-
-/// Runs `body`, turning any exception into a status: nothing crosses into C.
-template <class Body>
-coload_status guarded(const char* function, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return fail(COLOAD_ERROR_OUT_OF_MEMORY, std::string(function) + ": out of memory");
-  } catch (const std::exception& exception) {
-    return fail(COLOAD_ERROR_INTERNAL, std::string(function) + ": " + exception.what());
-  } catch (...) {
-    return fail(COLOAD_ERROR_INTERNAL, std::string(function) + ": unknown exception");
-  }
-}
-
-/// Checks `handle`'s tag; on success *registry is the C++ registry behind it.
-coload_status check(const coload_registry* handle, const char* function, coload::Registry** registry) {
-  if (handle == nullptr) return fail(COLOAD_ERROR_INVALID_HANDLE, std::string(function) + ": registry is null");
-  if (handle->magic != kRegistryMagic || !handle->registry) {
-    return fail(COLOAD_ERROR_INVALID_HANDLE,
-                std::string(function) + ": not a coload_registry (bad tag: destroyed, or another object)");
-  }
-  *registry = handle->registry.get();
-  return COLOAD_OK;
-}
-
-coload_status null_argument(const char* function, const char* argument) {
-  return fail(COLOAD_ERROR_NULL_ARGUMENT, std::string(function) + ": " + argument + " is null");
-}
 
 coload::Expected<std::vector<coload::Device>> parse_devices(std::string_view specs) {
   std::vector<coload::Device> devices;
@@ -124,16 +49,6 @@ coload::Expected<std::vector<coload::Device>> parse_devices(std::string_view spe
     return coload::Error(coload::ErrorKind::InvalidArgument, "dry_run_devices lists no device");
   }
   return devices;
-}
-
-// C callers may pass any int where an enum is declared; reading it as the
-// C++ enum would be undefined, so the bits are read as an int.
-template <class Enum>
-int enum_bits(const Enum& value) {
-  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized on every ABI coload supports");
-  int bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
 }
 
 coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_registry_options& options) {
@@ -261,43 +176,6 @@ coload_status coload_register_memory(coload_registry* registry, const void* byte
     auto binary = cxx->register_memory(view, name ? name : "<memory>");
     if (!binary) return fail(binary.error());
     *out = binary->value;
-    return ok();
-  });
-}
-
-coload_status coload_register_wrapper(coload_registry* registry, const void* wrapper, const char* name,
-                                      coload_binary* out) {
-  const char* function = __func__;
-  return guarded(function, [&] {
-    coload::Registry* cxx = nullptr;
-    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
-    if (!out) return null_argument(function, "out");
-    *out = 0;
-    if (!wrapper) return null_argument(function, "wrapper");
-    auto binary = cxx->register_wrapper(wrapper, name ? name : "");
-    if (!binary) return fail(binary.error());
-    *out = binary->value;
-    return ok();
-  });
-}
-
-coload_status coload_bundle_size(const void* bytes, size_t available, size_t* out) {
-  const char* function = __func__;
-  return guarded(function, [&] {
-    if (!out) return null_argument(function, "out");
-    *out = 0;
-    if (!bytes) return null_argument(function, "bytes");
-    std::span<const std::byte> view;
-    if (available == COLOAD_AVAILABLE_MAPPED) {
-      auto mapped = coload::readable_bytes_at(bytes);
-      if (!mapped) return fail(mapped.error());
-      view = *mapped;
-    } else {
-      view = std::span(static_cast<const std::byte*>(bytes), available);
-    }
-    auto image = coload::measure_image(view);
-    if (!image) return fail(image.error());
-    *out = image->size;
     return ok();
   });
 }
@@ -431,7 +309,7 @@ coload_status coload_device_name(const coload_registry* registry, size_t device,
   });
 }
 
-const char* coload_last_error_message(void) { return last_error.c_str(); }
+const char* coload_last_error_message(void) { return last_error_message(); }
 
 const char* coload_status_string(coload_status status) {
   switch (enum_bits(status)) {

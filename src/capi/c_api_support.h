@@ -1,0 +1,69 @@
+// What every file of the C API shares: the registry handle behind
+// coload_registry*, this thread's last error, the status of an ErrorKind, and
+// the guard that keeps every C++ exception on this side of the boundary.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "coload/coload.h"
+#include "coload/error.h"
+#include "coload/registry.h"
+
+namespace coload::capi {
+
+constexpr std::uint64_t kRegistryMagic = 0x59524745524c4f43;  // "COLREGRY"
+constexpr std::uint64_t kDeadMagic = 0xdeaddeaddeaddead;
+
+/// Sets this thread's last error message and returns `status`.
+coload_status fail(coload_status status, std::string message);
+/// fail() with the status of the error's kind and its whole message.
+coload_status fail(const Error& error);
+/// Clears this thread's last error and returns COLOAD_OK.
+coload_status ok();
+/// The status that mirrors `kind`.
+coload_status status_of(ErrorKind kind);
+/// This thread's last error message ("" after a success).
+const char* last_error_message();
+
+/// Runs `body`, turning any exception into a status: nothing crosses into C.
+template <class Body>
+coload_status guarded(const char* function, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(COLOAD_ERROR_OUT_OF_MEMORY, std::string(function) + ": out of memory");
+  } catch (const std::exception& exception) {
+    return fail(COLOAD_ERROR_INTERNAL, std::string(function) + ": " + exception.what());
+  } catch (...) {
+    return fail(COLOAD_ERROR_INTERNAL, std::string(function) + ": unknown exception");
+  }
+}
+
+/// Checks `handle`'s tag; on success *registry is the C++ registry behind it.
+coload_status check(const coload_registry* handle, const char* function, Registry** registry);
+/// COLOAD_ERROR_NULL_ARGUMENT naming the function and the argument.
+coload_status null_argument(const char* function, const char* argument);
+
+// C callers may pass any int where an enum is declared; reading it as the
+// C++ enum would be undefined, so the bits are read as an int.
+template <class Enum>
+int enum_bits(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized on every ABI coload supports");
+  int bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+}  // namespace coload::capi
+
+/// The registry behind a coload_registry*: tagged, so that a foreign or
+/// destroyed pointer is told apart from a live one (coload.h, "Conventions").
+struct coload_registry {
+  std::uint64_t magic = coload::capi::kRegistryMagic;
+  std::unique_ptr<coload::Registry> registry;
+};

@@ -1,0 +1,51 @@
+// The C API's entry points for runtimes that embed coload (coload/coload.h):
+// registering from a __hip_fatbin_wrapper, measuring an image in place.
+#include <cstddef>
+#include <span>
+
+#include "capi/c_api_support.h"
+#include "coload/coload.h"
+#include "coload/wrapper.h"
+
+using namespace coload::capi;  // NOLINT: the C API's shared parts, in every entry point
+
+extern "C" {
+
+coload_status coload_register_wrapper(coload_registry* registry, const void* wrapper, const char* name,
+                                      coload_binary* out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (!out) return null_argument(function, "out");
+    *out = 0;
+    if (!wrapper) return null_argument(function, "wrapper");
+    auto binary = cxx->register_wrapper(wrapper, name ? name : "");
+    if (!binary) return fail(binary.error());
+    *out = binary->value;
+    return ok();
+  });
+}
+
+coload_status coload_bundle_size(const void* bytes, size_t available, size_t* out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    if (!out) return null_argument(function, "out");
+    *out = 0;
+    if (!bytes) return null_argument(function, "bytes");
+    std::span<const std::byte> view;
+    if (available == COLOAD_AVAILABLE_MAPPED) {
+      auto mapped = coload::readable_bytes_at(bytes);
+      if (!mapped) return fail(mapped.error());
+      view = *mapped;
+    } else {
+      view = std::span(static_cast<const std::byte*>(bytes), available);
+    }
+    auto image = coload::measure_image(view);
+    if (!image) return fail(image.error());
+    *out = image->size;
+    return ok();
+  });
+}
+
+}  // extern "C"
