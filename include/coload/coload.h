@@ -88,6 +88,28 @@ typedef enum coload_log_level {
  *  several threads at once, while other first lookups wait: keep it short. */
 typedef void (*coload_log_fn)(void* user_data, coload_log_level level, const char* message);
 
+/** The settings of coload_registry_options: each mirrors a COLOAD_* variable
+ *  (docs/environment.md), and 0 (or null) leaves it to that variable (unless
+ *  ignore_environment) and else to its default. */
+typedef enum coload_unbundler {
+  COLOAD_UNBUNDLER_DEFAULT = 0,
+  COLOAD_UNBUNDLER_BUILTIN = 1, /**< coload reads and selects (COLOAD_UNBUNDLER=builtin) */
+  COLOAD_UNBUNDLER_COMGR = 2    /**< comgr's lookup for plain bundles (COLOAD_UNBUNDLER=comgr) */
+} coload_unbundler;
+typedef enum coload_switch { COLOAD_SWITCH_DEFAULT = 0, COLOAD_SWITCH_OFF = 1, COLOAD_SWITCH_ON = 2 } coload_switch;
+typedef enum coload_hash_check {
+  COLOAD_HASH_CHECK_DEFAULT = 0,
+  COLOAD_HASH_CHECK_VERIFY = 1, /**< a CCOB's stream decoded to its end and its MD5 checked */
+  COLOAD_HASH_CHECK_SKIP = 2    /**< decoding stops once the choice is final; no MD5 */
+} coload_hash_check;
+typedef enum coload_log_setting {
+  COLOAD_LOG_LEVEL_DEFAULT = 0,
+  COLOAD_LOG_LEVEL_ERROR = 1,
+  COLOAD_LOG_LEVEL_WARN = 2,
+  COLOAD_LOG_LEVEL_INFO = 3,
+  COLOAD_LOG_LEVEL_DEBUG = 4
+} coload_log_setting;
+
 /** Options of coload_registry_create. Zero-initialise, then set struct_size.
  *  Fields after ignore_environment were added later: a caller built against
  *  an older coload.h passes a smaller struct_size and gets their defaults. */
@@ -98,7 +120,8 @@ typedef struct coload_registry_options {
   const char* dry_run_devices;
   /** HSA/HIP: the library to open instead of the default; null for the default. */
   const char* runtime_library;
-  /** Nonzero: ignore the COLOAD_* environment variables and use the defaults. */
+  /** Nonzero: ignore the COLOAD_* environment variables: a setting below
+   *  left at 0 or null takes its default. */
   int ignore_environment;
   /** Threads a first lookup may read a host image's bundles on (the calling
    *  one included); 0: the hardware's concurrency, at most 8. */
@@ -107,6 +130,32 @@ typedef struct coload_registry_options {
    *  or more severe; null: they go to stderr. */
   coload_log_fn log;
   void* log_user_data; /**< passed to `log` */
+
+  /* The caller's devices: coload's device i is the runtime's device the
+   * caller names i-th, so the numbers agree with the caller's own. */
+  /** HSA: the GPU agents to use, as their hsa_agent_t handles, in this order
+   *  (null: every GPU agent ROCr lists). The agents must be the process's
+   *  ROCr's: the library already loaded in the process is used when there is
+   *  one (dlopen with RTLD_NOLOAD), runtime_library (or the default) only
+   *  when there is none. */
+  const uint64_t* hsa_agents;
+  size_t hsa_agent_count;
+  /** HIP: the device ordinals to use (as hipSetDevice takes them, after
+   *  HIP_VISIBLE_DEVICES), in this order (null: every device). The HIP
+   *  library already loaded in the process is used when there is one. */
+  const int* hip_devices;
+  size_t hip_device_count;
+
+  /* Settings; each 0 or null: the COLOAD_* variable, then its default. */
+  coload_unbundler unbundler;      /**< COLOAD_UNBUNDLER */
+  const char* extended_isa_compat; /**< COLOAD_EXTENDED_ISA_COMPAT: "all" or "gfx1031,gfx1011" */
+  coload_switch hotswap;           /**< COLOAD_HOTSWAP */
+  const char* hotswap_plugin;      /**< COLOAD_HOTSWAP_PLUGIN: a plugin's path */
+  const char* hotswap_pairs;       /**< COLOAD_HOTSWAP_PAIRS: "gfx1030>gfx1031,…" */
+  coload_hash_check hash_check;    /**< COLOAD_HASH_CHECK */
+  uint64_t max_decompressed_bytes; /**< COLOAD_MAX_DECOMPRESSED_BYTES, in bytes */
+  coload_log_setting log_level;    /**< COLOAD_LOG */
+  const char* verify_cache;        /**< COLOAD_VERIFY_CACHE: "off" or an absolute directory */
 } coload_registry_options;
 
 /** A kernel as the runtime registered it. Set struct_size before the call. */

@@ -74,6 +74,10 @@ struct Config {
   static Expected<Config> from_variables(const Lookup& lookup);
   /// from_variables over the process environment.
   static Expected<Config> from_environment();
+  /// from_variables over `settings` (a caller's, spelled as the variables'
+  /// values), then, for the variables it leaves unset, the process
+  /// environment when `with_environment`.
+  static Expected<Config> from_settings(const Lookup& settings, bool with_environment);
 };
 
 /// A byte count above 0 as COLOAD_MAX_DECOMPRESSED_BYTES takes it: decimal

@@ -289,11 +289,22 @@ Expected<Config> Config::from_variables(const Lookup& lookup) {
   return config;
 }
 
-Expected<Config> Config::from_environment() {
-  return from_variables([](std::string_view name) -> std::optional<std::string> {
-    const char* value = std::getenv(std::string(name).c_str());  // the library's only getenv
-    if (!value) return std::nullopt;
-    return std::string(value);
+namespace {
+
+std::optional<std::string> environment_variable(std::string_view name) {
+  const char* value = std::getenv(std::string(name).c_str());  // the library's only getenv
+  if (!value) return std::nullopt;
+  return std::string(value);
+}
+
+}  // namespace
+
+Expected<Config> Config::from_environment() { return from_variables(environment_variable); }
+
+Expected<Config> Config::from_settings(const Lookup& settings, bool with_environment) {
+  return from_variables([&](std::string_view name) -> std::optional<std::string> {
+    if (auto value = settings(name)) return value;
+    return with_environment ? environment_variable(name) : std::nullopt;
   });
 }
 
