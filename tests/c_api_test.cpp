@@ -67,6 +67,8 @@ TEST(CApiContract, EveryEntryPointRejectsNullAndForeignHandles) {
               COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_register_memory(bad, name, sizeof name, "x", &binary), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_register_wrapper(bad, name, "x", &binary), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(coload_register_function(bad, 1, name, "k"), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(coload_lookup_function(bad, name, 0, &info), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_unregister(bad, 1), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_lookup_kernel(bad, 1, 0, "k", &info), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_check_dispatch(bad, 1, 0, "k", 0, 0, nullptr), COLOAD_ERROR_INVALID_HANDLE);

@@ -102,6 +102,66 @@ TEST_F(CApiWrapperTest, BadRecordsAreRefusedAtRegistration) {
   EXPECT_NE(binary, 0u);
 }
 
+coload_kernel_info kernel_info() {
+  coload_kernel_info info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  return info;
+}
+
+TEST_F(CApiWrapperTest, AHostStubResolvesWithinItsOwnBinary) {
+  const std::string path = fixture("host/libkernels_mixed.so");
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  std::vector<const void*> wrappers = loaded_wrappers(path, handle);
+  ASSERT_EQ(wrappers.size(), 3u);
+  // One stub per translation unit, each naming the same kernel, as each TU's
+  // constructor would; only the TU built for gfx1100 has it for this device.
+  const char stubs[3] = {};
+  std::vector<coload_binary> binaries;
+  for (std::size_t i = 0; i < wrappers.size(); ++i) {
+    coload_binary binary = 0;
+    ASSERT_EQ(coload_register_wrapper(registry, wrappers[i], nullptr, &binary), COLOAD_OK);
+    ASSERT_EQ(coload_register_function(registry, binary, &stubs[i], "_Z9block_sumPKfPfj"), COLOAD_OK)
+        << coload_last_error_message();
+    binaries.push_back(binary);
+  }
+  int found = 0;
+  for (std::size_t i = 0; i < wrappers.size(); ++i) {
+    coload_kernel_info info = kernel_info();
+    coload_kernel_info by_name = kernel_info();
+    coload_status status = coload_lookup_function(registry, &stubs[i], 0, &info);
+    // The stub answers exactly as its own binary does by name.
+    EXPECT_EQ(status, coload_lookup_kernel(registry, binaries[i], 0, "_Z9block_sumPKfPfj", &by_name));
+    if (status != COLOAD_OK) continue;
+    ++found;
+    EXPECT_EQ(info.kernarg_segment_size, 20u);
+    EXPECT_EQ(info.group_segment_size, 1024u);
+  }
+  EXPECT_EQ(found, 1);
+
+  // A stub stands for one kernel of one binary.
+  EXPECT_EQ(coload_register_function(registry, binaries[0], &stubs[0], "_Z9block_sumPKfPfj"), COLOAD_OK);
+  EXPECT_EQ(coload_register_function(registry, binaries[1], &stubs[0], "_Z9block_sumPKfPfj"), COLOAD_ERROR_AMBIGUOUS);
+  EXPECT_EQ(coload_register_function(registry, binaries[0], &stubs[0], "other"), COLOAD_ERROR_AMBIGUOUS);
+  EXPECT_EQ(coload_register_function(registry, 999, &stubs[0], "k"), COLOAD_ERROR_NOT_FOUND);
+  EXPECT_EQ(coload_register_function(registry, binaries[0], nullptr, "k"), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(coload_register_function(registry, binaries[0], &stubs[0], nullptr), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(coload_register_function(registry, binaries[0], &found, ""), COLOAD_ERROR_INVALID_ARGUMENT);
+
+  // Unregistering a binary forgets its stubs: the address is free for the next binary (a library loaded again).
+  for (coload_binary binary : binaries) EXPECT_EQ(coload_unregister(registry, binary), COLOAD_OK);
+  coload_kernel_info info = kernel_info();
+  EXPECT_EQ(coload_lookup_function(registry, &stubs[0], 0, &info), COLOAD_ERROR_NOT_FOUND);
+  EXPECT_NE(std::string(coload_last_error_message()).find("no kernel is registered for host stub 0x"),
+            std::string::npos)
+      << coload_last_error_message();
+  coload_binary again = 0;
+  ASSERT_EQ(coload_register_wrapper(registry, wrappers[1], nullptr, &again), COLOAD_OK);
+  EXPECT_EQ(coload_register_function(registry, again, &stubs[0], "_Z9block_sumPKfPfj"), COLOAD_OK);
+  ::dlclose(handle);
+}
+
 TEST(CApiBundleSize, MeasuresWithinWhatIsAvailable) {
   for (const char* name : {"bundles/driver_two_arch.hipfb", "compressed/driver_v3.hipfb",
                            "compressed/bundler19_v2.hipfb", "co/gfx1100.co"}) {

@@ -200,6 +200,25 @@ coload_status coload_register_memory(coload_registry* registry, const void* byte
 coload_status coload_register_wrapper(coload_registry* registry, const void* wrapper, const char* name,
                                       coload_binary* out);
 
+/** Records that `host_stub` (the address a HIP program launches a kernel
+ *  by, as __hipRegisterFunction receives it with `device_name`) stands for
+ *  the kernel named `device_name` of `binary`. Lookups by the stub then
+ *  resolve within that binary only: two translation units with kernels of
+ *  the same name (internal linkage) each reach their own. Nothing is loaded.
+ *  Registering a stub again for the same kernel of the same binary is
+ *  COLOAD_OK; for another one, COLOAD_ERROR_AMBIGUOUS. The stub is forgotten
+ *  when its binary is unregistered. Errors: COLOAD_ERROR_NOT_FOUND (unknown
+ *  binary), COLOAD_ERROR_NULL_ARGUMENT, COLOAD_ERROR_INVALID_ARGUMENT (an
+ *  empty name). */
+coload_status coload_register_function(coload_registry* registry, coload_binary binary, const void* host_stub,
+                                       const char* device_name);
+/** coload_lookup_kernel for the binary and kernel `host_stub` stands for
+ *  (loading the binary on `device` first if needed). Errors:
+ *  COLOAD_ERROR_NOT_FOUND for a stub never registered, or whose binary was
+ *  unregistered; then coload_lookup_kernel's. */
+coload_status coload_lookup_function(coload_registry* registry, const void* host_stub, size_t device,
+                                     coload_kernel_info* out);
+
 /** coload_bundle_size's `available` when the caller does not know it: the
  *  image is then bounded by the mapping that holds `bytes`. */
 #define COLOAD_AVAILABLE_MAPPED SIZE_MAX

@@ -183,6 +183,22 @@ class Registry {
   /// when another thread unregisters the binary as this returns (the handle
   /// is then stale, but reading the fields is not a use after free).
   Expected<LoadedKernel> lookup_kernel_copy(BinaryHandle binary, std::size_t device, std::string_view kernel);
+  /// Records that host stub `host_stub` (the address a HIP program launches
+  /// by, as __hipRegisterFunction receives it) stands for the kernel named
+  /// `kernel` of `binary`: lookup_function then resolves it within that
+  /// binary only, so two translation units' kernels of the same name stay
+  /// apart. Nothing is loaded. Registering the same stub again for the same
+  /// kernel of the same binary does nothing. Errors: NotFound for an unknown
+  /// binary; Ambiguous when the stub already stands for another kernel or
+  /// binary; InvalidArgument for a null stub or an empty name. The stub is
+  /// forgotten when its binary is unregistered.
+  Expected<void> register_function(BinaryHandle binary, const void* host_stub, std::string kernel);
+  /// lookup_kernel for the binary and kernel `host_stub` stands for.
+  /// Errors: NotFound for a stub never registered (or whose binary was
+  /// unregistered), then lookup_kernel's.
+  Expected<const LoadedKernel*> lookup_function(const void* host_stub, std::size_t device);
+  /// As lookup_function, a copy taken while the binary is held (lookup_kernel_copy).
+  Expected<LoadedKernel> lookup_function_copy(const void* host_stub, std::size_t device);
   /// coload::check_dispatch for the kernel lookup_kernel finds (its metadata
   /// from the module that has it), loading first if needed; checked while
   /// the binary is held. Errors: those of lookup_kernel and check_dispatch.

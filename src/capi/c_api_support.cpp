@@ -59,6 +59,25 @@ coload_status null_argument(const char* function, const char* argument) {
   return fail(COLOAD_ERROR_NULL_ARGUMENT, std::string(function) + ": " + argument + " is null");
 }
 
+coload_status check_kernel_info(const char* function, const coload_kernel_info* out) {
+  if (!out) return null_argument(function, "out");
+  if (out->struct_size < sizeof(coload_kernel_info)) {
+    return fail(COLOAD_ERROR_BAD_STRUCT_SIZE, std::string(function) + ": out->struct_size " +
+                                                  std::to_string(out->struct_size) + " is less than " +
+                                                  std::to_string(sizeof(coload_kernel_info)));
+  }
+  return COLOAD_OK;
+}
+
+void fill_kernel_info(const LoadedKernel& kernel, coload_kernel_info* out) {
+  out->handle = kernel.handle;
+  out->kernarg_segment_size = kernel.kernarg_segment_size;
+  out->kernarg_segment_align = kernel.kernarg_segment_align;
+  out->group_segment_size = kernel.group_segment_size;
+  out->private_segment_size = kernel.private_segment_size;
+  out->dynamic_callstack = kernel.dynamic_callstack ? 1 : 0;
+}
+
 const char* last_error_message() { return last_error.c_str(); }
 
 }  // namespace coload::capi

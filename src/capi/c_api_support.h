@@ -13,6 +13,7 @@
 #include "coload/coload.h"
 #include "coload/error.h"
 #include "coload/registry.h"
+#include "coload/runtime.h"
 
 namespace coload::capi {
 
@@ -48,6 +49,11 @@ coload_status guarded(const char* function, Body&& body) noexcept {
 coload_status check(const coload_registry* handle, const char* function, Registry** registry);
 /// COLOAD_ERROR_NULL_ARGUMENT naming the function and the argument.
 coload_status null_argument(const char* function, const char* argument);
+/// COLOAD_OK when `out` is a coload_kernel_info the caller sized for this
+/// library; null_argument or COLOAD_ERROR_BAD_STRUCT_SIZE otherwise.
+coload_status check_kernel_info(const char* function, const coload_kernel_info* out);
+/// Copies `kernel` into `out` (checked by check_kernel_info).
+void fill_kernel_info(const LoadedKernel& kernel, coload_kernel_info* out);
 
 // C callers may pass any int where an enum is declared; reading it as the
 // C++ enum would be undefined, so the bits are read as an int.

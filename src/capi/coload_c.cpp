@@ -274,22 +274,11 @@ coload_status coload_lookup_kernel(coload_registry* registry, coload_binary bina
   return guarded(function, [&] {
     coload::Registry* cxx = nullptr;
     if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
-    if (!out) return null_argument(function, "out");
-    if (out->struct_size < sizeof(coload_kernel_info)) {
-      return fail(COLOAD_ERROR_BAD_STRUCT_SIZE, std::string(function) + ": out->struct_size " +
-                                                    std::to_string(out->struct_size) + " is less than " +
-                                                    std::to_string(sizeof(coload_kernel_info)));
-    }
+    if (coload_status status = check_kernel_info(function, out); status != COLOAD_OK) return status;
     if (!kernel_name) return null_argument(function, "kernel_name");
     auto kernel = cxx->lookup_kernel_copy(coload::BinaryHandle{binary}, device, kernel_name);
     if (!kernel) return fail(kernel.error());
-    const coload::LoadedKernel& found = *kernel;
-    out->handle = found.handle;
-    out->kernarg_segment_size = found.kernarg_segment_size;
-    out->kernarg_segment_align = found.kernarg_segment_align;
-    out->group_segment_size = found.group_segment_size;
-    out->private_segment_size = found.private_segment_size;
-    out->dynamic_callstack = found.dynamic_callstack ? 1 : 0;
+    fill_kernel_info(*kernel, out);
     return ok();
   });
 }

@@ -1,10 +1,12 @@
 // The C API's entry points for runtimes that embed coload (coload/coload.h):
-// registering from a __hip_fatbin_wrapper, measuring an image in place.
+// registering from a __hip_fatbin_wrapper, measuring an image in place, and
+// kernels looked up by their host stubs.
 #include <cstddef>
 #include <span>
 
 #include "capi/c_api_support.h"
 #include "coload/coload.h"
+#include "coload/registry.h"
 #include "coload/wrapper.h"
 
 using namespace coload::capi;  // NOLINT: the C API's shared parts, in every entry point
@@ -44,6 +46,35 @@ coload_status coload_bundle_size(const void* bytes, size_t available, size_t* ou
     auto image = coload::measure_image(view);
     if (!image) return fail(image.error());
     *out = image->size;
+    return ok();
+  });
+}
+
+coload_status coload_register_function(coload_registry* registry, coload_binary binary, const void* host_stub,
+                                       const char* device_name) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (!host_stub) return null_argument(function, "host_stub");
+    if (!device_name) return null_argument(function, "device_name");
+    auto registered = cxx->register_function(coload::BinaryHandle{binary}, host_stub, device_name);
+    if (!registered) return fail(registered.error());
+    return ok();
+  });
+}
+
+coload_status coload_lookup_function(coload_registry* registry, const void* host_stub, size_t device,
+                                     coload_kernel_info* out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (coload_status status = check_kernel_info(function, out); status != COLOAD_OK) return status;
+    if (!host_stub) return null_argument(function, "host_stub");
+    auto kernel = cxx->lookup_function_copy(host_stub, device);
+    if (!kernel) return fail(kernel.error());
+    fill_kernel_info(*kernel, out);
     return ok();
   });
 }

@@ -107,6 +107,14 @@ std::string skipped_note(std::size_t skipped, const std::string& first) {
 
 }  // namespace
 
+namespace {
+
+Error unknown_binary(BinaryHandle handle) {
+  return Error(ErrorKind::NotFound, "no fat binary is registered with handle " + std::to_string(handle.value));
+}
+
+}  // namespace
+
 struct Registry::Impl {
   std::shared_ptr<Runtime> runtime;  // declared first: outlives every module
   Config config;
@@ -124,6 +132,30 @@ struct Registry::Impl {
   mutable std::shared_mutex binaries_mutex;
   std::unordered_map<std::uint64_t, std::shared_ptr<Binary>> binaries;
   std::uint64_t next_handle = 1;
+
+  /// What a host stub stands for (register_function); shared so that a lookup
+  /// copies a pointer, not the name, out of the lock.
+  struct HostStub {
+    BinaryHandle binary;
+    std::string kernel;
+  };
+  mutable std::shared_mutex stubs_mutex;
+  std::unordered_map<const void*, std::shared_ptr<const HostStub>> stubs;
+
+  Expected<std::shared_ptr<const HostStub>> stub(const void* host_stub) const {
+    std::shared_lock lock(stubs_mutex);
+    auto it = stubs.find(host_stub);
+    if (it == stubs.end()) {
+      return Error(ErrorKind::NotFound,
+                   "no kernel is registered for host stub " + detail::hex(reinterpret_cast<std::uintptr_t>(host_stub)));
+    }
+    return it->second;
+  }
+
+  void forget_stubs(BinaryHandle binary) {
+    std::unique_lock lock(stubs_mutex);
+    std::erase_if(stubs, [&](const auto& entry) { return entry.second->binary.value == binary.value; });
+  }
 
   Impl(std::shared_ptr<Runtime> rt, Config cfg, RegistryOptions options)
       : runtime(std::move(rt)),
@@ -187,7 +219,7 @@ struct Registry::Impl {
     std::shared_lock lock(binaries_mutex);
     auto it = binaries.find(handle.value);
     if (it == binaries.end()) {
-      return Error(ErrorKind::NotFound, "no fat binary is registered with handle " + std::to_string(handle.value));
+      return unknown_binary(handle);
     }
     return it->second;
   }
@@ -387,11 +419,12 @@ Expected<void> Registry::unregister(BinaryHandle binary) {
     std::unique_lock lock(impl_->binaries_mutex);
     auto it = impl_->binaries.find(binary.value);
     if (it == impl_->binaries.end()) {
-      return Error(ErrorKind::NotFound, "no fat binary is registered with handle " + std::to_string(binary.value));
+      return unknown_binary(binary);
     }
     removed = std::move(it->second);
     impl_->binaries.erase(it);
   }
+  impl_->forget_stubs(binary);
   // Released outside the lock: unloading may take a while. A lookup still
   // running on this binary holds its own reference, and whichever thread lets
   // go last unloads; this one waits for that, so that the caller's bytes are
@@ -415,6 +448,41 @@ Expected<LoadedKernel> Registry::lookup_kernel_copy(BinaryHandle binary, std::si
   auto found = impl_->kernel(binary, device, kernel, held);
   if (!found) return std::move(found).error();
   return *(*found)->loaded;
+}
+
+Expected<void> Registry::register_function(BinaryHandle binary, const void* host_stub, std::string kernel) {
+  if (!host_stub) return Error(ErrorKind::InvalidArgument, "register_function: the host stub is null");
+  if (kernel.empty()) return Error(ErrorKind::InvalidArgument, "register_function: the kernel name is empty");
+  // The binary stays registered while its stub is added: unregister erases
+  // the binary first and its stubs after, so no stub outlives its binary.
+  std::shared_lock binaries_lock(impl_->binaries_mutex);
+  if (!impl_->binaries.contains(binary.value)) {
+    return unknown_binary(binary);
+  }
+  std::unique_lock lock(impl_->stubs_mutex);
+  auto [it, added] = impl_->stubs.try_emplace(host_stub);
+  if (added) {
+    it->second = std::make_shared<const Impl::HostStub>(Impl::HostStub{binary, std::move(kernel)});
+    return {};
+  }
+  const Impl::HostStub& known = *it->second;
+  if (known.binary.value == binary.value && known.kernel == kernel) return {};
+  return Error(ErrorKind::Ambiguous, "host stub " + detail::hex(reinterpret_cast<std::uintptr_t>(host_stub)) +
+                                         " already stands for kernel \"" + known.kernel + "\" of binary " +
+                                         std::to_string(known.binary.value) + "; not \"" + kernel + "\" of binary " +
+                                         std::to_string(binary.value));
+}
+
+Expected<const LoadedKernel*> Registry::lookup_function(const void* host_stub, std::size_t device) {
+  auto stub = impl_->stub(host_stub);
+  if (!stub) return std::move(stub).error();
+  return lookup_kernel((*stub)->binary, device, (*stub)->kernel);
+}
+
+Expected<LoadedKernel> Registry::lookup_function_copy(const void* host_stub, std::size_t device) {
+  auto stub = impl_->stub(host_stub);
+  if (!stub) return std::move(stub).error();
+  return lookup_kernel_copy((*stub)->binary, device, (*stub)->kernel);
 }
 
 Expected<void> Registry::check_dispatch(BinaryHandle binary, std::size_t device, std::string_view kernel,
