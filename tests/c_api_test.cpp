@@ -69,6 +69,7 @@ TEST(CApiContract, EveryEntryPointRejectsNullAndForeignHandles) {
     EXPECT_EQ(coload_register_wrapper(bad, name, "x", &binary), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_register_function(bad, 1, name, "k"), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_lookup_function(bad, name, 0, &info), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(coload_check_function_dispatch(bad, name, 0, 0, 0, nullptr), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_unregister(bad, 1), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_lookup_kernel(bad, 1, 0, "k", &info), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_check_dispatch(bad, 1, 0, "k", 0, 0, nullptr), COLOAD_ERROR_INVALID_HANDLE);
@@ -175,6 +176,20 @@ TEST_F(CApiTest, RegisterLookUpAndUnregister) {
       << coload_last_error_message();
   EXPECT_EQ(info.handle, 0u);
   EXPECT_EQ(info.kernarg_segment_size, 288u);
+  EXPECT_EQ(info.explicit_kernarg_size, 28u);  // float, two pointers, int: the hidden arguments follow
+
+  // A caller built against 0.1's coload_kernel_info (no explicit_kernarg_size) gets the fields it has.
+  struct {
+    coload_kernel_info first;
+    std::uint32_t canary;
+  } old{};
+  old.first.struct_size = offsetof(coload_kernel_info, dynamic_callstack) + sizeof(int);
+  old.first.explicit_kernarg_size = 0xdead;
+  ASSERT_EQ(coload_lookup_kernel(registry, binary, 0, "_Z5saxpyfPKfPfi", &old.first), COLOAD_OK)
+      << coload_last_error_message();
+  EXPECT_EQ(old.first.kernarg_segment_size, 288u);
+  EXPECT_EQ(old.first.explicit_kernarg_size, 0xdeadu);  // past its struct_size: not written
+
   ASSERT_EQ(coload_lookup_kernel(registry, binary, 1, "_Z9block_sumPKfPfj", &info), COLOAD_OK)
       << coload_last_error_message();
   EXPECT_EQ(info.group_segment_size, 1024u);

@@ -137,6 +137,15 @@ TEST_F(CApiWrapperTest, AHostStubResolvesWithinItsOwnBinary) {
     ++found;
     EXPECT_EQ(info.kernarg_segment_size, 20u);
     EXPECT_EQ(info.group_segment_size, 1024u);
+    // What a launch checks through the stub: its explicit arguments, dynamic LDS, workgroup size.
+    const uint32_t workgroup[3] = {256, 1, 1};
+    EXPECT_EQ(coload_check_function_dispatch(registry, &stubs[i], 0, info.explicit_kernarg_size, 0, workgroup),
+              COLOAD_OK)
+        << coload_last_error_message();
+    EXPECT_EQ(coload_check_function_dispatch(registry, &stubs[i], 0, info.explicit_kernarg_size, 64 * 1024, workgroup),
+              COLOAD_ERROR_LIMIT_EXCEEDED);
+    EXPECT_EQ(coload_check_function_dispatch(registry, &stubs[i], 0, info.explicit_kernarg_size + 64, 0, workgroup),
+              COLOAD_ERROR_SIZE_MISMATCH);
   }
   EXPECT_EQ(found, 1);
 

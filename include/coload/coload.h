@@ -168,6 +168,10 @@ typedef struct coload_kernel_info {
   uint32_t group_segment_size;   /**< static LDS bytes */
   uint32_t private_segment_size; /**< scratch bytes per work-item */
   int dynamic_callstack;         /**< nonzero when the private size is only a lower bound */
+  /* Added in 0.2; a caller's smaller struct_size leaves them out. */
+  /** End of the explicit arguments a launch packs (the hidden ones follow,
+   *  filled by the runtime): the kernarg_bytes coload_check_dispatch expects. */
+  uint32_t explicit_kernarg_size;
 } coload_kernel_info;
 
 /** Opens the runtime and creates a registry over its devices. Errors: those
@@ -218,6 +222,13 @@ coload_status coload_register_function(coload_registry* registry, coload_binary 
  *  unregistered; then coload_lookup_kernel's. */
 coload_status coload_lookup_function(coload_registry* registry, const void* host_stub, size_t device,
                                      coload_kernel_info* out);
+
+/** coload_check_dispatch for the binary and kernel `host_stub` stands for:
+ *  what a runtime's hipLaunchKernel checks before it launches. Errors: those
+ *  of coload_lookup_function, then coload_check_dispatch's. */
+coload_status coload_check_function_dispatch(coload_registry* registry, const void* host_stub, size_t device,
+                                             uint64_t kernarg_bytes, uint64_t dynamic_lds,
+                                             const uint32_t* workgroup_size);
 
 /** coload_bundle_size's `available` when the caller does not know it: the
  *  image is then bounded by the mapping that holds `bytes`. */

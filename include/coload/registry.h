@@ -199,6 +199,8 @@ class Registry {
   Expected<const LoadedKernel*> lookup_function(const void* host_stub, std::size_t device);
   /// As lookup_function, a copy taken while the binary is held (lookup_kernel_copy).
   Expected<LoadedKernel> lookup_function_copy(const void* host_stub, std::size_t device);
+  /// check_dispatch for the binary and kernel `host_stub` stands for.
+  Expected<void> check_function_dispatch(const void* host_stub, std::size_t device, const Dispatch& dispatch);
   /// coload::check_dispatch for the kernel lookup_kernel finds (its metadata
   /// from the module that has it), loading first if needed; checked while
   /// the binary is held. Errors: those of lookup_kernel and check_dispatch.

@@ -42,6 +42,8 @@ struct LoadedKernel {
   std::uint64_t handle = 0;
   std::uint32_t kernarg_segment_size = 0;
   std::uint32_t kernarg_segment_align = 0;
+  /// End of the explicit arguments the caller packs (KernargLayout::explicit_size, from the metadata).
+  std::uint32_t explicit_kernarg_size = 0;
   std::uint32_t group_segment_size = 0;
   std::uint32_t private_segment_size = 0;
   bool dynamic_callstack = false;

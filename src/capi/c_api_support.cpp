@@ -1,6 +1,7 @@
 // The C API's shared parts (c_api_support.h).
 #include "capi/c_api_support.h"
 
+#include <cstddef>
 #include <string>
 #include <utility>
 
@@ -9,6 +10,10 @@ namespace coload::capi {
 namespace {
 
 thread_local std::string last_error;
+
+/// coload_kernel_info as 0.1 had it (ending with dynamic_callstack): a caller
+/// built against it passes this size and gets those fields.
+constexpr std::size_t kFirstKernelInfoSize = offsetof(coload_kernel_info, dynamic_callstack) + sizeof(int);
 
 }  // namespace
 
@@ -61,12 +66,18 @@ coload_status null_argument(const char* function, const char* argument) {
 
 coload_status check_kernel_info(const char* function, const coload_kernel_info* out) {
   if (!out) return null_argument(function, "out");
-  if (out->struct_size < sizeof(coload_kernel_info)) {
+  if (out->struct_size < kFirstKernelInfoSize) {
     return fail(COLOAD_ERROR_BAD_STRUCT_SIZE, std::string(function) + ": out->struct_size " +
                                                   std::to_string(out->struct_size) + " is less than " +
-                                                  std::to_string(sizeof(coload_kernel_info)));
+                                                  std::to_string(kFirstKernelInfoSize));
   }
   return COLOAD_OK;
+}
+
+Dispatch dispatch_of(std::uint64_t kernarg_bytes, std::uint64_t dynamic_lds, const std::uint32_t* workgroup_size) {
+  Dispatch dispatch{.kernarg_bytes = kernarg_bytes, .dynamic_lds = dynamic_lds};
+  if (workgroup_size) dispatch.workgroup_size = {workgroup_size[0], workgroup_size[1], workgroup_size[2]};
+  return dispatch;
 }
 
 void fill_kernel_info(const LoadedKernel& kernel, coload_kernel_info* out) {
@@ -76,6 +87,8 @@ void fill_kernel_info(const LoadedKernel& kernel, coload_kernel_info* out) {
   out->group_segment_size = kernel.group_segment_size;
   out->private_segment_size = kernel.private_segment_size;
   out->dynamic_callstack = kernel.dynamic_callstack ? 1 : 0;
+  if (out->struct_size >= offsetof(coload_kernel_info, explicit_kernarg_size) + sizeof(std::uint32_t))
+    out->explicit_kernarg_size = kernel.explicit_kernarg_size;
 }
 
 const char* last_error_message() { return last_error.c_str(); }

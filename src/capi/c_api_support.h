@@ -14,6 +14,7 @@
 #include "coload/error.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
+#include "coload/validate.h"
 
 namespace coload::capi {
 
@@ -52,6 +53,8 @@ coload_status null_argument(const char* function, const char* argument);
 /// COLOAD_OK when `out` is a coload_kernel_info the caller sized for this
 /// library; null_argument or COLOAD_ERROR_BAD_STRUCT_SIZE otherwise.
 coload_status check_kernel_info(const char* function, const coload_kernel_info* out);
+/// The Dispatch a C caller describes (workgroup_size may be null: 1×1×1).
+Dispatch dispatch_of(std::uint64_t kernarg_bytes, std::uint64_t dynamic_lds, const std::uint32_t* workgroup_size);
 /// Copies `kernel` into `out` (checked by check_kernel_info).
 void fill_kernel_info(const LoadedKernel& kernel, coload_kernel_info* out);
 

@@ -291,9 +291,8 @@ coload_status coload_check_dispatch(coload_registry* registry, coload_binary bin
     coload::Registry* cxx = nullptr;
     if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
     if (!kernel_name) return null_argument(function, "kernel_name");
-    coload::Dispatch dispatch{.kernarg_bytes = kernarg_bytes, .dynamic_lds = dynamic_lds};
-    if (workgroup_size) dispatch.workgroup_size = {workgroup_size[0], workgroup_size[1], workgroup_size[2]};
-    auto checked = cxx->check_dispatch(coload::BinaryHandle{binary}, device, kernel_name, dispatch);
+    auto checked = cxx->check_dispatch(coload::BinaryHandle{binary}, device, kernel_name,
+                                       dispatch_of(kernarg_bytes, dynamic_lds, workgroup_size));
     if (!checked) return fail(checked.error());
     return ok();
   });

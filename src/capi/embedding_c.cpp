@@ -79,4 +79,19 @@ coload_status coload_lookup_function(coload_registry* registry, const void* host
   });
 }
 
+coload_status coload_check_function_dispatch(coload_registry* registry, const void* host_stub, size_t device,
+                                             uint64_t kernarg_bytes, uint64_t dynamic_lds,
+                                             const uint32_t* workgroup_size) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    if (!host_stub) return null_argument(function, "host_stub");
+    auto checked =
+        cxx->check_function_dispatch(host_stub, device, dispatch_of(kernarg_bytes, dynamic_lds, workgroup_size));
+    if (!checked) return fail(checked.error());
+    return ok();
+  });
+}
+
 }  // extern "C"

@@ -34,6 +34,7 @@ LoadedKernel loaded_kernel(const Kernel& kernel) {
   loaded.symbol = kernel.symbol;
   loaded.kernarg_segment_size = kernel.kernarg_segment_size;
   loaded.kernarg_segment_align = kernel.kernarg_segment_align;
+  loaded.explicit_kernarg_size = kernel.layout.explicit_size;
   loaded.group_segment_size = kernel.group_segment_fixed_size;
   loaded.private_segment_size = kernel.private_segment_fixed_size;
   loaded.dynamic_callstack =

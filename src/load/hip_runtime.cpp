@@ -313,6 +313,7 @@ class HipRuntime final : public Runtime {
       loaded.handle = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(function));
       loaded.kernarg_segment_size = kernel.kernarg_segment_size;
       loaded.kernarg_segment_align = kernel.kernarg_segment_align;
+      loaded.explicit_kernarg_size = kernel.layout.explicit_size;
       loaded.group_segment_size = kernel.group_segment_fixed_size;
       loaded.private_segment_size = kernel.private_segment_fixed_size;
       loaded.dynamic_callstack =

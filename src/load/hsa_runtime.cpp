@@ -494,6 +494,7 @@ class HsaRuntime final : public Runtime {
     LoadedKernel loaded;
     loaded.name = kernel.name;
     loaded.symbol = kernel.symbol;
+    loaded.explicit_kernarg_size = kernel.layout.explicit_size;
 #define COLOAD_SYMBOL_INFO(field, type, attribute)                                                       \
   {                                                                                                      \
     auto value = symbol_info<type>(library, symbol, HSA_EXECUTABLE_SYMBOL_INFO_##attribute, #attribute); \

@@ -485,6 +485,12 @@ Expected<LoadedKernel> Registry::lookup_function_copy(const void* host_stub, std
   return lookup_kernel_copy((*stub)->binary, device, (*stub)->kernel);
 }
 
+Expected<void> Registry::check_function_dispatch(const void* host_stub, std::size_t device, const Dispatch& dispatch) {
+  auto stub = impl_->stub(host_stub);
+  if (!stub) return std::move(stub).error();
+  return check_dispatch((*stub)->binary, device, (*stub)->kernel, dispatch);
+}
+
 Expected<void> Registry::check_dispatch(BinaryHandle binary, std::size_t device, std::string_view kernel,
                                         const Dispatch& dispatch) {
   std::shared_ptr<Binary> held;
