@@ -1,0 +1,55 @@
+# Real clang-22-built HIP programs whose HIP runtime is the example
+# registration layer (examples/hip_layer), run with the dry-run runtime:
+# hip_proof_app (two TUs with kernels of the same name, one plain and one
+# compressed bundle, a device global), and hip_proof_dlopen loading and
+# unloading HIP shared libraries (libhip_proof.so and the host fixtures,
+# whose own HIP stand-ins the layer's symbols interpose) round after round.
+set(COLOAD_HIP_FLAGS -x hip -nogpulib -nogpuinc -O2 -fPIC -I${PROJECT_SOURCE_DIR}/tests/kernels
+                     --offload-arch=gfx90a --offload-arch=gfx1100)
+set(COLOAD_PROOF_DIR ${CMAKE_CURRENT_BINARY_DIR}/hip_proof)
+file(MAKE_DIRECTORY ${COLOAD_PROOF_DIR})
+set(COLOAD_PROOF_OBJECTS)
+foreach(unit IN ITEMS tu_scale_a tu_scale_b)
+  set(object ${COLOAD_PROOF_DIR}/${unit}.o)
+  # TU a is embedded as a plain bundle, TU b as a compressed one.
+  set(compress "")
+  if(unit STREQUAL "tu_scale_b")
+    set(compress --offload-compress)
+  endif()
+  add_custom_command(OUTPUT ${object}
+    COMMAND ${COLOAD_CLANG} ${COLOAD_HIP_FLAGS} ${compress} -cuid=${unit} -c
+            ${PROJECT_SOURCE_DIR}/tests/kernels/${unit}.hip -o ${object}
+    DEPENDS ${PROJECT_SOURCE_DIR}/tests/kernels/${unit}.hip ${PROJECT_SOURCE_DIR}/tests/kernels/hip_min.h
+    COMMENT "Compiling ${unit}.hip for gfx90a and gfx1100 with ${COLOAD_CLANG}"
+    VERBATIM)
+  list(APPEND COLOAD_PROOF_OBJECTS ${object})
+endforeach()
+set_source_files_properties(${COLOAD_PROOF_OBJECTS} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+
+add_executable(hip_proof_app hip_proof_main.cpp ${COLOAD_PROOF_OBJECTS})
+target_link_libraries(hip_proof_app PRIVATE coload_hip_layer)
+# The same two TUs as a shared library: its HIP symbols resolve to the layer in the process.
+add_library(hip_proof SHARED ${COLOAD_PROOF_OBJECTS})
+set_target_properties(hip_proof PROPERTIES LINKER_LANGUAGE CXX)
+add_executable(hip_proof_dlopen hip_proof_dlopen.c)
+target_link_libraries(hip_proof_dlopen PRIVATE coload_hip_layer ${CMAKE_DL_LIBS})
+add_dependencies(hip_proof_dlopen hip_proof)
+
+foreach(device IN ITEMS gfx90a gfx1100)
+  add_test(NAME hip_proof_app_${device} COMMAND hip_proof_app)
+  set_tests_properties(hip_proof_app_${device} PROPERTIES
+    ENVIRONMENT "HIP_LAYER_RUNTIME=dry-run;HIP_LAYER_DEVICES=${device};${COLOAD_TEST_ENVIRONMENT}"
+    PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")
+endforeach()
+set(COLOAD_PROOF_ENVIRONMENT "HIP_LAYER_RUNTIME=dry-run;HIP_LAYER_DEVICES=gfx90a;${COLOAD_TEST_ENVIRONMENT}")
+add_test(NAME hip_proof_dlopen_app_library COMMAND hip_proof_dlopen 20 $<TARGET_FILE:hip_proof> 2)
+# The fixtures' launchers: vector_ops has gfx90a code, lds_static none (98,
+# hipErrorInvalidDeviceFunction), lds_dynamic only gfx90a:xnack+ (98 on xnack-).
+foreach(library IN ITEMS libkernels.so libkernels_compressed.so libkernels_mixed.so)
+  add_test(NAME hip_proof_dlopen_${library}
+    COMMAND hip_proof_dlopen 10 ${COLOAD_FIXTURE_DIR}/host/${library} 3 vector_ops_launch=0 lds_static_launch=98
+            lds_dynamic_launch=98)
+endforeach()
+set_tests_properties(hip_proof_dlopen_app_library hip_proof_dlopen_libkernels.so
+  hip_proof_dlopen_libkernels_compressed.so hip_proof_dlopen_libkernels_mixed.so PROPERTIES
+  ENVIRONMENT "${COLOAD_PROOF_ENVIRONMENT}" PASS_REGULAR_EXPRESSION "all checks passed")
