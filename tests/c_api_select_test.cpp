@@ -366,6 +366,21 @@ TEST(CApiSelect, TheWrappersOfALoadedLibraryAnswerAsTheirTranslationUnitsBundles
   ::dlclose(handle);
 }
 
+TEST(CApiSelect, ACorruptCcobIsEveryIsasStatusNotTheCalls) {
+  Bytes ccob = read("compressed/handmade_v3_zstd.hipfb");  // v3: measured from total_size, nothing decoded
+  ccob[ccob.size() - 40] = static_cast<char>(ccob[ccob.size() - 40] ^ 0x5a);
+  Selected selected(ccob, {"gfx90a:sramecc+:xnack-", "gfx1030"});
+  ASSERT_EQ(selected.status, COLOAD_OK) << coload_last_error_message();
+  for (std::size_t i = 0; i < 2; ++i) {
+    const coload_selected& result = selected[i];
+    EXPECT_TRUE(result.status == COLOAD_ERROR_HASH_MISMATCH || result.status == COLOAD_ERROR_CORRUPT_DATA)
+        << coload_status_string(result.status) << ": " << result.message;
+    EXPECT_EQ(result.bytes, nullptr);
+    EXPECT_NE(std::string(result.message).find("bundle 0"), std::string::npos) << result.message;
+    EXPECT_NE(std::string(result.report).find("nothing selected: "), std::string::npos) << result.report;
+  }
+}
+
 TEST(CApiSelect, ABadIsaIsRefusedByItsIndex) {
   Bytes bundle = read("bundles/driver_two_arch.hipfb");
   for (const char* bad :
