@@ -369,9 +369,10 @@ typedef struct coload_selection {
  *  device has no mode for, so only entries leaving it open fit (as comgr
  *  matches a bare "gfx90a"). Each ISA has its own tiers (docs/selection.md);
  *  a CCOB is decoded for the first ISA and again only for an entry no
- *  earlier ISA chose. The bytes of a plain bundle or code object stay the
- *  caller's and must outlive their use; *out owns everything else, freed
- *  with coload_selection_free. Errors (then *out is null):
+ *  earlier ISA chose (in skip mode, per ISA when a stream stopped early).
+ *  The bytes of a plain bundle or code object stay the caller's and must
+ *  outlive their use; *out owns everything else, freed with
+ *  coload_selection_free. Errors (then *out is null):
  *  COLOAD_ERROR_NULL_ARGUMENT (bytes, out, isas with isa_count > 0, or an
  *  isas[i]), COLOAD_ERROR_INVALID_ARGUMENT (an ISA that names no device, its
  *  index in the message; a bad option), COLOAD_ERROR_BAD_STRUCT_SIZE,

@@ -168,10 +168,6 @@ std::vector<Outcome> choose_for_each(const coload::FatBinary& binary, std::span<
   return outcomes;
 }
 
-}  // namespace
-
-namespace {
-
 /// Finds the image within what the caller handed over, read as `read` says.
 using ImageFinder = std::function<Expected<std::span<const std::byte>>(const coload::ReadOptions& read)>;
 
