@@ -3,7 +3,9 @@
  * Covers: a registry of fat binaries over a runtime (HSA, HIP or dry-run),
  * registering a fat binary from a file or a caller's buffer, looking kernels
  * up per device, the entry each bundle chooses for a device (for runtimes
- * that load code objects themselves), and the devices the runtime has. It
+ * that load code objects themselves), and the devices the runtime has; and,
+ * without a registry, the entry one image holds for each of several ISAs
+ * (coload_select, comgr's lookup with coload's rules). It
  * mirrors the C++ API of coload/registry.h; the semantics (lazy loading, once
  * per binary and device, caching) are that header's. Does not cover: listing,
  * extracting or checking bundles (use the C++ API or the coload tool).
@@ -329,6 +331,102 @@ const char* coload_status_string(coload_status status);
  *  program may compare it with the COLOAD_VERSION_* it was compiled against
  *  (coload/version.h): the same MAJOR is ABI-compatible (docs/packaging.md). */
 const char* coload_version(void);
+
+/* ---------------------------------------------------------------------------
+ * The comgr-shaped lookup, for runtimes that load code objects themselves:
+ * "for these ISAs, which entry of this image, and where", as
+ * amd_comgr_lookup_code_object answers it, with coload's tiers and CCOBs
+ * decoded and verified. Nothing is registered, loaded or cached; no registry
+ * is needed. docs/comgr.md ("coload_select") maps it onto comgr's call. */
+
+/** Options of coload_select. Zero-initialise, then set struct_size; null
+ *  options are all defaults. The settings mirror coload_registry_options'
+ *  and their COLOAD_* variables, which apply unless ignore_environment (so do
+ *  COLOAD_UNBUNDLER, COLOAD_HOTSWAP* and COLOAD_VERIFY_CACHE). */
+typedef struct coload_select_options {
+  size_t struct_size; /**< sizeof(coload_select_options) */
+  int ignore_environment;
+  coload_hash_check hash_check;    /**< COLOAD_HASH_CHECK: how a CCOB's MD5 is checked */
+  uint64_t max_decompressed_bytes; /**< COLOAD_MAX_DECOMPRESSED_BYTES: cap of a CCOB's bundle */
+  const char* extended_isa_compat; /**< COLOAD_EXTENDED_ISA_COMPAT: "all" or "gfx1031,gfx1011" */
+} coload_select_options;
+
+/** The answer for one ISA. Every pointer in it stays valid until the
+ *  selection is freed. */
+typedef struct coload_selected {
+  size_t struct_size; /**< sizeof(coload_selected) of the library that made it */
+  /** COLOAD_OK: an entry was chosen. COLOAD_ERROR_NOT_FOUND: none fits (the
+   *  message lists the entries and the nearest miss). Another status: the
+   *  image could not be read for this ISA (a CCOB's corrupt stream or hash,
+   *  the comgr unbundler's refusal), the message says where. */
+  coload_status status;
+  const char* message;  /**< "" when an entry was chosen; never null */
+  coload_tier tier;     /**< as coload_choice's: an EQUIVALENT or HOTSWAP entry is not transformed */
+  size_t entry_index;   /**< the chosen entry's position in the bundle's table */
+  const char* entry_id; /**< its bundle entry ID; "" when none */
+  /** The chosen code object; null and 0 when none. owned 0 (a plain bundle
+   *  or a bare code object): a view of the caller's image, `offset` bytes
+   *  from its start, as comgr's offset and size. owned nonzero (a CCOB): the
+   *  entry decoded into a buffer the selection owns, `offset` its place in
+   *  the decoded bundle's table. */
+  const void* bytes;
+  size_t size;
+  size_t offset;
+  int owned;
+  /** Every entry of the bundle judged for this ISA, one line each: "[N]
+   *  verdict tier ID: reason", after a line saying the choice, as
+   *  `coload select` prints it. Never null. */
+  const char* report;
+} coload_selected;
+
+/** What coload_select made; free it with coload_selection_free. */
+typedef struct coload_selection {
+  /** The image the offsets count from (for coload_select_wrapper, the
+   *  wrapper's `binary`) and the bytes it occupies, from its own headers. */
+  const void* image;
+  size_t image_size;
+  size_t count;                          /**< isa_count */
+  const coload_selected* const* results; /**< results[i] answers isas[i] */
+} coload_selection;
+
+/** For each of `isa_count` ISAs, the entry the image at `bytes` would load
+ *  there and where: one image (a plain bundle, a CCOB of any version or a
+ *  bare code object) of at most `size` bytes, measured from its own headers
+ *  (COLOAD_AVAILABLE_MAPPED: bounded by the mapping that holds `bytes`, as
+ *  coload_bundle_size). An ISA is named as comgr and ROCr name it
+ *  ("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-") or as a bare target ID
+ *  ("gfx90a:xnack-", HIP's gcnArchName); a feature it leaves out is one the
+ *  device has no mode for, so only entries leaving it open fit (as comgr
+ *  matches a bare "gfx90a"). Each ISA has its own tiers (docs/selection.md);
+ *  a CCOB is decoded for the first ISA and again only for an entry no
+ *  earlier ISA chose (in skip mode, per ISA when a stream stopped early).
+ *  The bytes of a plain bundle or code object stay the caller's and must
+ *  outlive their use; *out owns everything else, freed with
+ *  coload_selection_free. Errors (then *out is null):
+ *  COLOAD_ERROR_NULL_ARGUMENT (bytes, out, isas with isa_count > 0, or an
+ *  isas[i]), COLOAD_ERROR_INVALID_ARGUMENT (an ISA that names no device, its
+ *  index in the message; a bad option), COLOAD_ERROR_BAD_STRUCT_SIZE,
+ *  COLOAD_ERROR_BAD_MAGIC, COLOAD_ERROR_TRUNCATED or
+ *  COLOAD_ERROR_OUT_OF_BOUNDS (the image would run past `size` or its
+ *  mapping), the headers' errors (COLOAD_ERROR_MALFORMED for a host ELF:
+ *  register that with coload_register_memory), and a hotswap plugin that
+ *  could not be loaded. Per-ISA outcomes are in the results. Threads:
+ *  calls share no state. */
+coload_status coload_select(const void* bytes, size_t size, const char* const* isas, size_t isa_count,
+                            const coload_select_options* options, coload_selection** out);
+
+/** coload_select on the image of a `__hip_fatbin_wrapper` (the pointer
+ *  __hipRegisterFatBinary receives), measured within its mapping as
+ *  coload_register_wrapper does; the offsets count from the wrapper's
+ *  `binary`. Errors: coload_register_wrapper's for the wrapper, then
+ *  coload_select's. */
+coload_status coload_select_wrapper(const void* wrapper, const char* const* isas, size_t isa_count,
+                                    const coload_select_options* options, coload_selection** out);
+
+/** Frees what coload_select made (its results, strings and owned buffers).
+ *  Null is fine; anything else must come from coload_select or
+ *  coload_select_wrapper and be freed once. */
+void coload_selection_free(coload_selection* selection);
 
 #ifdef __cplusplus
 }

@@ -2,8 +2,12 @@
 #include "capi/c_api_support.h"
 
 #include <cstddef>
+#include <initializer_list>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 namespace coload::capi {
 
@@ -15,7 +19,75 @@ thread_local std::string last_error;
 /// built against it passes this size and gets those fields.
 constexpr std::size_t kFirstKernelInfoSize = offsetof(coload_kernel_info, dynamic_callstack) + sizeof(int);
 
+/// The value of setting `field` (a C enum's bits) as its COLOAD_* variable
+/// spells it: `spellings[value - 1]`; nullopt for 0 (unset). A value past
+/// them is the caller's argument.
+Expected<std::optional<std::string>> spelled(int value, const Settings& settings, const char* field,
+                                             std::initializer_list<const char*> spellings) {
+  if (value == 0) return std::optional<std::string>();
+  if (value < 0 || static_cast<std::size_t>(value) > spellings.size()) {
+    return Error(ErrorKind::InvalidArgument, std::string(settings.options) + "." + field + " " + std::to_string(value) +
+                                                 " is out of range (0 to " + std::to_string(spellings.size()) + ")");
+  }
+  return std::optional<std::string>(spellings.begin()[value - 1]);
+}
+
 }  // namespace
+
+Expected<Config> config_of(const Settings& given) {
+  struct Setting {
+    const char* field;
+    std::string_view variable;
+    std::optional<std::string> value;
+  };
+  std::vector<Setting> settings;
+  auto add_enum = [&](int setting, const char* field, std::string_view variable,
+                      std::initializer_list<const char*> spellings) -> Expected<void> {
+    auto value = spelled(setting, given, field, spellings);
+    if (!value) return std::move(value).error();
+    if (*value) settings.push_back({field, variable, std::move(*value)});
+    return {};
+  };
+  auto add_text = [&](const char* text, const char* field, std::string_view variable) {
+    if (text) settings.push_back({field, variable, std::string(text)});
+  };
+  if (auto added = add_enum(given.unbundler, "unbundler", "COLOAD_UNBUNDLER", {"builtin", "comgr"}); !added)
+    return std::move(added).error();
+  if (auto added = add_enum(given.hotswap, "hotswap", "COLOAD_HOTSWAP", {"0", "1"}); !added)
+    return std::move(added).error();
+  if (auto added = add_enum(given.hash_check, "hash_check", "COLOAD_HASH_CHECK", {"verify", "skip"}); !added)
+    return std::move(added).error();
+  if (auto added = add_enum(given.log_level, "log_level", "COLOAD_LOG", {"error", "warn", "info", "debug"}); !added)
+    return std::move(added).error();
+  add_text(given.extended_isa_compat, "extended_isa_compat", "COLOAD_EXTENDED_ISA_COMPAT");
+  add_text(given.hotswap_plugin, "hotswap_plugin", "COLOAD_HOTSWAP_PLUGIN");
+  add_text(given.hotswap_pairs, "hotswap_pairs", "COLOAD_HOTSWAP_PAIRS");
+  add_text(given.verify_cache, "verify_cache", "COLOAD_VERIFY_CACHE");
+  if (given.max_decompressed_bytes != 0) {
+    settings.push_back(
+        {"max_decompressed_bytes", "COLOAD_MAX_DECOMPRESSED_BYTES", std::to_string(given.max_decompressed_bytes)});
+  }
+  if (settings.empty()) {
+    if (given.ignore_environment) return Config{};
+    return process_config();  // read once per process
+  }
+  // Each setting alone first, so that a bad one is named as the caller spelled it.
+  for (const Setting& setting : settings) {
+    auto alone = Config::from_settings(
+        [&](std::string_view name) { return name == setting.variable ? setting.value : std::nullopt; }, false);
+    if (!alone) {
+      return Error(ErrorKind::InvalidArgument, std::string(given.options) + "." + setting.field + " \"" +
+                                                   *setting.value + "\": " + alone.error().message());
+    }
+  }
+  return Config::from_settings(
+      [&](std::string_view name) -> std::optional<std::string> {
+        for (const Setting& setting : settings)
+          if (setting.variable == name) return setting.value;
+        return std::nullopt;
+      },
+      !given.ignore_environment);
+}
 
 coload_status fail(coload_status status, std::string message) {
   last_error = std::move(message);

@@ -1,8 +1,10 @@
 // What every file of the C API shares: the registry handle behind
-// coload_registry*, this thread's last error, the status of an ErrorKind, and
-// the guard that keeps every C++ exception on this side of the boundary.
+// coload_registry*, this thread's last error, the status of an ErrorKind, the
+// guard that keeps every C++ exception on this side of the boundary, and the
+// Config an options struct's settings give.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "coload/coload.h"
+#include "coload/config.h"
 #include "coload/error.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
@@ -67,6 +70,45 @@ int enum_bits(const Enum& value) {
   std::memcpy(&bits, &value, sizeof bits);
   return bits;
 }
+
+/// The caller's options struct as this library knows it: its first
+/// `struct_size` bytes over a zeroed struct, so fields a caller built against
+/// an older coload.h lacks keep their defaults. COLOAD_ERROR_BAD_STRUCT_SIZE
+/// when struct_size is below `first_size`, the size of the struct's first version.
+template <class Options>
+coload_status copy_options(const char* function, const Options& options, std::size_t first_size, Options& into) {
+  if (options.struct_size < first_size) {
+    return fail(COLOAD_ERROR_BAD_STRUCT_SIZE, std::string(function) + ": options->struct_size " +
+                                                  std::to_string(options.struct_size) + " is less than " +
+                                                  std::to_string(first_size));
+  }
+  into = Options{};
+  std::memcpy(&into, &options, std::min(options.struct_size, sizeof into));
+  return COLOAD_OK;
+}
+
+/// The settings an options struct gives (coload_registry_options,
+/// coload_select_options) as the caller set them: 0 or null leaves one to its
+/// COLOAD_* variable (unless ignore_environment), then to its default. Enums
+/// are their bits (enum_bits).
+struct Settings {
+  const char* options = "";  ///< the struct, for errors: "coload_registry_options"
+  bool ignore_environment = false;
+  int unbundler = 0;
+  int hotswap = 0;
+  int hash_check = 0;
+  int log_level = 0;
+  const char* extended_isa_compat = nullptr;
+  const char* hotswap_plugin = nullptr;
+  const char* hotswap_pairs = nullptr;
+  const char* verify_cache = nullptr;
+  std::uint64_t max_decompressed_bytes = 0;
+};
+
+/// The Config `settings` give, spelled as the COLOAD_* variables (so one
+/// parser checks both), then the environment unless ignore_environment.
+/// Errors: InvalidArgument naming the options field and the value.
+Expected<Config> config_of(const Settings& settings);
 
 }  // namespace coload::capi
 

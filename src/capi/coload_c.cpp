@@ -7,10 +7,8 @@
 #include <cstddef>
 #include <cstring>
 #include <exception>
-#include <initializer_list>
 #include <memory>
 #include <new>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,79 +51,19 @@ coload::Expected<std::vector<coload::Device>> parse_devices(std::string_view spe
   return devices;
 }
 
-/// The value of setting `field` (a C enum) as its COLOAD_* variable spells it:
-/// `spellings[value - 1]`; nullopt for 0 (unset). A value past them is the
-/// caller's argument.
-template <class Enum>
-coload::Expected<std::optional<std::string>> spelled(const Enum& setting, const char* field,
-                                                     std::initializer_list<const char*> spellings) {
-  const int value = enum_bits(setting);
-  if (value == 0) return std::optional<std::string>();
-  if (value < 0 || static_cast<std::size_t>(value) > spellings.size()) {
-    return coload::Error(coload::ErrorKind::InvalidArgument, std::string("coload_registry_options.") + field + " " +
-                                                                 std::to_string(value) + " is out of range (0 to " +
-                                                                 std::to_string(spellings.size()) + ")");
-  }
-  return std::optional<std::string>(spellings.begin()[value - 1]);
-}
-
-/// The registry's Config: the settings `options` gives, spelled as the
-/// COLOAD_* variables (so one parser checks both), then the environment
-/// unless ignore_environment. A bad setting names its options field.
+/// The registry's Config: the settings `options` gives (c_api_support.h).
 coload::Expected<coload::Config> config_of(const coload_registry_options& options) {
-  struct Setting {
-    const char* field;
-    std::string_view variable;
-    std::optional<std::string> value;
-  };
-  std::vector<Setting> settings;
-  auto add_enum = [&](const auto& setting, const char* field, std::string_view variable,
-                      std::initializer_list<const char*> spellings) -> coload::Expected<void> {
-    auto value = spelled(setting, field, spellings);
-    if (!value) return std::move(value).error();
-    if (*value) settings.push_back({field, variable, std::move(*value)});
-    return {};
-  };
-  auto add_text = [&](const char* text, const char* field, std::string_view variable) {
-    if (text) settings.push_back({field, variable, std::string(text)});
-  };
-  if (auto added = add_enum(options.unbundler, "unbundler", "COLOAD_UNBUNDLER", {"builtin", "comgr"}); !added)
-    return std::move(added).error();
-  if (auto added = add_enum(options.hotswap, "hotswap", "COLOAD_HOTSWAP", {"0", "1"}); !added)
-    return std::move(added).error();
-  if (auto added = add_enum(options.hash_check, "hash_check", "COLOAD_HASH_CHECK", {"verify", "skip"}); !added)
-    return std::move(added).error();
-  if (auto added = add_enum(options.log_level, "log_level", "COLOAD_LOG", {"error", "warn", "info", "debug"}); !added)
-    return std::move(added).error();
-  add_text(options.extended_isa_compat, "extended_isa_compat", "COLOAD_EXTENDED_ISA_COMPAT");
-  add_text(options.hotswap_plugin, "hotswap_plugin", "COLOAD_HOTSWAP_PLUGIN");
-  add_text(options.hotswap_pairs, "hotswap_pairs", "COLOAD_HOTSWAP_PAIRS");
-  add_text(options.verify_cache, "verify_cache", "COLOAD_VERIFY_CACHE");
-  if (options.max_decompressed_bytes != 0) {
-    settings.push_back(
-        {"max_decompressed_bytes", "COLOAD_MAX_DECOMPRESSED_BYTES", std::to_string(options.max_decompressed_bytes)});
-  }
-  if (settings.empty()) {
-    if (options.ignore_environment) return coload::Config{};
-    return coload::process_config();  // read once per process
-  }
-  // Each setting alone first, so that a bad one is named as the caller spelled it.
-  for (const Setting& setting : settings) {
-    auto alone = coload::Config::from_settings(
-        [&](std::string_view name) { return name == setting.variable ? setting.value : std::nullopt; }, false);
-    if (!alone) {
-      return coload::Error(coload::ErrorKind::InvalidArgument, std::string("coload_registry_options.") + setting.field +
-                                                                   " \"" + *setting.value +
-                                                                   "\": " + alone.error().message());
-    }
-  }
-  return coload::Config::from_settings(
-      [&](std::string_view name) -> std::optional<std::string> {
-        for (const Setting& setting : settings)
-          if (setting.variable == name) return setting.value;
-        return std::nullopt;
-      },
-      !options.ignore_environment);
+  return config_of(Settings{.options = "coload_registry_options",
+                            .ignore_environment = options.ignore_environment != 0,
+                            .unbundler = enum_bits(options.unbundler),
+                            .hotswap = enum_bits(options.hotswap),
+                            .hash_check = enum_bits(options.hash_check),
+                            .log_level = enum_bits(options.log_level),
+                            .extended_isa_compat = options.extended_isa_compat,
+                            .hotswap_plugin = options.hotswap_plugin,
+                            .hotswap_pairs = options.hotswap_pairs,
+                            .verify_cache = options.verify_cache,
+                            .max_decompressed_bytes = options.max_decompressed_bytes});
 }
 
 coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_registry_options& options) {
@@ -185,14 +123,8 @@ coload_status coload_registry_create(const coload_registry_options* options, col
     if (!options) return null_argument(function, "options");
     // The first version of the struct ended with ignore_environment.
     constexpr std::size_t kFirstSize = offsetof(coload_registry_options, ignore_environment) + sizeof(int);
-    if (options->struct_size < kFirstSize) {
-      return fail(COLOAD_ERROR_BAD_STRUCT_SIZE, std::string(function) + ": options->struct_size " +
-                                                    std::to_string(options->struct_size) + " is less than " +
-                                                    std::to_string(kFirstSize));
-    }
-    // Fields past struct_size keep their defaults.
     coload_registry_options given{};
-    std::memcpy(&given, options, std::min(options->struct_size, sizeof given));
+    if (coload_status status = copy_options(function, *options, kFirstSize, given); status != COLOAD_OK) return status;
     auto config = config_of(given);
     if (!config) return fail(config.error());
     auto runtime = open_runtime(given);
