@@ -5,9 +5,10 @@
 #   2. the same suite built with AddressSanitizer + UBSan (build-asan/);
 #   3. under ThreadSanitizer (build-tsan/, only these and the library are built):
 #      the registry's 16-thread stress test, the zstd decoders' kept
-#      mappings and the MD5 helper (coload_concurrency_test), and the CLI
+#      mappings and the MD5 helper (coload_concurrency_test), the CLI
 #      reading a host image's CCOBs on several threads (to the end, and
-#      stopping at a bundle that fails);
+#      stopping at a bundle that fails), and HIP launches through the example
+#      registration layer from 8 threads while a library loads and unloads;
 #   4. each libFuzzer target for a short run, seeded with its corpus and the fixtures;
 # and, first of all, that every C and C++ source is laid out as .clang-format
 # says (clang-format-22; .clang-format-ignore lists what is left as written).
@@ -42,11 +43,14 @@ cmake --build "$root/build-asan"
   LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" \
   ctest --output-on-failure -j "$jobs")
 
-echo "== ThreadSanitizer: registry stress test, kept decoder mappings, MD5 helper, CLI decode threads"
+echo "== ThreadSanitizer: registry stress test, kept decoder mappings, MD5 helper, CLI decode threads, HIP layer"
 cmake -S "$root" -B "$root/build-tsan" -G Ninja "${compilers[@]}" -DCOLOAD_SANITIZE=thread
-cmake --build "$root/build-tsan" --target coload_concurrency_test coload_cli
+cmake --build "$root/build-tsan" --target coload_concurrency_test coload_cli hip_proof_threads
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 "$root/build-tsan/tests/coload_concurrency_test"
+# Eight threads launching through the example HIP layer while a ninth loads and unloads a HIP library.
+HIP_LAYER_RUNTIME=dry-run HIP_LAYER_DEVICES=gfx90a \
+  "$root/build-tsan/tests/hip_proof_threads" "$root/build-tsan/tests/libhip_proof.so" 20
 ccob_host="$root/build/fixtures/host/libkernels_compressed.so"
 tsan_out=$(mktemp -d)
 "$root/build-tsan/tools/coload/coload" select --device gfx90a "$ccob_host" > /dev/null || [ $? -eq 1 ]

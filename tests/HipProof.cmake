@@ -53,3 +53,13 @@ endforeach()
 set_tests_properties(hip_proof_dlopen_app_library hip_proof_dlopen_libkernels.so
   hip_proof_dlopen_libkernels_compressed.so hip_proof_dlopen_libkernels_mixed.so PROPERTIES
   ENVIRONMENT "${COLOAD_PROOF_ENVIRONMENT}" PASS_REGULAR_EXPRESSION "all checks passed")
+
+# Launches from eight threads while a ninth loads and unloads libhip_proof.so
+# (scripts/test.sh also runs it under TSan).
+add_executable(hip_proof_threads hip_proof_threads.c ${COLOAD_PROOF_OBJECTS})
+target_link_libraries(hip_proof_threads PRIVATE coload_hip_layer Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(hip_proof_threads PROPERTIES LINKER_LANGUAGE CXX)
+add_dependencies(hip_proof_threads hip_proof)
+add_test(NAME hip_proof_threads COMMAND hip_proof_threads $<TARGET_FILE:hip_proof> 50)
+set_tests_properties(hip_proof_threads PROPERTIES ENVIRONMENT "${COLOAD_PROOF_ENVIRONMENT}"
+                     PASS_REGULAR_EXPRESSION "all checks passed" TIMEOUT 300)

@@ -7,3 +7,4 @@ static __global__ void scale(float* x, float factor) { x[hip_global_idx_x()] *= 
 
 void launch_scale_a(float* x) { scale<<<dim3(4), dim3(64)>>>(x, 2.0f); }
 const void* scale_a_stub() { return reinterpret_cast<const void*>(&scale); }
+extern "C" void launch_scale_a_c() { launch_scale_a(nullptr); }

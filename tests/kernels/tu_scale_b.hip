@@ -20,3 +20,4 @@ int launch_scale_b(float* x, unsigned long dynamic_lds) {
 }
 const void* scale_b_stub() { return reinterpret_cast<const void*>(&scale); }
 const void* scale_b_launches_symbol() { return &scale_b_launches; }
+extern "C" void launch_scale_b_c() { launch_scale_b(nullptr, 0); }
