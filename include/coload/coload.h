@@ -2,8 +2,9 @@
  *
  * Covers: a registry of fat binaries over a runtime (HSA, HIP or dry-run),
  * registering a fat binary from a file or a caller's buffer, looking kernels
- * up per device, the entry each bundle chooses for a device (for runtimes
- * that load code objects themselves), and the devices the runtime has. It
+ * and device globals up per device, the entry each bundle chooses for a
+ * device (for runtimes that load code objects themselves), and the devices
+ * the runtime has (its own, or the ones the caller names). It
  * mirrors the C++ API of coload/registry.h; the semantics (lazy loading, once
  * per binary and device, caching) are that header's. Does not cover: listing,
  * extracting or checking bundles (use the C++ API or the coload tool).
