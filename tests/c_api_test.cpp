@@ -3,9 +3,11 @@
 // sizes and small buffers; then the happy path with the dry-run runtime.
 #include "coload/coload.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -73,6 +75,8 @@ TEST(CApiContract, EveryEntryPointRejectsNullAndForeignHandles) {
     EXPECT_EQ(coload_unregister(bad, 1), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_lookup_kernel(bad, 1, 0, "k", &info), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_check_dispatch(bad, 1, 0, "k", 0, 0, nullptr), COLOAD_ERROR_INVALID_HANDLE);
+    std::uint64_t address = 0;
+    EXPECT_EQ(coload_lookup_global(bad, 1, 0, "g", &address, &count), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_device_count(bad, &count), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_device_name(bad, 0, name, sizeof name, &required), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(
@@ -136,6 +140,13 @@ TEST_F(CApiTest, NullArgumentsAndBadSizes) {
   info.struct_size = 8;
   EXPECT_EQ(coload_lookup_kernel(registry, 1, 0, "k", &info), COLOAD_ERROR_BAD_STRUCT_SIZE);
   EXPECT_EQ(coload_device_count(registry, nullptr), COLOAD_ERROR_NULL_ARGUMENT);
+  std::uint64_t address = 7;
+  std::size_t size = 7;
+  EXPECT_EQ(coload_lookup_global(registry, 1, 0, nullptr, &address, &size), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(address, 0u);
+  EXPECT_EQ(size, 0u);
+  EXPECT_EQ(coload_lookup_global(registry, 1, 0, "g", nullptr, &size), COLOAD_ERROR_NULL_ARGUMENT);
+  EXPECT_EQ(coload_lookup_global(registry, 1, 0, "g", &address, nullptr), COLOAD_ERROR_NULL_ARGUMENT);
 }
 
 TEST_F(CApiTest, WrongBinaryHandles) {
@@ -199,6 +210,27 @@ TEST_F(CApiTest, RegisterLookUpAndUnregister) {
   EXPECT_EQ(coload_lookup_kernel(registry, binary, 9, "missing", &info), COLOAD_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(coload_unregister(registry, binary), COLOAD_OK);
   EXPECT_EQ(coload_unregister(registry, binary), COLOAD_ERROR_NOT_FOUND);
+}
+
+// tests/kernels/vector_ops.hip's `__device__ int dev_counter`; dry-run: its size at address 0.
+TEST_F(CApiTest, LookUpAGlobal) {
+  coload_binary binary = 0;
+  const std::string path = fixture("bundles/driver_two_arch.hipfb");
+  ASSERT_EQ(coload_register_file(registry, path.c_str(), &binary), COLOAD_OK) << coload_last_error_message();
+  std::uint64_t address = 7;
+  std::size_t size = 0;
+  ASSERT_EQ(coload_lookup_global(registry, binary, 0, "dev_counter", &address, &size), COLOAD_OK)
+      << coload_last_error_message();
+  EXPECT_EQ(address, 0u);
+  EXPECT_EQ(size, 4u);
+  EXPECT_STREQ(coload_last_error_message(), "");
+  size = 7;
+  EXPECT_EQ(coload_lookup_global(registry, binary, 0, "_Z5saxpyfPKfPfi", &address, &size), COLOAD_ERROR_NOT_FOUND);
+  EXPECT_EQ(size, 0u);
+  const std::string message = coload_last_error_message();
+  EXPECT_NE(message.find("global variable \"_Z5saxpyfPKfPfi\" not found in " + path), std::string::npos) << message;
+  EXPECT_EQ(coload_lookup_global(registry, binary, 9, "dev_counter", &address, &size), COLOAD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(coload_lookup_global(registry, binary + 100, 0, "dev_counter", &address, &size), COLOAD_ERROR_NOT_FOUND);
 }
 
 std::vector<char> file_bytes(const std::string& path) {
@@ -368,6 +400,85 @@ TEST(CApiOptions, LogCallbackReceivesAFailedLoad) {
   EXPECT_EQ(logged.lines[0].first, COLOAD_LOG_WARN);
   EXPECT_NE(logged.lines[0].second.find("no code object fits device gfx942"), std::string::npos)
       << logged.lines[0].second;
+}
+
+// The caller's devices: each list is its runtime's, checked before any library is opened.
+TEST(CApiOptions, DeviceListsBelongToTheirRuntime) {
+  const std::uint64_t agents[] = {0xa0000};
+  const int ordinals[] = {0};
+  coload_registry* registry = nullptr;
+  auto expect_refused = [&](coload_registry_options options, coload_status status, const char* part) {
+    EXPECT_EQ(coload_registry_create(&options, &registry), status) << part;
+    EXPECT_NE(std::string(coload_last_error_message()).find(part), std::string::npos) << coload_last_error_message();
+    EXPECT_EQ(registry, nullptr);
+  };
+  auto dry_agents = dry_run_options("gfx90a");
+  dry_agents.hsa_agents = agents;
+  dry_agents.hsa_agent_count = 1;
+  expect_refused(dry_agents, COLOAD_ERROR_INVALID_ARGUMENT, "hsa_agents is not for the dry-run runtime");
+  auto dry_ordinals = dry_run_options("gfx90a");
+  dry_ordinals.hip_devices = ordinals;
+  dry_ordinals.hip_device_count = 1;
+  expect_refused(dry_ordinals, COLOAD_ERROR_INVALID_ARGUMENT, "hip_devices is not for the dry-run runtime");
+  auto hip_agents = dry_agents;
+  hip_agents.runtime = COLOAD_RUNTIME_HIP;
+  hip_agents.runtime_library = "/nonexistent/libamdhip64.so";
+  expect_refused(hip_agents, COLOAD_ERROR_INVALID_ARGUMENT, "hsa_agents is not for the HIP runtime");
+  auto hsa_ordinals = dry_ordinals;
+  hsa_ordinals.runtime = COLOAD_RUNTIME_HSA;
+  hsa_ordinals.runtime_library = "/nonexistent/libhsa-runtime64.so.1";
+  expect_refused(hsa_ordinals, COLOAD_ERROR_INVALID_ARGUMENT, "hip_devices is not for the HSA runtime");
+  auto null_agents = hsa_ordinals;
+  null_agents.hip_devices = nullptr;
+  null_agents.hip_device_count = 0;
+  null_agents.hsa_agent_count = 2;
+  expect_refused(null_agents, COLOAD_ERROR_NULL_ARGUMENT, "options->hsa_agents is null but hsa_agent_count is 2");
+  auto null_ordinals = hip_agents;
+  null_ordinals.hsa_agents = nullptr;
+  null_ordinals.hsa_agent_count = 0;
+  null_ordinals.hip_device_count = 1;
+  expect_refused(null_ordinals, COLOAD_ERROR_NULL_ARGUMENT, "options->hip_devices is null but hip_device_count is 1");
+}
+
+// Through the test HSA library (tests/support/fake_hsa): agent i of its
+// script is 0xa0000 + i; the library this test loaded is the one coload uses.
+TEST(CApiOptions, HsaAgentsAreTheDevicesInTheirOrder) {
+  void* fake = dlopen(COLOAD_TEST_HSA_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(fake, nullptr) << dlerror();
+  auto script = reinterpret_cast<int (*)(const char*)>(dlsym(fake, "coload_test_hsa_script"));
+  ASSERT_NE(script, nullptr);
+  ASSERT_EQ(script("gpu gfx90a:sramecc+:xnack-; cpu; gpu gfx1100 wave=32"), 0);
+  const std::uint64_t agents[] = {0xa0002, 0xa0000};
+  auto options = dry_run_options(nullptr);
+  options.runtime = COLOAD_RUNTIME_HSA;
+  options.runtime_library = COLOAD_TEST_HSA_LIBRARY;
+  options.hsa_agents = agents;
+  options.hsa_agent_count = 2;
+  coload_registry* registry = nullptr;
+  ASSERT_EQ(coload_registry_create(&options, &registry), COLOAD_OK) << coload_last_error_message();
+  char name[64];
+  ASSERT_EQ(coload_device_name(registry, 0, name, sizeof name, nullptr), COLOAD_OK);
+  EXPECT_STREQ(name, "gfx1100");
+  ASSERT_EQ(coload_device_name(registry, 1, name, sizeof name, nullptr), COLOAD_OK);
+  EXPECT_STREQ(name, "gfx90a:sramecc+:xnack-");
+  coload_binary binary = 0;
+  ASSERT_EQ(coload_register_file(registry, fixture("co/gfx90a.co").c_str(), &binary), COLOAD_OK);
+  std::uint64_t address = 0;
+  std::size_t size = 0;
+  ASSERT_EQ(coload_lookup_global(registry, binary, 1, "dev_coeffs", &address, &size), COLOAD_OK)
+      << coload_last_error_message();
+  EXPECT_NE(address, 0u);
+  EXPECT_EQ(size, 16u);
+  EXPECT_EQ(coload_registry_destroy(registry), COLOAD_OK);
+
+  const std::uint64_t cpu[] = {0xa0001};
+  options.hsa_agents = cpu;
+  options.hsa_agent_count = 1;
+  EXPECT_EQ(coload_registry_create(&options, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(coload_last_error_message()).find("hsa_agents[0] = 0xa0001: not a GPU agent"),
+            std::string::npos)
+      << coload_last_error_message();
+  dlclose(fake);
 }
 
 }  // namespace

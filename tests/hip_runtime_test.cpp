@@ -317,6 +317,83 @@ TEST_F(HipRuntimeTest, LoadsFromManyThreads) {
   EXPECT_EQ(fake.counter("module_loads"), 160);
 }
 
+Expected<std::unique_ptr<Runtime>> open_on(std::vector<int> ordinals) {
+  HipOptions options{kTestHip};
+  options.devices = std::move(ordinals);
+  return open_hip_runtime(options);
+}
+
+TEST_F(HipRuntimeTest, TheCallersOrdinalsAreTheDevicesInTheirOrder) {
+  two_devices();
+  fake.add_device("gfx942:sramecc+:xnack-", 65536, 64);
+  auto runtime = open_on({2, 0});
+  ASSERT_TRUE(Succeeds(runtime));
+  auto devices = (*runtime)->devices();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].str(), "gfx942:sramecc+:xnack-");
+  EXPECT_EQ(devices[1].str(), "gfx90a:sramecc+:xnack-");
+  Fixture fixture = gfx90a();
+  auto module = (*runtime)->load(1, fixture.image(), fixture.code_object);  // HIP ordinal 0
+  ASSERT_TRUE(Succeeds(module));
+  // The fake answers hipModuleGetGlobal only on the module's own device.
+  EXPECT_TRUE(Succeeds((*module)->global("dev_counter")));
+  fake.fail("hipModuleLoadData", kInvalidImage);
+  auto failed = (*runtime)->load(0, fixture.image(), fixture.code_object);
+  ASSERT_TRUE(FailsWith(failed, ErrorKind::Malformed));
+  EXPECT_TRUE(Contains(failed.error().message(), "on device 0 (gfx942:sramecc+:xnack-, HIP ordinal 2)"));
+  EXPECT_EQ(fake.counter("current_device"), 0);
+}
+
+TEST_F(HipRuntimeTest, ACallersOrdinalOutOfRangeOrRepeatedIsInvalidArgument) {
+  two_devices();
+  auto past = open_on({0, 2});
+  ASSERT_TRUE(FailsWith(past, ErrorKind::InvalidArgument));
+  EXPECT_EQ(past.error().message(),
+            "hip_devices[1] = 2 is out of range: HIP hipGetDeviceCount reports 2 devices (ordinals 0 to 1)");
+  EXPECT_TRUE(FailsWith(open_on({-1}), ErrorKind::InvalidArgument));
+  auto repeated = open_on({1, 0, 1});
+  ASSERT_TRUE(FailsWith(repeated, ErrorKind::InvalidArgument));
+  EXPECT_EQ(repeated.error().message(), "hip_devices[2] = 1 repeats hip_devices[0]");
+  EXPECT_TRUE(FailsWith(open_on({}), ErrorKind::InvalidArgument));
+}
+
+// FakeHip::get() loaded the library by its path; its bare file name is in no
+// search path, so only the process's copy (RTLD_NOLOAD) answers to it, before
+// libamdhip64.so.6 or .so.5 would be opened.
+TEST_F(HipRuntimeTest, TheProcesssCopyOfTheLibraryIsUsed) {
+  two_devices();
+  auto runtime = open_hip_runtime(HipOptions{"libcoload_test_hip.so"});
+  ASSERT_TRUE(Succeeds(runtime));
+  EXPECT_EQ((*runtime)->devices().size(), 2u);
+}
+
+TEST_F(HipRuntimeTest, GlobalsThroughHipModuleGetGlobal) {
+  two_devices();
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  Fixture fixture = gfx90a();
+  auto module = (*runtime)->load(1, fixture.image(), fixture.code_object);
+  ASSERT_TRUE(Succeeds(module));
+  auto counter = (*module)->global("dev_counter");
+  ASSERT_TRUE(Succeeds(counter));
+  EXPECT_EQ(counter->size, 4u);
+  EXPECT_NE(counter->address, 0u);
+  auto coeffs = (*module)->global("dev_coeffs");
+  ASSERT_TRUE(Succeeds(coeffs));
+  EXPECT_EQ(coeffs->size, 16u);
+  EXPECT_NE(coeffs->address, counter->address);
+  EXPECT_EQ(fake.counter("current_device"), 0) << "the caller's device is put back";
+
+  const std::string kernel = fixture.code_object.kernels().front().name;
+  auto not_a_variable = (*module)->global(kernel);
+  ASSERT_TRUE(FailsWith(not_a_variable, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(not_a_variable.error().message(), "it names kernel \"" + kernel + "\", not a variable"));
+  EXPECT_TRUE(Contains(not_a_variable.error().message(), "hipModuleGetGlobal failed with hipErrorNotFound (500)"));
+  EXPECT_TRUE(FailsWith((*module)->global("no_such_variable"), ErrorKind::NotFound));
+  fake.fail("hipModuleGetGlobal", kInvalidImage);
+  EXPECT_TRUE(FailsWith((*module)->global("dev_counter"), ErrorKind::Malformed));
+}
+
 // Debian's HIP 5.2.3 on a machine without a GPU: hipGetDeviceCount gives
 // hipErrorNoDevice (docs/loading.md), which must arrive as NotFound.
 TEST(HipRealRuntime, NoGpuIsAClearError) {

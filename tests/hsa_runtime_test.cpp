@@ -435,6 +435,108 @@ TEST_F(FakeHsaTest, ConcurrentLoads) {
   EXPECT_EQ(counter("executables_created"), 160);
 }
 
+// The caller's agents (the fake's agent i is 0xa0000 + i): exactly those, in that order.
+constexpr std::uint64_t kAgent = 0xa0000;
+
+Expected<std::unique_ptr<Runtime>> open_on(std::vector<std::uint64_t> agents) {
+  HsaOptions options;
+  options.library = COLOAD_TEST_HSA_LIBRARY;
+  options.agents = std::move(agents);
+  return open_hsa_runtime(options);
+}
+
+TEST_F(FakeHsaTest, TheCallersAgentsAreTheDevicesInTheirOrder) {
+  script("cpu; gpu gfx90a:sramecc+:xnack-; gpu gfx1100 wave=32; gpu gfx942:sramecc+:xnack-");
+  auto runtime = open_on({kAgent + 3, kAgent + 1});
+  ASSERT_TRUE(Succeeds(runtime));
+  auto devices = (*runtime)->devices();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].str(), "gfx942:sramecc+:xnack-");
+  EXPECT_EQ(devices[1].str(), "gfx90a:sramecc+:xnack-");
+  // Device 0 is agent 3: a gfx942 object loads there, a gfx90a one only on device 1.
+  Fixture gfx942 = read_fixture("gfx942.co");
+  Fixture gfx90a = read_fixture("gfx90a.co");
+  EXPECT_TRUE(Succeeds((*runtime)->load(0, gfx942.image(), gfx942.code_object)));
+  EXPECT_TRUE(FailsWith((*runtime)->load(0, gfx90a.image(), gfx90a.code_object), ErrorKind::InvalidArgument));
+  EXPECT_TRUE(Succeeds((*runtime)->load(1, gfx90a.image(), gfx90a.code_object)));
+}
+
+TEST_F(FakeHsaTest, ACallersAgentThatIsNoGpuOfThisRuntimeOrRepeatsIsInvalidArgument) {
+  script("cpu; gpu gfx90a:sramecc+:xnack-");
+  auto cpu = open_on({kAgent + 1, kAgent});
+  ASSERT_TRUE(FailsWith(cpu, ErrorKind::InvalidArgument));
+  EXPECT_TRUE(Contains(cpu.error().message(), "hsa_agents[1] = 0xa0000: not a GPU agent of the HSA runtime '"));
+  EXPECT_TRUE(Contains(cpu.error().message(), "(1 of its 2 agents are GPUs)"));
+  auto foreign = open_on({0x1234});
+  ASSERT_TRUE(FailsWith(foreign, ErrorKind::InvalidArgument));
+  EXPECT_TRUE(Contains(foreign.error().message(), "hsa_agents[0] = 0x1234: not a GPU agent"));
+  auto repeated = open_on({kAgent + 1, kAgent + 1});
+  ASSERT_TRUE(FailsWith(repeated, ErrorKind::InvalidArgument));
+  EXPECT_EQ(repeated.error().message(), "hsa_agents[1] = 0xa0001: repeats hsa_agents[0]");
+  EXPECT_TRUE(FailsWith(open_on({}), ErrorKind::InvalidArgument));
+  EXPECT_EQ(counter("refcount"), 0);
+}
+
+// Left out when coload enumerates; refused when the caller names it.
+TEST_F(FakeHsaTest, ACallersAgentColoadCannotDescribeIsInvalidArgumentNeverLeftOut) {
+  script("gpu gfx90a:sramecc+:xnack-; gpu gfx9999; gpu gfx90a:sramecc+:xnack- wave=32");
+  auto unknown = open_on({kAgent, kAgent + 1});
+  ASSERT_TRUE(FailsWith(unknown, ErrorKind::InvalidArgument));
+  EXPECT_TRUE(Contains(unknown.error().message(), "hsa_agents[1] = 0xa0001: ISA name 'amdgcn-amd-amdhsa--gfx9999'"));
+  auto wave = open_on({kAgent + 2});
+  ASSERT_TRUE(FailsWith(wave, ErrorKind::InvalidArgument));
+  EXPECT_TRUE(Contains(wave.error().message(), "hsa_agents[0] = 0xa0002: HSA_AGENT_INFO_WAVEFRONT_SIZE is 32"));
+  // A failing query is no fault of the caller's: it stays Io.
+  script("gpu gfx90a:sramecc+:xnack-; fail hsa_agent_iterate_isas ERROR");
+  auto query = open_on({kAgent});
+  ASSERT_TRUE(FailsWith(query, ErrorKind::Io));
+  EXPECT_TRUE(Contains(query.error().message(), "hsa_agents[0] = 0xa0000"));
+}
+
+// SetUp loaded the library by its path; its soname is in no search path, so
+// only the process's copy (RTLD_NOLOAD) answers to it, with the script's state.
+TEST_F(FakeHsaTest, TheProcesssCopyOfTheLibraryIsUsed) {
+  script("gpu gfx90a:sramecc+:xnack-");
+  HsaOptions options;
+  options.library = "libcoload_test_hsa.so.1";
+  auto runtime = open_hsa_runtime(options);
+  ASSERT_TRUE(Succeeds(runtime));
+  ASSERT_EQ((*runtime)->devices().size(), 1u);
+  EXPECT_EQ(counter("init"), 1);
+  options.library = "libcoload_test_hsa_absent.so.1";
+  EXPECT_TRUE(FailsWith(open_hsa_runtime(options), ErrorKind::Io));
+}
+
+TEST_F(FakeHsaTest, GlobalsAreTheExecutablesVariableSymbols) {
+  script("gpu gfx1100 wave=32; gpu gfx90a:sramecc+:xnack-");
+  Fixture fixture = read_fixture("gfx90a.co");
+  auto runtime = open();
+  ASSERT_TRUE(Succeeds(runtime));
+  auto module = (*runtime)->load(1, fixture.image(), fixture.code_object);  // agent 1: the lookup names it
+  ASSERT_TRUE(Succeeds(module));
+  auto counter_global = (*module)->global("dev_counter");
+  ASSERT_TRUE(Succeeds(counter_global));
+  EXPECT_EQ(counter_global->size, 4u);
+  auto coeffs = (*module)->global("dev_coeffs");
+  ASSERT_TRUE(Succeeds(coeffs));
+  EXPECT_EQ(coeffs->size, 16u);
+  EXPECT_NE(counter_global->address, 0u);
+  EXPECT_NE(coeffs->address, counter_global->address);
+
+  const Kernel& kernel = fixture.code_object.kernels().front();
+  auto by_name = (*module)->global(kernel.name);
+  ASSERT_TRUE(FailsWith(by_name, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(by_name.error().message(),
+                       "global variable \"" + kernel.name + "\" not found in the code object for gfx90a"));
+  EXPECT_TRUE(Contains(by_name.error().message(), "it names kernel \"" + kernel.name + "\", not a variable"));
+  EXPECT_TRUE(Contains(by_name.error().message(), "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME"));
+  auto by_symbol = (*module)->global(kernel.symbol);
+  ASSERT_TRUE(FailsWith(by_symbol, ErrorKind::NotFound));
+  EXPECT_TRUE(
+      Contains(by_symbol.error().message(), "HSA_EXECUTABLE_SYMBOL_INFO_TYPE is 1, not HSA_SYMBOL_KIND_VARIABLE"));
+  EXPECT_TRUE(FailsWith((*module)->global("no_such_variable"), ErrorKind::NotFound));
+}
+
 TEST(HsaRuntime, IsaNames) {
   auto parsed = hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
   ASSERT_TRUE(Succeeds(parsed));

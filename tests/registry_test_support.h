@@ -87,6 +87,7 @@ class CountingRuntime final : public Runtime {
     ~Module() override { live_.fetch_sub(1); }
     const CodeObject& code_object() const override { return inner_->code_object(); }
     std::span<const LoadedKernel> kernels() const override { return inner_->kernels(); }
+    Expected<LoadedGlobal> global(std::string_view name) const override { return inner_->global(name); }
 
    private:
     std::unique_ptr<LoadedModule> inner_;

@@ -146,6 +146,14 @@ struct Kernel {
   std::optional<KernelDescriptor> descriptor;
 };
 
+/// A global variable the code object defines (a `__device__` or
+/// `__constant__` variable): a defined, non-local STT_OBJECT symbol that is
+/// not a `.kd` descriptor, the symbols ROCr's loader makes variables of.
+struct Variable {
+  std::string name;        ///< the symbol's name (C++ variables are mangled unless at namespace scope)
+  std::uint64_t size = 0;  ///< st_size
+};
+
 /// The decoded `NT_AMDGPU_METADATA` note.
 struct Metadata {
   std::uint32_t version_major = 0, version_minor = 0;  ///< `amdhsa.version`
@@ -189,15 +197,21 @@ class CodeObject {
   std::span<const Problem> problems() const { return problems_; }
   /// `.kd` symbols that no metadata kernel names (reported, never kernels).
   std::span<const std::string> orphan_descriptors() const { return orphan_descriptors_; }
+  /// The global variables, in symbol table order (.symtab, then .dynsym
+  /// names .symtab lacks).
+  std::span<const Variable> variables() const { return variables_; }
+  /// By name; null when absent.
+  const Variable* find_variable(std::string_view name) const;
   /// Bytes the ELF occupies (its furthest table or content).
   std::uint64_t size() const { return size_; }
 
   CodeObject(CodeObjectTarget target, Metadata metadata, std::vector<Problem> problems,
-             std::vector<std::string> orphan_descriptors, std::uint64_t size)
+             std::vector<std::string> orphan_descriptors, std::uint64_t size, std::vector<Variable> variables = {})
       : target_(std::move(target)),
         metadata_(std::move(metadata)),
         problems_(std::move(problems)),
         orphan_descriptors_(std::move(orphan_descriptors)),
+        variables_(std::move(variables)),
         size_(size) {}
 
  private:
@@ -205,6 +219,7 @@ class CodeObject {
   Metadata metadata_;
   std::vector<Problem> problems_;
   std::vector<std::string> orphan_descriptors_;
+  std::vector<Variable> variables_;
   std::uint64_t size_ = 0;
 };
 

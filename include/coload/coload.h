@@ -2,9 +2,10 @@
  *
  * Covers: a registry of fat binaries over a runtime (HSA, HIP or dry-run),
  * registering a fat binary from a file or a caller's buffer, looking kernels
- * up per device, the entry each bundle chooses for a device (for runtimes
- * that load code objects themselves), and the devices the runtime has; and,
- * without a registry, the entry one image holds for each of several ISAs
+ * and device globals up per device, the entry each bundle chooses for a
+ * device (for runtimes that load code objects themselves), and the devices
+ * the runtime has (its own, or the ones the caller names); and, without a
+ * registry, the entry one image holds for each of several ISAs
  * (coload_select, comgr's lookup with coload's rules). It
  * mirrors the C++ API of coload/registry.h; the semantics (lazy loading, once
  * per binary and device, caching) are that header's. Does not cover: listing,
@@ -134,17 +135,25 @@ typedef struct coload_registry_options {
   void* log_user_data; /**< passed to `log` */
 
   /* The caller's devices: coload's device i is the runtime's device the
-   * caller names i-th, so the numbers agree with the caller's own. */
+   * caller names i-th, so the numbers agree with the caller's own; every one
+   * named is used (none left out) or coload_registry_create fails with
+   * COLOAD_ERROR_INVALID_ARGUMENT naming the index and value. A list given
+   * to another runtime (dry-run included) or an empty list (a pointer with
+   * count 0) is INVALID_ARGUMENT; a null pointer with a nonzero count is
+   * COLOAD_ERROR_NULL_ARGUMENT. The arrays are read during the call only. */
   /** HSA: the GPU agents to use, as their hsa_agent_t handles, in this order
-   *  (null: every GPU agent ROCr lists). The agents must be the process's
-   *  ROCr's: the library already loaded in the process is used when there is
-   *  one (dlopen with RTLD_NOLOAD), runtime_library (or the default) only
-   *  when there is none. */
+   *  (null: every GPU agent ROCr lists whose processor coload knows). The
+   *  agents must be the process's ROCr's: the library already loaded in the
+   *  process is used when there is one (dlopen with RTLD_NOLOAD),
+   *  runtime_library (or the default) opened only when there is none. An
+   *  agent that is not one of its GPU agents, repeats an earlier one, or
+   *  whose ISA coload cannot describe is refused. */
   const uint64_t* hsa_agents;
   size_t hsa_agent_count;
   /** HIP: the device ordinals to use (as hipSetDevice takes them, after
    *  HIP_VISIBLE_DEVICES), in this order (null: every device). The HIP
-   *  library already loaded in the process is used when there is one. */
+   *  library already loaded in the process is used when there is one. An
+   *  ordinal out of range or repeated is refused. */
   const int* hip_devices;
   size_t hip_device_count;
 
@@ -256,6 +265,20 @@ coload_status coload_unregister(coload_registry* registry, coload_binary binary)
  *  range), and whatever reading, validating or loading reports. */
 coload_status coload_lookup_kernel(coload_registry* registry, coload_binary binary, size_t device,
                                    const char* kernel_name, coload_kernel_info* out);
+
+/** Looks the global variable `name` (a `__device__` or `__constant__`
+ *  variable, by its symbol name) up in `binary` for device `device`, loading
+ *  the binary there on first use, as coload_lookup_kernel: `*address` is
+ *  where the runtime placed it (HSA: the executable's variable symbol
+ *  address; HIP: hipModuleGetGlobal's device pointer; dry-run: 0) and
+ *  `*size` its size in bytes (dry-run: the symbol's st_size). Both are set
+ *  to 0 on failure (when not null). The address stays valid until the binary is
+ *  unregistered or the registry destroyed. Errors: COLOAD_ERROR_NOT_FOUND
+ *  (no variable of that name in any code object loaded for the device, a
+ *  kernel's name included; the message names the variable and the binary),
+ *  COLOAD_ERROR_NULL_ARGUMENT, and those of coload_lookup_kernel. */
+coload_status coload_lookup_global(coload_registry* registry, coload_binary binary, size_t device, const char* name,
+                                   uint64_t* address, size_t* size);
 
 /** Checks a dispatch of `kernel_name` before it is submitted (loading the
  *  binary on `device` first if needed, as coload_lookup_kernel):

@@ -206,6 +206,12 @@ class Registry {
   /// the binary is held. Errors: those of lookup_kernel and check_dispatch.
   Expected<void> check_dispatch(BinaryHandle binary, std::size_t device, std::string_view kernel,
                                 const Dispatch& dispatch);
+  /// The global variable `name` (a `__device__` or `__constant__` variable)
+  /// of `binary` on device `device`, loading the binary there first as
+  /// lookup_kernel does: the first of its modules, in bundle order, that has
+  /// it (LoadedModule::global). Errors: those of lookup_kernel, and NotFound
+  /// naming the variable and the binary when no module has it.
+  Expected<LoadedGlobal> lookup_global(BinaryHandle binary, std::size_t device, std::string_view name);
   /// The modules loaded for (binary, device), loading them first if needed;
   /// in bundle order. Valid as lookup_kernel's pointers are. Same errors.
   Expected<std::vector<const LoadedModule*>> modules(BinaryHandle binary, std::size_t device);

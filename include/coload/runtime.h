@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,12 +50,26 @@ struct LoadedKernel {
   bool dynamic_callstack = false;
 };
 
+/// A global variable of a loaded module, as the runtime placed it.
+struct LoadedGlobal {
+  /// HSA: HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS; HIP: hipModuleGetGlobal's
+  /// device pointer; dry-run: 0.
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;  ///< bytes (the runtime's answer; dry-run: the symbol's st_size)
+};
+
 /// One code object loaded on one device. Destroying it unloads it.
 class LoadedModule {
  public:
   virtual ~LoadedModule() = default;
   virtual const CodeObject& code_object() const = 0;
   virtual std::span<const LoadedKernel> kernels() const = 0;
+  /// The global variable `name` (a `__device__` or `__constant__` variable:
+  /// CodeObject::variables), as the runtime answers for it. Errors: NotFound
+  /// naming the variable when the runtime has no variable of that name (a
+  /// kernel's name included); the runtime's errors, naming its function.
+  /// Thread-safe.
+  virtual Expected<LoadedGlobal> global(std::string_view name) const = 0;
   /// By `.name`; null when absent.
   const LoadedKernel* find(std::string_view name) const;
 };
@@ -81,28 +96,47 @@ class Runtime {
 };
 
 struct HsaOptions {
-  /// dlopen'ed at run time; a test HSA library can stand in.
+  /// dlopen'ed at run time, the process's copy first (RTLD_NOLOAD); a test
+  /// HSA library can stand in.
   std::string library = "libhsa-runtime64.so.1";
+  /// The caller's GPU agents (hsa_agent_t handles of the process's ROCr), in
+  /// the caller's order: device i is agents[i]. nullopt: every GPU agent.
+  std::optional<std::vector<std::uint64_t>> agents;
 };
-/// Opens ROCr: hsa_init, then every GPU agent as a Device (its first
-/// processor ISA name → target ID, a mode the name leaves out being one the
-/// device lacks; LDS from the group memory pool; wave size). A GPU whose
-/// processor coload does not know is left out, as CLR leaves it out; device
-/// numbers count the GPUs kept. Errors: Io when the library cannot be loaded;
-/// NotFound with hsa_init's status when there is no GPU (no /dev/kfd), when
-/// no agent is a GPU, or when no GPU's processor is known, never a crash.
+/// Opens ROCr: the library the process already has loaded under
+/// `options.library` (dlopen RTLD_NOLOAD), else that name opened; hsa_init;
+/// then the devices: every GPU agent as a Device (its first processor ISA
+/// name → target ID, a mode the name leaves out being one the device lacks;
+/// LDS from the group memory pool; wave size), a GPU whose processor coload
+/// does not know left out, as CLR leaves it out (device numbers count the
+/// GPUs kept); or, with `options.agents`, exactly those agents in that
+/// order. Errors: Io when the library cannot be loaded; NotFound with
+/// hsa_init's status when there is no GPU (no /dev/kfd), when no agent is a
+/// GPU, or when no GPU's processor is known, never a crash; InvalidArgument
+/// naming the index and handle for a listed agent that is not one of this
+/// ROCr's GPU agents, repeats an earlier one, or cannot be described (an
+/// unknown processor, a wave size it lacks), and for an empty list.
 Expected<std::unique_ptr<Runtime>> open_hsa_runtime(const HsaOptions& options = {});
 
 struct HipOptions {
-  std::string library = "libamdhip64.so";  ///< tries .so.6 and .so.5 when this fails
+  /// The process's copy first (RTLD_NOLOAD), then opened by name; when this
+  /// name cannot be opened, libamdhip64.so.6 and .so.5 are tried the same way.
+  std::string library = "libamdhip64.so";
+  /// The caller's devices as HIP ordinals (what hipSetDevice takes), in the
+  /// caller's order: device i is ordinal devices[i]. nullopt: every device.
+  std::optional<std::vector<int>> devices;
 };
 /// Opens HIP: devices from hipGetDeviceProperties (gcnArchName only) and
 /// hipDeviceGetAttribute (shared memory per block, warp size), modules with
-/// hipModuleLoadData, kernels probed with hipModuleGetFunction. load() sets
-/// the calling thread's HIP device and puts the previous one back. Errors: Io
-/// when no candidate library opens (.so.6 and .so.5 are tried only when the
-/// named one cannot be opened), UnsupportedVersion for a library of another
-/// HIP major than coload was built against, NotFound when there is no GPU.
+/// hipModuleLoadData, kernels probed with hipModuleGetFunction, globals with
+/// hipModuleGetGlobal. load() and LoadedModule::global set the calling
+/// thread's HIP device and put the previous one back. Library: the one the
+/// process has loaded under a candidate name (every default name is asked
+/// before any is opened), else the first that opens (docs/loading.md).
+/// Errors: Io when no candidate library opens, UnsupportedVersion for a
+/// library of another HIP major than coload was built against, NotFound when
+/// there is no GPU, InvalidArgument naming the index and value for a listed
+/// ordinal out of range or repeated, and for an empty list.
 Expected<std::unique_ptr<Runtime>> open_hip_runtime(const HipOptions& options = {});
 
 /// A runtime that loads nothing: load() validates against the device and

@@ -66,28 +66,57 @@ coload::Expected<coload::Config> config_of(const coload_registry_options& option
                             .max_decompressed_bytes = options.max_decompressed_bytes});
 }
 
-coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_registry_options& options) {
-  if (options.hsa_agents || options.hsa_agent_count || options.hip_devices || options.hip_device_count) {
+/// A caller's device list (hsa_agents, hip_devices) as the C++ options take
+/// it: nullopt without a pointer. coload_registry_create has refused a null
+/// pointer with a count.
+template <class T>
+coload::Expected<std::optional<std::vector<T>>> device_list(const T* items, std::size_t count, const char* field) {
+  // More than any machine has: a count that is not one, rather than a reason to allocate.
+  constexpr std::size_t kMaxDevices = 4096;
+  if (!items) return std::optional<std::vector<T>>();
+  if (count > kMaxDevices) {
     return coload::Error(coload::ErrorKind::InvalidArgument,
-                         "coload_registry_options.hsa_agents and hip_devices are not supported yet");
+                         std::string("coload_registry_options.") + field + "_count " + std::to_string(count) +
+                             " is above the limit of " + std::to_string(kMaxDevices));
   }
+  return std::optional<std::vector<T>>(std::vector<T>(items, items + count));
+}
+
+coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_registry_options& options) {
+  const bool hsa_agents = options.hsa_agents || options.hsa_agent_count;
+  const bool hip_devices = options.hip_devices || options.hip_device_count;
   const int runtime = enum_bits(options.runtime);
+  // Each list belongs to one runtime: its values mean nothing to the others.
+  auto refuse_list = [](const char* field, const char* runtime_name) {
+    return coload::Error(coload::ErrorKind::InvalidArgument, std::string("coload_registry_options.") + field +
+                                                                 " is not for the " + runtime_name + " runtime");
+  };
   switch (runtime) {
     case COLOAD_RUNTIME_HSA: {
+      if (hip_devices) return refuse_list("hip_devices", "HSA");
       coload::HsaOptions hsa;
       if (options.runtime_library) hsa.library = options.runtime_library;
+      auto agents = device_list(options.hsa_agents, options.hsa_agent_count, "hsa_agent");
+      if (!agents) return std::move(agents).error();
+      hsa.agents = std::move(*agents);
       auto runtime = coload::open_hsa_runtime(hsa);
       if (!runtime) return std::move(runtime).error();
       return std::shared_ptr<coload::Runtime>(std::move(*runtime));
     }
     case COLOAD_RUNTIME_HIP: {
+      if (hsa_agents) return refuse_list("hsa_agents", "HIP");
       coload::HipOptions hip;
       if (options.runtime_library) hip.library = options.runtime_library;
+      auto devices = device_list(options.hip_devices, options.hip_device_count, "hip_device");
+      if (!devices) return std::move(devices).error();
+      hip.devices = std::move(*devices);
       auto runtime = coload::open_hip_runtime(hip);
       if (!runtime) return std::move(runtime).error();
       return std::shared_ptr<coload::Runtime>(std::move(*runtime));
     }
     case COLOAD_RUNTIME_DRY_RUN: {
+      if (hsa_agents) return refuse_list("hsa_agents", "dry-run");
+      if (hip_devices) return refuse_list("hip_devices", "dry-run");
       if (!options.dry_run_devices) {
         return coload::Error(coload::ErrorKind::InvalidArgument, "the dry-run runtime needs dry_run_devices");
       }
@@ -125,6 +154,16 @@ coload_status coload_registry_create(const coload_registry_options* options, col
     constexpr std::size_t kFirstSize = offsetof(coload_registry_options, ignore_environment) + sizeof(int);
     coload_registry_options given{};
     if (coload_status status = copy_options(function, *options, kFirstSize, given); status != COLOAD_OK) return status;
+    if (!given.hsa_agents && given.hsa_agent_count) {
+      return fail(COLOAD_ERROR_NULL_ARGUMENT, std::string(function) +
+                                                  ": options->hsa_agents is null but hsa_agent_count is " +
+                                                  std::to_string(given.hsa_agent_count));
+    }
+    if (!given.hip_devices && given.hip_device_count) {
+      return fail(COLOAD_ERROR_NULL_ARGUMENT, std::string(function) +
+                                                  ": options->hip_devices is null but hip_device_count is " +
+                                                  std::to_string(given.hip_device_count));
+    }
     auto config = config_of(given);
     if (!config) return fail(config.error());
     auto runtime = open_runtime(given);

@@ -482,6 +482,23 @@ std::vector<std::string> find_orphans(const std::vector<Symbol>& symbols, const 
   return orphans;
 }
 
+/// The variables: defined, non-local STT_OBJECT symbols other than `.kd`
+/// descriptors, each name once. ROCr's loader skips local non-kernel symbols,
+/// so a variable a runtime can find is one of these. The names are bounded
+/// by read_symbols' budget.
+std::vector<Variable> find_variables(const std::vector<Symbol>& symbols) {
+  std::vector<Variable> variables;
+  llvm::DenseSet<llvm::StringRef> seen;
+  for (const Symbol& symbol : symbols) {
+    if (symbol.type != E::STT_OBJECT || symbol.shndx == E::SHN_UNDEF || symbol.binding == E::STB_LOCAL ||
+        symbol.name.empty() || symbol.name.ends_with(".kd") || !seen.insert(symbol.name).second) {
+      continue;
+    }
+    variables.push_back({std::string(symbol.name), symbol.size});
+  }
+  return variables;
+}
+
 }  // namespace
 
 Expected<CodeObject> CodeObject::read(std::span<const std::byte> bytes) {
@@ -518,12 +535,20 @@ Expected<CodeObject> CodeObject::read(std::span<const std::byte> bytes) {
   }
   std::vector<std::string> orphans = find_orphans(*symbols, metadata, problems, budget);
   budget.finish(problems);
-  return CodeObject(std::move(*target), std::move(metadata), std::move(problems), std::move(orphans), *size);
+  return CodeObject(std::move(*target), std::move(metadata), std::move(problems), std::move(orphans), *size,
+                    find_variables(*symbols));
 }
 
 const Kernel* CodeObject::find_kernel(std::string_view name) const {
   for (const Kernel& kernel : metadata_.kernels) {
     if (kernel.name == name) return &kernel;
+  }
+  return nullptr;
+}
+
+const Variable* CodeObject::find_variable(std::string_view name) const {
+  for (const Variable& variable : variables_) {
+    if (variable.name == name) return &variable;
   }
   return nullptr;
 }

@@ -298,8 +298,8 @@ Expected<void> read_symbol_table(Bytes elf, const ElfLayout& layout, const ElfSe
                                               std::to_string(layout.sections.size()) + " sections"),
           "st_shndx", offsetof(E::Elf64_Sym, st_shndx), raw.st_shndx, layout.sections.size());
     }
-    symbols.push_back(
-        {text.substr(raw.st_name, end - raw.st_name), raw.getType(), raw.st_shndx, raw.st_value, raw.st_size});
+    symbols.push_back({text.substr(raw.st_name, end - raw.st_name), raw.getType(), raw.st_shndx, raw.st_value,
+                       raw.st_size, raw.getBinding()});
   }
   return {};
 }

@@ -176,6 +176,7 @@ struct ElfSymbol {
   std::uint8_t type = 0;
   std::uint16_t shndx = 0;
   std::uint64_t value = 0, size = 0;
+  std::uint8_t binding = 0;  ///< STB_LOCAL, STB_GLOBAL, STB_WEAK, ...
 };
 
 /// Whether `shndx` names one of the sections (not UNDEF, not reserved).

@@ -10,6 +10,7 @@
 
 #include "coload/runtime.h"
 #include "coload/validate.h"
+#include "load/loaded_module.h"
 
 namespace coload {
 namespace {
@@ -21,6 +22,12 @@ class DryRunModule final : public LoadedModule {
 
   const CodeObject& code_object() const override { return code_object_; }
   std::span<const LoadedKernel> kernels() const override { return kernels_; }
+  /// From the symbol table: the variable's st_size, address 0 (nothing is placed).
+  Expected<LoadedGlobal> global(std::string_view name) const override {
+    const Variable* variable = code_object_.find_variable(name);
+    if (!variable) return global_not_found(code_object_, name, "dry-run: no such variable symbol");
+    return LoadedGlobal{.address = 0, .size = variable->size};
+  }
 
  private:
   CodeObject code_object_;

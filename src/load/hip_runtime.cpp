@@ -25,6 +25,7 @@
 
 #include "coload/runtime.h"
 #include "common/bytes.h"
+#include "load/loaded_module.h"
 
 namespace coload {
 namespace {
@@ -43,6 +44,7 @@ struct HipApi {
   decltype(&hipSetDevice) set_device = nullptr;
   decltype(&hipModuleLoadData) module_load_data = nullptr;
   decltype(&hipModuleGetFunction) module_get_function = nullptr;
+  decltype(&hipModuleGetGlobal) module_get_global = nullptr;
   decltype(&hipModuleUnload) module_unload = nullptr;
 };
 
@@ -87,9 +89,16 @@ std::string version_text(int version) {
          std::to_string(version % 100000);
 }
 
-Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path) {
+/// `path` as the process already has it (`loaded_only`: RTLD_NOLOAD, and
+/// nullptr when it has not) or opened. Errors: Io when it cannot be opened,
+/// UnsupportedVersion when it lacks a function coload calls.
+Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path, bool loaded_only) {
   dlerror();  // clear a stale message
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(path.c_str(), RTLD_NOW | (loaded_only ? RTLD_NOLOAD : RTLD_LOCAL));
+  if (!handle && loaded_only) {
+    dlerror();
+    return std::shared_ptr<const HipLibrary>();
+  }
   if (!handle) {
     const char* why = dlerror();
     return Error(ErrorKind::Io, "cannot load HIP from '" + path + "': " + (why ? why : "dlopen failed"));
@@ -112,6 +121,7 @@ Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path
   resolve(api.set_device, "hipSetDevice");
   resolve(api.module_load_data, "hipModuleLoadData");
   resolve(api.module_get_function, "hipModuleGetFunction");
+  resolve(api.module_get_global, "hipModuleGetGlobal");
   resolve(api.module_unload, "hipModuleUnload");
   if (!missing.empty()) {
     dlclose(handle);
@@ -202,29 +212,6 @@ class ModuleHandle {
   hipModule_t module_ = nullptr;
 };
 
-class HipModule final : public LoadedModule {
- public:
-  HipModule(std::shared_ptr<const HipLibrary> library, std::shared_ptr<const void> owner, ModuleHandle module,
-            CodeObject code_object, std::vector<LoadedKernel> kernels)
-      : library_(std::move(library)),
-        owner_(std::move(owner)),
-        module_(std::move(module)),
-        code_object_(std::move(code_object)),
-        kernels_(std::move(kernels)) {}
-
-  const CodeObject& code_object() const override { return code_object_; }
-  std::span<const LoadedKernel> kernels() const override { return kernels_; }
-
- private:
-  // Destroyed bottom-up: the module is unloaded before the bytes' owner and
-  // the library are released.
-  std::shared_ptr<const HipLibrary> library_;
-  std::shared_ptr<const void> owner_;
-  ModuleHandle module_;
-  CodeObject code_object_;
-  std::vector<LoadedKernel> kernels_;
-};
-
 /// Sets the calling thread's current HIP device and puts the previous one
 /// back when it goes out of scope (HIP's current device is per thread).
 class CurrentDevice {
@@ -254,10 +241,54 @@ class CurrentDevice {
   bool restore_;
 };
 
+class HipModule final : public LoadedModule {
+ public:
+  HipModule(std::shared_ptr<const HipLibrary> library, std::shared_ptr<const void> owner, ModuleHandle module,
+            int ordinal, CodeObject code_object, std::vector<LoadedKernel> kernels)
+      : library_(std::move(library)),
+        owner_(std::move(owner)),
+        module_(std::move(module)),
+        ordinal_(ordinal),
+        code_object_(std::move(code_object)),
+        kernels_(std::move(kernels)) {}
+
+  const CodeObject& code_object() const override { return code_object_; }
+  std::span<const LoadedKernel> kernels() const override { return kernels_; }
+
+  /// hipModuleGetGlobal on the module's device (HIP answers for the calling
+  /// thread's current device).
+  Expected<LoadedGlobal> global(std::string_view name) const override {
+    const HipApi& api = library_->api;
+    const std::string text(name);
+    auto current = CurrentDevice::select(api, ordinal_);
+    if (!current) return std::move(current).error();
+    hipDeviceptr_t pointer = nullptr;
+    std::size_t bytes = 0;
+    auto found = check(api, api.module_get_global(&pointer, &bytes, module_.get(), text.c_str()), "hipModuleGetGlobal",
+                       "for \"" + text + "\" on HIP device " + std::to_string(ordinal_));
+    if (!found && found.error().kind() == ErrorKind::NotFound) {
+      return global_not_found(code_object_, name, found.error().message());
+    }
+    if (!found) return std::move(found).error();
+    return LoadedGlobal{.address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(pointer)),
+                        .size = bytes};
+  }
+
+ private:
+  // Destroyed bottom-up: the module is unloaded before the bytes' owner and
+  // the library are released.
+  std::shared_ptr<const HipLibrary> library_;
+  std::shared_ptr<const void> owner_;
+  ModuleHandle module_;
+  int ordinal_;
+  CodeObject code_object_;
+  std::vector<LoadedKernel> kernels_;
+};
+
 class HipRuntime final : public Runtime {
  public:
-  HipRuntime(std::shared_ptr<const HipLibrary> library, std::vector<Device> devices)
-      : library_(std::move(library)), devices_(std::move(devices)) {}
+  HipRuntime(std::shared_ptr<const HipLibrary> library, std::vector<int> ordinals, std::vector<Device> devices)
+      : library_(std::move(library)), ordinals_(std::move(ordinals)), devices_(std::move(devices)) {}
 
   std::string_view name() const override { return "hip"; }
   std::span<const Device> devices() const override { return devices_; }
@@ -275,8 +306,10 @@ class HipRuntime final : public Runtime {
       return Error(ErrorKind::OutOfBounds, "HIP load: the image has " + hex(image.bytes.size()) +
                                                " bytes but the code object reaches " + hex(code_object.size()));
     }
-    std::string where = "on device " + std::to_string(device) + " (" + devices_[device].str() + ")";
-    auto current = CurrentDevice::select(api, static_cast<int>(device));
+    const int ordinal = ordinals_[device];
+    std::string where = "on device " + std::to_string(device) + " (" + devices_[device].str() +
+                        (ordinal == static_cast<int>(device) ? "" : ", HIP ordinal " + std::to_string(ordinal)) + ")";
+    auto current = CurrentDevice::select(api, ordinal);
     if (!current) return std::move(current).error();
 
     hipModule_t raw = nullptr;
@@ -321,11 +354,12 @@ class HipRuntime final : public Runtime {
       kernels.push_back(std::move(loaded));
     }
     return std::unique_ptr<LoadedModule>(
-        new HipModule(library_, image.owner, std::move(module), code_object, std::move(kernels)));
+        new HipModule(library_, image.owner, std::move(module), ordinal, code_object, std::move(kernels)));
   }
 
  private:
   std::shared_ptr<const HipLibrary> library_;
+  std::vector<int> ordinals_;  ///< device i is HIP ordinal ordinals_[i]
   std::vector<Device> devices_;
 };
 
@@ -341,7 +375,35 @@ Expected<void> check_major(const HipLibrary& library) {
                                                   "its devices cannot be read");
 }
 
-Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary> library) {
+/// The HIP ordinals the runtime's devices are: `requested`, checked against
+/// `count`, or every one.
+Expected<std::vector<int>> ordinals(const std::optional<std::vector<int>>& requested, int count) {
+  std::vector<int> chosen;
+  if (!requested) {
+    for (int ordinal = 0; ordinal < count; ++ordinal) chosen.push_back(ordinal);
+    return chosen;
+  }
+  if (requested->empty()) return Error(ErrorKind::InvalidArgument, "the list of HIP devices is empty");
+  for (std::size_t i = 0; i < requested->size(); ++i) {
+    const int ordinal = (*requested)[i];
+    const std::string where = "hip_devices[" + std::to_string(i) + "] = " + std::to_string(ordinal);
+    if (ordinal < 0 || ordinal >= count) {
+      return Error(ErrorKind::InvalidArgument, where + " is out of range: HIP hipGetDeviceCount reports " +
+                                                   std::to_string(count) + " devices (ordinals 0 to " +
+                                                   std::to_string(count - 1) + ")");
+    }
+    auto earlier = std::find(chosen.begin(), chosen.end(), ordinal);
+    if (earlier != chosen.end()) {
+      return Error(ErrorKind::InvalidArgument,
+                   where + " repeats hip_devices[" + std::to_string(earlier - chosen.begin()) + "]");
+    }
+    chosen.push_back(ordinal);
+  }
+  return chosen;
+}
+
+Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary> library,
+                                                const std::optional<std::vector<int>>& requested) {
   const HipApi& api = library->api;
   int count = 0;
   hipError_t status = api.get_device_count(&count);
@@ -359,43 +421,60 @@ Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary
     return Error(ErrorKind::LimitExceeded, "HIP hipGetDeviceCount reports " + std::to_string(count) +
                                                " devices, above the limit of " + std::to_string(kMaxDevices));
   }
+  auto chosen = ordinals(requested, count);
+  if (!chosen) return std::move(chosen).error();
   std::vector<Device> devices;
-  devices.reserve(static_cast<std::size_t>(count));
-  for (int index = 0; index < count; ++index) {
-    auto device = describe_device(*library, index);
+  devices.reserve(chosen->size());
+  for (int ordinal : *chosen) {
+    auto device = describe_device(*library, ordinal);
     if (!device) return std::move(device).error();
     devices.push_back(std::move(*device));
   }
-  return std::unique_ptr<Runtime>(new HipRuntime(std::move(library), std::move(devices)));
+  return std::unique_ptr<Runtime>(new HipRuntime(std::move(library), std::move(*chosen), std::move(devices)));
 }
 
 }  // namespace
 
 Expected<std::unique_ptr<Runtime>> open_hip_runtime(const HipOptions& options) {
-  std::vector<std::string> candidates;
-  for (std::string path : {options.library, std::string("libamdhip64.so.6"), std::string("libamdhip64.so.5")}) {
-    if (!path.empty() && std::find(candidates.begin(), candidates.end(), path) == candidates.end()) {
-      candidates.push_back(std::move(path));
-    }
+  // The names, in groups: the process's copy under any name of a group comes
+  // before opening one of them. The default name and its versioned ones are
+  // one group; a name the caller chose is its own group, the versioned
+  // defaults a later one (tried only when it cannot be opened).
+  const std::string fallbacks[] = {"libamdhip64.so.6", "libamdhip64.so.5"};
+  std::vector<std::vector<std::string>> groups(1);
+  if (!options.library.empty()) groups.back().push_back(options.library);
+  if (!options.library.empty() && options.library != HipOptions{}.library) groups.emplace_back();
+  for (const std::string& name : fallbacks) {
+    if (name != options.library) groups.back().push_back(name);
   }
   // Only a library that cannot be opened sends us to the next name, and a
-  // fallback of another HIP major; the library asked for by name is the answer.
+  // fallback of another HIP major; the library asked for by name, and one the
+  // process has, is the answer.
   std::string failures;
   std::optional<Error> wrong_major;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    auto library = open_library(candidates[i]);
-    if (!library) {
-      if (library.error().kind() != ErrorKind::Io) return std::move(library).error();
-      failures += (failures.empty() ? "" : "; ") + library.error().message();
-      continue;
+  for (const std::vector<std::string>& group : groups) {
+    for (const std::string& name : group) {
+      auto loaded = open_library(name, true);
+      if (!loaded) return std::move(loaded).error();
+      if (!*loaded) continue;
+      if (auto major = check_major(**loaded); !major) return std::move(major).error();
+      return open_devices(std::move(*loaded), options.devices);
     }
-    auto major = check_major(**library);
-    if (!major) {
-      if (i == 0) return std::move(major).error();
-      if (!wrong_major) wrong_major = std::move(major).error();
-      continue;
+    for (const std::string& name : group) {
+      auto library = open_library(name, false);
+      if (!library) {
+        if (library.error().kind() != ErrorKind::Io) return std::move(library).error();
+        failures += (failures.empty() ? "" : "; ") + library.error().message();
+        continue;
+      }
+      auto major = check_major(**library);
+      if (!major) {
+        if (name == options.library) return std::move(major).error();
+        if (!wrong_major) wrong_major = std::move(major).error();
+        continue;
+      }
+      return open_devices(std::move(*library), options.devices);
     }
-    return open_devices(std::move(*library));
   }
   if (wrong_major) return std::move(*wrong_major);
   return Error(ErrorKind::Io, "no HIP runtime library could be loaded: " + failures);

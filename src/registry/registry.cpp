@@ -508,6 +508,24 @@ Expected<void> Registry::check_dispatch(BinaryHandle binary, std::size_t device,
   return coload::check_dispatch(*metadata, impl_->devices[device], dispatch);
 }
 
+Expected<LoadedGlobal> Registry::lookup_global(BinaryHandle binary, std::size_t device, std::string_view name) {
+  std::shared_ptr<Binary> held;  // asked while held: an unregister on another thread waits for it
+  auto state = impl_->state(binary, device, held);
+  if (!state) return std::move(state).error();
+  std::optional<Error> first_miss;
+  for (const auto& module : (*state)->modules) {
+    auto found = module->global(name);
+    if (found) return found;
+    if (found.error().kind() != ErrorKind::NotFound) return std::move(found).error().with_context(held->name);
+    if (!first_miss) first_miss = std::move(found).error();
+  }
+  return Error(ErrorKind::NotFound, "global variable \"" + std::string(name) + "\" not found in " + held->name +
+                                        " for device " + std::to_string(device) + " (" + impl_->devices[device].str() +
+                                        "; " + std::to_string((*state)->modules.size()) + " modules loaded)" +
+                                        (first_miss ? ": " + first_miss->message() : std::string()) +
+                                        skipped_note((*state)->skipped, (*state)->first_skipped));
+}
+
 Expected<std::vector<const LoadedModule*>> Registry::modules(BinaryHandle binary, std::size_t device) {
   std::shared_ptr<Binary> held;
   auto state = impl_->state(binary, device, held);

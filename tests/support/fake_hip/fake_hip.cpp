@@ -1,6 +1,8 @@
 // The test HIP library: the hip* entry points coload's HIP backend calls,
 // answering from a script the test sets through fake_hip.h. Signatures come
 // from HIP 5's own header, so a mismatch is a compile error here.
+// hipModuleLoadData reads the image's symbol table (../fake_elf.h) as far as
+// its own headers reach; hipModuleGetGlobal answers from its variables.
 #include "fake_hip.h"
 
 #include <hip/hip_runtime_api.h>
@@ -13,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "fake_elf.h"
+
 #define FAKE_HIP_EXPORT extern "C" __attribute__((visibility("default")))
 
 // The opaque handle types of hip_runtime_api.h, given a body here.
@@ -21,7 +25,9 @@ struct ihipModuleSymbol_t {
 };
 struct ihipModule_t {
   int device = 0;
+  std::uint64_t base = 0;  ///< where the fake places the module's variables
   std::map<std::string, std::unique_ptr<ihipModuleSymbol_t>> functions;
+  std::map<std::string, coload::fake::CodeObjectSymbol> symbols;
 };
 
 namespace {
@@ -40,6 +46,7 @@ struct State {
   std::set<std::string> hidden_kernels;
   std::map<ihipModule_t*, std::unique_ptr<ihipModule_t>> modules;
   int module_loads = 0, module_unloads = 0, bad_unloads = 0, set_device_calls = 0;
+  std::uint64_t next_base = 0x7e0000000000ull;
 };
 
 State& state() {
@@ -86,6 +93,7 @@ FAKE_HIP_EXPORT void coload_fake_hip_reset(void) {
   s.hidden_kernels.clear();
   s.modules.clear();
   s.module_loads = s.module_unloads = s.bad_unloads = s.set_device_calls = 0;
+  s.next_base = 0x7e0000000000ull;
   current_device = 0;
 }
 
@@ -222,7 +230,12 @@ FAKE_HIP_EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* im
     return hipErrorInvalidImage;
   if (!valid_device(s, current_device)) return hipErrorInvalidDevice;
   auto record = std::make_unique<ihipModule_t>();
+  const auto* bytes = static_cast<const std::byte*>(image);
+  std::size_t extent = coload::fake::elf_extent(bytes);
+  if (extent == 0 || !coload::fake::read_symbols(bytes, extent, &record->symbols)) return hipErrorInvalidImage;
   record->device = current_device;
+  record->base = s.next_base;
+  s.next_base += std::uint64_t{1} << 32;
   *module = record.get();
   s.modules.emplace(record.get(), std::move(record));
   ++s.module_loads;
@@ -241,6 +254,23 @@ FAKE_HIP_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* function, hipModu
   auto& slot = it->second->functions[name];
   if (!slot) slot = std::make_unique<ihipModuleSymbol_t>(ihipModuleSymbol_t{name});
   *function = slot.get();
+  return hipSuccess;
+}
+
+FAKE_HIP_EXPORT hipError_t hipModuleGetGlobal(hipDeviceptr_t* pointer, std::size_t* bytes, hipModule_t module,
+                                              const char* name) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!pointer || !bytes || !name) return hipErrorInvalidValue;
+  if (hipError_t status = scripted(s, "hipModuleGetGlobal")) return status;
+  auto it = s.modules.find(module);
+  if (it == s.modules.end()) return hipErrorInvalidResourceHandle;
+  // HIP answers for the current device; a module lives on the one it was loaded on.
+  if (it->second->device != current_device) return hipErrorInvalidDevice;
+  auto symbol = it->second->symbols.find(name);
+  if (symbol == it->second->symbols.end() || symbol->second.kernel) return hipErrorNotFound;
+  *pointer = reinterpret_cast<hipDeviceptr_t>(static_cast<std::uintptr_t>(it->second->base + symbol->second.value));
+  *bytes = static_cast<std::size_t>(symbol->second.size);
   return hipSuccess;
 }
 

@@ -4,7 +4,9 @@
 // Covers: libcoload_test_hip.so, a stand-in for libamdhip64 that exports the
 // hip* functions coload's HIP backend calls (same names and signatures as
 // HIP 5's <hip/hip_runtime_api.h>) with scripted devices and failures. Does
-// not cover: any GPU work; a module is a record, a function a pointer into it.
+// not cover: any GPU work; a module is a record, a function a pointer into it,
+// a global an address (a per-module base + st_value) read from the image's
+// symbol table. hipModuleGetGlobal answers only on the module's device.
 //
 // Use: a test dlopens the library (RTLD_LOCAL, the same path coload opens, so
 // both get the one instance) and resolves the entry points below with dlsym;

@@ -6,8 +6,11 @@
 // It really reads the code object (minimally, bounds-checked): the ELF
 // header (magic, class, machine, EI_ABIVERSION, e_flags: mach, xnack and
 // sramecc are checked against the agent's ISAs under ROCr's IsCompatible
-// rule), and the symbol table, whose `.kd` STT_OBJECT symbols become kernel
-// symbols with sizes read from their 64-byte descriptors, as ROCr does.
+// rule), and the symbol table (../fake_elf.h), whose `.kd` STT_OBJECT
+// symbols become kernel symbols with sizes read from their 64-byte
+// descriptors, and whose other non-local STT_OBJECT symbols become variable
+// symbols (address in a per-executable window, size st_size), as ROCr does.
+// Agent handles are stable: agent i of the script is 0xa0000 + i.
 //
 // Control (looked up with dlsym by the tests):
 //   int  coload_test_hsa_script(const char* script)  resets all state, then
@@ -19,7 +22,7 @@
 //   cpu                                 a CPU agent
 //   fail FUNCTION STATUS [after=N]      FUNCTION returns HSA_STATUS_ERROR_STATUS
 //        ("OUT_OF_RESOURCES") once N calls have succeeded (default 0)
-//   missing SYMBOL                      get_symbol_by_name refuses SYMBOL
+//   missing SYMBOL                      get_symbol_by_name refuses SYMBOL (kernel or variable)
 //   symbol SYMBOL kernarg=N|group=N|private=N   overrides a descriptor size
 //   max_cov N                           highest code object version loaded (default 6)
 // Counters: init (successful hsa_init), shut_down (successful), refcount,
@@ -40,6 +43,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fake_elf.h"
+
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
@@ -52,10 +57,12 @@ struct Agent {
   std::optional<std::uint32_t> asic;
 };
 
+// A loaded symbol: `address` is a kernel's kernel object or a variable's
+// address; `handle` is its hsa_executable_symbol_t.
 struct Symbol {
-  std::uint64_t kernel_object = 0;
-  std::uint32_t kernarg = 0, group = 0, private_size = 0;
-  bool dynamic_callstack = false;
+  coload::fake::CodeObjectSymbol read;
+  std::uint64_t address = 0;
+  std::uint64_t handle = 0;
 };
 
 struct Executable {
@@ -152,12 +159,7 @@ Agent* find_agent(State& s, std::uint64_t handle) {
   return &s.agents[handle - kAgentBase];
 }
 
-template <class T>
-bool read_at(const std::byte* data, std::size_t size, std::uint64_t offset, T* out) {
-  if (offset > size || size - offset < sizeof(T)) return false;
-  std::memcpy(out, data + offset, sizeof(T));
-  return true;
-}
+using coload::fake::read_at;
 
 // ISA target ID → (mach, xnack, sramecc) with features as 0 (absent), '+' or '-'.
 struct IsaFeatures {
@@ -187,72 +189,6 @@ bool compatible(std::uint32_t e_flags, const IsaFeatures& agent) {
   if (xnack == 0x300 && agent.xnack != '+') return false;
   if (sramecc == 0x800 && agent.sramecc != '-') return false;
   if (sramecc == 0xc00 && agent.sramecc != '+') return false;
-  return true;
-}
-
-// Reads every `.kd` object symbol and its descriptor; false for a bad range.
-bool read_kernels(const std::byte* data, std::size_t size, std::map<std::string, Symbol>* out) {
-  std::uint64_t shoff = 0;
-  std::uint16_t shentsize = 0, shnum = 0;
-  if (!read_at(data, size, 0x28, &shoff) || !read_at(data, size, 0x3a, &shentsize) ||
-      !read_at(data, size, 0x3c, &shnum) || shentsize != 64) {
-    return false;
-  }
-  struct Section {
-    std::uint32_t type;
-    std::uint64_t addr, offset, size;
-    std::uint32_t link;
-  };
-  std::vector<Section> sections;
-  for (std::uint16_t i = 0; i < shnum; ++i) {
-    std::uint64_t at = shoff + std::uint64_t{i} * 64;
-    Section section{};
-    if (!read_at(data, size, at + 4, &section.type) || !read_at(data, size, at + 16, &section.addr) ||
-        !read_at(data, size, at + 24, &section.offset) || !read_at(data, size, at + 32, &section.size) ||
-        !read_at(data, size, at + 40, &section.link)) {
-      return false;
-    }
-    sections.push_back(section);
-  }
-  for (const Section& symtab : sections) {
-    if (symtab.type != 2 /* SHT_SYMTAB */) continue;
-    if (symtab.link >= sections.size()) return false;
-    const Section& strtab = sections[symtab.link];
-    if (strtab.offset > size || strtab.size > size - strtab.offset) return false;
-    for (std::uint64_t at = 24; at + 24 <= symtab.size; at += 24) {  // skip the null symbol
-      std::uint32_t name_offset = 0;
-      std::uint8_t info = 0;
-      std::uint64_t value = 0;
-      if (!read_at(data, size, symtab.offset + at, &name_offset) ||
-          !read_at(data, size, symtab.offset + at + 4, &info) || !read_at(data, size, symtab.offset + at + 8, &value)) {
-        return false;
-      }
-      if ((info & 0xf) != 1 /* STT_OBJECT */ || name_offset >= strtab.size) continue;
-      const char* begin = reinterpret_cast<const char*>(data + strtab.offset + name_offset);
-      std::string_view name(begin, strnlen(begin, strtab.size - name_offset));
-      if (!name.ends_with(".kd")) continue;
-      Symbol symbol;
-      bool found = false;
-      for (const Section& section : sections) {
-        if (section.type == 8 /* NOBITS */ || section.addr == 0 || value < section.addr ||
-            value - section.addr > section.size || section.size - (value - section.addr) < 64) {
-          continue;
-        }
-        std::uint64_t kd = section.offset + (value - section.addr);
-        std::uint16_t properties = 0;
-        if (!read_at(data, size, kd + 0, &symbol.group) || !read_at(data, size, kd + 4, &symbol.private_size) ||
-            !read_at(data, size, kd + 8, &symbol.kernarg) || !read_at(data, size, kd + 56, &properties)) {
-          return false;
-        }
-        symbol.dynamic_callstack = properties & (1u << 11);
-        symbol.kernel_object = value;
-        found = true;
-        break;
-      }
-      if (!found) return false;
-      (*out)[std::string(name)] = symbol;
-    }
-  }
   return true;
 }
 
@@ -503,7 +439,7 @@ EXPORT hsa_status_t hsa_executable_destroy(hsa_executable_t executable) {
   ENTER("hsa_executable_destroy");
   auto found = s.executables.find(executable.handle);
   if (found == s.executables.end()) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
-  for (const auto& [key, symbol] : found->second.symbols) s.symbol_handles.erase(symbol.kernel_object);
+  for (const auto& [key, symbol] : found->second.symbols) s.symbol_handles.erase(symbol.handle);
   s.executables.erase(found);
   ++s.counters["executables_destroyed"];
   return HSA_STATUS_SUCCESS;
@@ -543,9 +479,9 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t execu
   }
   if (!any) return HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS;
 
-  std::map<std::string, Symbol> kernels;
-  if (!read_kernels(data, size, &kernels)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
-  for (auto& [name, symbol] : kernels) {
+  std::map<std::string, coload::fake::CodeObjectSymbol> read;
+  if (!coload::fake::read_symbols(data, size, &read)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+  for (auto& [name, symbol] : read) {
     auto key = std::make_pair(name, agent_handle.handle);
     if (found->second.symbols.count(key)) return HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED;
     for (const auto& [field, value] : s.overrides[name]) {
@@ -553,10 +489,11 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t execu
       if (field == "group") symbol.group = value;
       if (field == "private") symbol.private_size = value;
     }
-    // A fake device address: the descriptor's offset within a per-executable window.
-    symbol.kernel_object += 0x7f0000000000ull + (executable.handle << 24);
-    found->second.symbols[key] = symbol;
-    s.symbol_handles[symbol.kernel_object] = symbol;
+    // A fake device address: the symbol's value within a per-executable window.
+    Symbol loaded{symbol, symbol.value + 0x7f0000000000ull + (executable.handle << 24), 0};
+    loaded.handle = symbol.kernel ? loaded.address : s.next_handle++;
+    found->second.symbols[key] = loaded;
+    s.symbol_handles[loaded.handle] = loaded;
   }
   found->second.readers.insert(reader.handle);
   if (loaded) loaded->handle = s.next_handle++;
@@ -581,7 +518,7 @@ EXPORT hsa_status_t hsa_executable_get_symbol_by_name(hsa_executable_t executabl
   if (!agent || s.missing.count(name)) return HSA_STATUS_ERROR_INVALID_SYMBOL_NAME;  // NULL: program symbols only
   auto entry = found->second.symbols.find({name, agent->handle});
   if (entry == found->second.symbols.end()) return HSA_STATUS_ERROR_INVALID_SYMBOL_NAME;
-  symbol->handle = entry->second.kernel_object;
+  symbol->handle = entry->second.handle;
   return HSA_STATUS_SUCCESS;
 }
 
@@ -591,21 +528,34 @@ EXPORT hsa_status_t hsa_executable_symbol_get_info(hsa_executable_symbol_t handl
   auto found = s.symbol_handles.find(handle.handle);
   if (found == s.symbol_handles.end()) return HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL;
   const Symbol& symbol = found->second;
+  if (attribute == HSA_EXECUTABLE_SYMBOL_INFO_TYPE) {
+    *static_cast<hsa_symbol_kind_t*>(value) = symbol.read.kernel ? HSA_SYMBOL_KIND_KERNEL : HSA_SYMBOL_KIND_VARIABLE;
+    return HSA_STATUS_SUCCESS;
+  }
+  if (!symbol.read.kernel) {
+    switch (attribute) {
+      case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS: *static_cast<std::uint64_t*>(value) = symbol.address; break;
+      case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE:
+        *static_cast<std::uint32_t*>(value) = static_cast<std::uint32_t>(symbol.read.size);
+        break;
+      default: return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    return HSA_STATUS_SUCCESS;
+  }
   switch (attribute) {
-    case HSA_EXECUTABLE_SYMBOL_INFO_TYPE: *static_cast<hsa_symbol_kind_t*>(value) = HSA_SYMBOL_KIND_KERNEL; break;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT: *static_cast<std::uint64_t*>(value) = symbol.kernel_object; break;
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT: *static_cast<std::uint64_t*>(value) = symbol.address; break;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE:
-      *static_cast<std::uint32_t*>(value) = symbol.kernarg;
+      *static_cast<std::uint32_t*>(value) = symbol.read.kernarg;
       break;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT: *static_cast<std::uint32_t*>(value) = 16; break;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE:
-      *static_cast<std::uint32_t*>(value) = symbol.group;
+      *static_cast<std::uint32_t*>(value) = symbol.read.group;
       break;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE:
-      *static_cast<std::uint32_t*>(value) = symbol.private_size;
+      *static_cast<std::uint32_t*>(value) = symbol.read.private_size;
       break;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK:
-      *static_cast<bool*>(value) = symbol.dynamic_callstack;
+      *static_cast<bool*>(value) = symbol.read.dynamic_callstack;
       break;
     default: return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
