@@ -4,8 +4,10 @@
 # compressed bundle, a device global), and hip_proof_dlopen loading and
 # unloading HIP shared libraries (libhip_proof.so and the host fixtures,
 # whose own HIP stand-ins the layer's symbols interpose) round after round.
+# Code object v5, which HIP 5 loads (the test HIP library reports 5.2, as
+# ROCm 5.2.3's does; clang-22's default v6 needs HIP 6.2+).
 set(COLOAD_HIP_FLAGS -x hip -nogpulib -nogpuinc -O2 -fPIC -I${PROJECT_SOURCE_DIR}/tests/kernels
-                     --offload-arch=gfx90a --offload-arch=gfx1100)
+                     --offload-arch=gfx90a --offload-arch=gfx1100 -mcode-object-version=5)
 set(COLOAD_PROOF_DIR ${CMAKE_CURRENT_BINARY_DIR}/hip_proof)
 file(MAKE_DIRECTORY ${COLOAD_PROOF_DIR})
 set(COLOAD_PROOF_OBJECTS)
@@ -41,6 +43,16 @@ foreach(device IN ITEMS gfx90a gfx1100)
     ENVIRONMENT "HIP_LAYER_RUNTIME=dry-run;HIP_LAYER_DEVICES=${device};${COLOAD_TEST_ENVIRONMENT}"
     PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")
 endforeach()
+# The same program with the test HSA and HIP libraries as the runtime: the
+# call sequences a GPU would see, with real handles.
+add_test(NAME hip_proof_app_hsa COMMAND hip_proof_app)
+set_tests_properties(hip_proof_app_hsa PROPERTIES
+  ENVIRONMENT "HIP_LAYER_RUNTIME=hsa;HIP_LAYER_LIBRARY=$<TARGET_FILE:coload_test_hsa>;COLOAD_TEST_HSA_SCRIPT=gpu gfx90a:sramecc+:xnack- lds=65536;${COLOAD_TEST_ENVIRONMENT}"
+  PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")
+add_test(NAME hip_proof_app_hip COMMAND hip_proof_app)
+set_tests_properties(hip_proof_app_hip PROPERTIES
+  ENVIRONMENT "HIP_LAYER_RUNTIME=hip;HIP_LAYER_LIBRARY=$<TARGET_FILE:coload_test_hip>;COLOAD_TEST_HIP_DEVICES=gfx1100/65536/32;${COLOAD_TEST_ENVIRONMENT}"
+  PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")
 set(COLOAD_PROOF_ENVIRONMENT "HIP_LAYER_RUNTIME=dry-run;HIP_LAYER_DEVICES=gfx90a;${COLOAD_TEST_ENVIRONMENT}")
 add_test(NAME hip_proof_dlopen_app_library COMMAND hip_proof_dlopen 20 $<TARGET_FILE:hip_proof> 2)
 # The fixtures' launchers: vector_ops has gfx90a code, lds_static none (98,

@@ -7,6 +7,7 @@
 // device global resolves, and that a launch asking for too much LDS is
 // refused before it would run. Prints one line per check; exit 0 when all hold.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "hip_layer.h"
@@ -54,6 +55,13 @@ int main() {
   expect(b.kernel.explicit_kernarg_size == 12, "TU b's scale(float*, float): 12 bytes of explicit arguments");
   expect(b.kernel.group_segment_size == 2048, "TU b's scale, of the same name, has its own 2 KiB of static LDS");
   expect(b.block[0] == 512, "TU b's block of 512");
+
+  // A runtime that loads (HSA, HIP) hands each kernel its own handle; the dry-run runtime gives 0.
+  const char* runtime = std::getenv("HIP_LAYER_RUNTIME");
+  if (runtime && std::strcmp(runtime, "dry-run") != 0) {
+    expect(a.kernel.handle != 0 && b.kernel.handle != 0 && a.kernel.handle != b.kernel.handle,
+           "each TU's kernel has its own runtime handle");
+  }
 
   launch_scale_b(nullptr, 64 * 1024);
   expect(last().status == 9, "2 KiB static + 64 KiB dynamic LDS is refused (hipErrorInvalidConfiguration)");

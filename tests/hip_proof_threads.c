@@ -23,7 +23,8 @@ static int rounds;
 
 static void* launcher(void* unused) {
   (void)unused;
-  for (int i = 0; i < rounds * 4; ++i) {
+  /* Until the loader is done, so that launches and loads overlap, and at least `rounds` times. */
+  for (int i = 0; i < rounds || !atomic_load(&loading_done); ++i) {
     hip_layer_launch launch;
     launch_scale_a_c();
     if (hip_layer_last_launch(&launch) != 0 || launch.status != 0 || launch.kernel.group_segment_size != 0)

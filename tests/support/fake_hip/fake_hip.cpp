@@ -7,6 +7,7 @@
 
 #include <hip/hip_runtime_api.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -101,6 +102,26 @@ FAKE_HIP_EXPORT void coload_fake_hip_add_device(const char* arch, int lds_bytes,
   State& s = state();
   std::lock_guard lock(s.mutex);
   s.devices.push_back({arch, lds_bytes, warp_size});
+}
+
+/// COLOAD_TEST_HIP_DEVICES ("ARCH/LDS/WARP,…"), added when the library is
+/// loaded: for a process that cannot script it before coload opens it (a HIP
+/// program whose static constructors register through a layer).
+__attribute__((constructor)) static void add_devices_from_environment() {
+  const char* devices = std::getenv("COLOAD_TEST_HIP_DEVICES");
+  if (!devices) return;
+  std::string list = devices;
+  for (std::size_t start = 0; start < list.size();) {
+    std::size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string device = list.substr(start, comma - start);
+    std::size_t slash = device.find('/'), second = device.find('/', slash + 1);
+    if (slash != std::string::npos && second != std::string::npos) {
+      coload_fake_hip_add_device(device.substr(0, slash).c_str(), std::atoi(device.c_str() + slash + 1),
+                                 std::atoi(device.c_str() + second + 1));
+    }
+    start = comma + 1;
+  }
 }
 
 FAKE_HIP_EXPORT void coload_fake_hip_set_version(int version) {

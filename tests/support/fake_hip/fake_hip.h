@@ -20,6 +20,10 @@
 extern "C" {
 #endif
 
+/// (Without a chance to call these first, a process sets
+/// COLOAD_TEST_HIP_DEVICES="ARCH/LDS/WARP,…": those devices are added when
+/// the library loads.)
+
 /// Forgets every device, failure and counter; version back to 50221153.
 void coload_fake_hip_reset(void);
 /// Adds a device: gcnArchName (e.g. "gfx90a:sramecc+:xnack-"), shared memory

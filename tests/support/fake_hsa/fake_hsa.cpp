@@ -16,6 +16,9 @@
 //   int  coload_test_hsa_script(const char* script)  resets all state, then
 //        runs the script; returns 0, or -1 for a line it does not understand.
 //   long coload_test_hsa_counter(const char* name)   a counter, -1 if unknown.
+// A process that cannot call them before coload opens the library (a HIP
+// program whose static constructors register through a layer) sets
+// COLOAD_TEST_HSA_SCRIPT instead: the library runs that script when it loads.
 // Script: statements separated by ';' or newlines, words by spaces:
 //   gpu ISA[,ISA...] [lds=N] [wave=N] [asic=N]   a GPU agent; ISA names are
 //        target IDs ("gfx90a:sramecc+:xnack-"), the first is the native one
@@ -33,6 +36,7 @@
 #include <hsa/hsa_ext_amd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -262,6 +266,11 @@ EXPORT int coload_test_hsa_script(const char* script) {
     }
   }
   return 0;
+}
+
+/// COLOAD_TEST_HSA_SCRIPT, run when the library is loaded (see the top).
+__attribute__((constructor)) void run_script_from_environment() {
+  if (const char* script = std::getenv("COLOAD_TEST_HSA_SCRIPT")) coload_test_hsa_script(script);
 }
 
 EXPORT long coload_test_hsa_counter(const char* name) {
