@@ -65,7 +65,8 @@ void BM_RegisterEveryWrapper(benchmark::State& state, const char* file) {
   auto registry = dry_run_registry();
   std::vector<coload::BinaryHandle> binaries(image.wrappers.size());
   for (auto _ : state) {
-    for (std::size_t i = 0; i < image.wrappers.size(); ++i) binaries[i] = *registry->register_wrapper(image.wrappers[i]);
+    for (std::size_t i = 0; i < image.wrappers.size(); ++i)
+      binaries[i] = *registry->register_wrapper(image.wrappers[i]);
     for (coload::BinaryHandle binary : binaries) (void)registry->unregister(binary);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * image.wrappers.size()));

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
       ++failures;
     }
   }
-  printf("%s: %d rounds, %zu wrappers each, %s\n", library, rounds, wrappers, failures ? "FAILED" : "all checks passed");
+  printf("%s: %d rounds, %zu wrappers each, %s\n", library, rounds, wrappers,
+         failures ? "FAILED" : "all checks passed");
   return failures ? 1 : 0;
 }

@@ -89,9 +89,7 @@ coload_registry* hip_layer_registry(void) {
   return registry;
 }
 
-static coload_binary binary_of(void** handle) {
-  return handle ? ((hip_layer_module*)handle)->binary : 0;
-}
+static coload_binary binary_of(void** handle) { return handle ? ((hip_layer_module*)handle)->binary : 0; }
 
 void** __hipRegisterFatBinary(const void* wrapper) {
   hip_layer_module* module = calloc(1, sizeof *module);
@@ -140,8 +138,8 @@ void __hipRegisterFunction(void** handle, const void* host_stub, char* device_fu
   if (status != COLOAD_OK) report("__hipRegisterFunction", status);
 }
 
-void __hipRegisterVar(void** handle, char* host_variable, char* device_address, const char* device_name,
-                      int external, size_t size, int constant, int global) {
+void __hipRegisterVar(void** handle, char* host_variable, char* device_address, const char* device_name, int external,
+                      size_t size, int constant, int global) {
   (void)device_address, (void)external, (void)size, (void)constant, (void)global;
   coload_binary binary = binary_of(handle);
   if (binary == 0) return;
