@@ -53,6 +53,25 @@ coload_status guarded(const char* function, Body&& body) noexcept {
 coload_status check(const coload_registry* handle, const char* function, Registry** registry);
 /// COLOAD_ERROR_NULL_ARGUMENT naming the function and the argument.
 coload_status null_argument(const char* function, const char* argument);
+
+/// What every coload_register_* does around its own step: the handle
+/// checked, *out cleared, `argument` (named `argument_name`) required, then
+/// the handle `body(registry)` registers stored in *out.
+template <class Body>
+coload_status register_binary(const char* function, coload_registry* handle, coload_binary* out, const void* argument,
+                              const char* argument_name, Body&& body) noexcept {
+  return guarded(function, [&] {
+    Registry* registry = nullptr;
+    if (coload_status status = check(handle, function, &registry); status != COLOAD_OK) return status;
+    if (!out) return null_argument(function, "out");
+    *out = 0;
+    if (!argument) return null_argument(function, argument_name);
+    Expected<BinaryHandle> binary = body(*registry);
+    if (!binary) return fail(binary.error());
+    *out = binary->value;
+    return ok();
+  });
+}
 /// COLOAD_OK when `out` is a coload_kernel_info the caller sized for this
 /// library; null_argument or COLOAD_ERROR_BAD_STRUCT_SIZE otherwise.
 coload_status check_kernel_info(const char* function, const coload_kernel_info* out);

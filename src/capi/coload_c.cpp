@@ -197,34 +197,14 @@ coload_status coload_registry_destroy(coload_registry* registry) {
 }
 
 coload_status coload_register_file(coload_registry* registry, const char* path, coload_binary* out) {
-  const char* function = __func__;
-  return guarded(function, [&] {
-    coload::Registry* cxx = nullptr;
-    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
-    if (!out) return null_argument(function, "out");
-    *out = 0;
-    if (!path) return null_argument(function, "path");
-    auto binary = cxx->register_file(path);
-    if (!binary) return fail(binary.error());
-    *out = binary->value;
-    return ok();
-  });
+  return register_binary(__func__, registry, out, path, "path",
+                         [&](coload::Registry& cxx) { return cxx.register_file(path); });
 }
 
 coload_status coload_register_memory(coload_registry* registry, const void* bytes, size_t size, const char* name,
                                      coload_binary* out) {
-  const char* function = __func__;
-  return guarded(function, [&] {
-    coload::Registry* cxx = nullptr;
-    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
-    if (!out) return null_argument(function, "out");
-    *out = 0;
-    if (!bytes) return null_argument(function, "bytes");
-    std::span<const std::byte> view(static_cast<const std::byte*>(bytes), size);
-    auto binary = cxx->register_memory(view, name ? name : "<memory>");
-    if (!binary) return fail(binary.error());
-    *out = binary->value;
-    return ok();
+  return register_binary(__func__, registry, out, bytes, "bytes", [&](coload::Registry& cxx) {
+    return cxx.register_memory(std::span(static_cast<const std::byte*>(bytes), size), name ? name : "<memory>");
   });
 }
 

@@ -15,18 +15,8 @@ extern "C" {
 
 coload_status coload_register_wrapper(coload_registry* registry, const void* wrapper, const char* name,
                                       coload_binary* out) {
-  const char* function = __func__;
-  return guarded(function, [&] {
-    coload::Registry* cxx = nullptr;
-    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
-    if (!out) return null_argument(function, "out");
-    *out = 0;
-    if (!wrapper) return null_argument(function, "wrapper");
-    auto binary = cxx->register_wrapper(wrapper, name ? name : "");
-    if (!binary) return fail(binary.error());
-    *out = binary->value;
-    return ok();
-  });
+  return register_binary(__func__, registry, out, wrapper, "wrapper",
+                         [&](coload::Registry& cxx) { return cxx.register_wrapper(wrapper, name ? name : ""); });
 }
 
 coload_status coload_bundle_size(const void* bytes, size_t available, size_t* out) {
