@@ -106,3 +106,34 @@ BENCHMARK_CAPTURE(BM_WholeImageToFirstLookup, plain, "libbench_plain.so")->Unit(
 BENCHMARK_CAPTURE(BM_WholeImageToFirstLookup, compressed, "libbench_compressed.so")->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+namespace {
+
+// Warm lookups of one kernel, loaded before the loop: by name in its binary
+// (lookup_kernel) and by its host stub (lookup_function: the stub's record,
+// then the same path).
+struct WarmStub {
+  std::unique_ptr<coload::Registry> registry = dry_run_registry();
+  coload::BinaryHandle binary;
+  char stub = 0;
+  explicit WarmStub(const LoadedImage& image) {
+    binary = *registry->register_wrapper(image.wrappers[0]);
+    if (!registry->register_function(binary, &stub, image.kernel) || !registry->lookup_function(&stub, 0)) std::abort();
+  }
+};
+
+void BM_WarmLookupKernel(benchmark::State& state) {
+  const LoadedImage& image = loaded("libbench_plain.so");
+  WarmStub warm(image);
+  for (auto _ : state) benchmark::DoNotOptimize(warm.registry->lookup_kernel(warm.binary, 0, image.kernel));
+}
+BENCHMARK(BM_WarmLookupKernel);
+
+void BM_WarmLookupFunction(benchmark::State& state) {
+  const LoadedImage& image = loaded("libbench_plain.so");
+  WarmStub warm(image);
+  for (auto _ : state) benchmark::DoNotOptimize(warm.registry->lookup_function(&warm.stub, 0));
+}
+BENCHMARK(BM_WarmLookupFunction);
+
+}  // namespace

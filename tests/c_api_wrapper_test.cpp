@@ -168,6 +168,11 @@ TEST_F(CApiWrapperTest, AHostStubResolvesWithinItsOwnBinary) {
   coload_binary again = 0;
   ASSERT_EQ(coload_register_wrapper(registry, wrappers[1], nullptr, &again), COLOAD_OK);
   EXPECT_EQ(coload_register_function(registry, again, &stubs[0], "_Z9block_sumPKfPfj"), COLOAD_OK);
+  // The stub now answers for the new binary, not with what it found for the old one.
+  coload_kernel_info by_name = kernel_info();
+  coload_status expected = coload_lookup_kernel(registry, again, 0, "_Z9block_sumPKfPfj", &by_name);
+  EXPECT_EQ(coload_lookup_function(registry, &stubs[0], 0, &info), expected);
+  EXPECT_EQ(info.group_segment_size, expected == COLOAD_OK ? by_name.group_segment_size : 0u);
   ::dlclose(handle);
 }
 

@@ -39,6 +39,7 @@
 #include "coload/validate.h"
 #include "coload/wrapper.h"
 #include "common/bytes.h"
+#include "registry/host_stubs.h"
 #include "registry/registry_parts.h"
 
 namespace coload {
@@ -132,30 +133,7 @@ struct Registry::Impl {
   mutable std::shared_mutex binaries_mutex;
   std::unordered_map<std::uint64_t, std::shared_ptr<Binary>> binaries;
   std::uint64_t next_handle = 1;
-
-  /// What a host stub stands for (register_function); shared so that a lookup
-  /// copies a pointer, not the name, out of the lock.
-  struct HostStub {
-    BinaryHandle binary;
-    std::string kernel;
-  };
-  mutable std::shared_mutex stubs_mutex;
-  std::unordered_map<const void*, std::shared_ptr<const HostStub>> stubs;
-
-  Expected<std::shared_ptr<const HostStub>> stub(const void* host_stub) const {
-    std::shared_lock lock(stubs_mutex);
-    auto it = stubs.find(host_stub);
-    if (it == stubs.end()) {
-      return Error(ErrorKind::NotFound,
-                   "no kernel is registered for host stub " + detail::hex(reinterpret_cast<std::uintptr_t>(host_stub)));
-    }
-    return it->second;
-  }
-
-  void forget_stubs(BinaryHandle binary) {
-    std::unique_lock lock(stubs_mutex);
-    std::erase_if(stubs, [&](const auto& entry) { return entry.second->binary.value == binary.value; });
-  }
+  std::unique_ptr<registry::HostStubs> stubs;  // sized by the devices, once they are known
 
   Impl(std::shared_ptr<Runtime> rt, Config cfg, RegistryOptions options)
       : runtime(std::move(rt)),
@@ -187,11 +165,13 @@ struct Registry::Impl {
       }
     }
     select_options = config.select_options(*hotswap);
-    if (!runtime) return;
-    for (const Device& device : runtime->devices()) {
-      devices.push_back(device);
-      config.apply(devices.back());
+    if (runtime) {
+      for (const Device& device : runtime->devices()) {
+        devices.push_back(device);
+        config.apply(devices.back());
+      }
     }
+    stubs = std::make_unique<registry::HostStubs>(devices.size());
   }
 
   ~Impl() {
@@ -424,7 +404,7 @@ Expected<void> Registry::unregister(BinaryHandle binary) {
     removed = std::move(it->second);
     impl_->binaries.erase(it);
   }
-  impl_->forget_stubs(binary);
+  impl_->stubs->forget(binary);
   // Released outside the lock: unloading may take a while. A lookup still
   // running on this binary holds its own reference, and whichever thread lets
   // go last unloads; this one waits for that, so that the caller's bytes are
@@ -459,34 +439,36 @@ Expected<void> Registry::register_function(BinaryHandle binary, const void* host
   if (!impl_->binaries.contains(binary.value)) {
     return unknown_binary(binary);
   }
-  std::unique_lock lock(impl_->stubs_mutex);
-  auto [it, added] = impl_->stubs.try_emplace(host_stub);
-  if (added) {
-    it->second = std::make_shared<const Impl::HostStub>(Impl::HostStub{binary, std::move(kernel)});
-    return {};
-  }
-  const Impl::HostStub& known = *it->second;
-  if (known.binary.value == binary.value && known.kernel == kernel) return {};
-  return Error(ErrorKind::Ambiguous, "host stub " + detail::hex(reinterpret_cast<std::uintptr_t>(host_stub)) +
-                                         " already stands for kernel \"" + known.kernel + "\" of binary " +
-                                         std::to_string(known.binary.value) + "; not \"" + kernel + "\" of binary " +
-                                         std::to_string(binary.value));
+  return impl_->stubs->add(host_stub, binary, std::move(kernel));
 }
 
 Expected<const LoadedKernel*> Registry::lookup_function(const void* host_stub, std::size_t device) {
-  auto stub = impl_->stub(host_stub);
+  const LoadedKernel* before = nullptr;
+  if (impl_->stubs->found_before(host_stub, device, [&](const LoadedKernel& kernel) { before = &kernel; }))
+    return before;
+  auto stub = impl_->stubs->find(host_stub);
   if (!stub) return std::move(stub).error();
-  return lookup_kernel((*stub)->binary, device, (*stub)->kernel);
+  std::shared_ptr<Binary> held;
+  auto found = impl_->kernel((*stub)->binary, device, (*stub)->kernel, held);
+  if (!found) return std::move(found).error();
+  impl_->stubs->remember(host_stub, **stub, device, (*found)->loaded);
+  return (*found)->loaded;
 }
 
 Expected<LoadedKernel> Registry::lookup_function_copy(const void* host_stub, std::size_t device) {
-  auto stub = impl_->stub(host_stub);
+  LoadedKernel copy;  // copied under the stubs' lock: an unregister waits for it before freeing the kernel
+  if (impl_->stubs->found_before(host_stub, device, [&](const LoadedKernel& kernel) { copy = kernel; })) return copy;
+  auto stub = impl_->stubs->find(host_stub);
   if (!stub) return std::move(stub).error();
-  return lookup_kernel_copy((*stub)->binary, device, (*stub)->kernel);
+  std::shared_ptr<Binary> held;  // copied while held, as lookup_kernel_copy
+  auto found = impl_->kernel((*stub)->binary, device, (*stub)->kernel, held);
+  if (!found) return std::move(found).error();
+  impl_->stubs->remember(host_stub, **stub, device, (*found)->loaded);
+  return *(*found)->loaded;
 }
 
 Expected<void> Registry::check_function_dispatch(const void* host_stub, std::size_t device, const Dispatch& dispatch) {
-  auto stub = impl_->stub(host_stub);
+  auto stub = impl_->stubs->find(host_stub);
   if (!stub) return std::move(stub).error();
   return check_dispatch((*stub)->binary, device, (*stub)->kernel, dispatch);
 }
