@@ -75,3 +75,33 @@ add_dependencies(hip_proof_threads hip_proof)
 add_test(NAME hip_proof_threads COMMAND hip_proof_threads $<TARGET_FILE:hip_proof> 50)
 set_tests_properties(hip_proof_threads PROPERTIES ENVIRONMENT "${COLOAD_PROOF_ENVIRONMENT}"
                      PASS_REGULAR_EXPRESSION "all checks passed" TIMEOUT 300)
+
+# The same library with its bundles written as CCOB v2, by clang-19 (whose
+# --offload-compress writes v2; LLVM 22's lld does its device link, as in
+# tests/fixtures/build_fixtures.sh), loaded and unloaded through the layer.
+if(COLOAD_CLANG19 AND COLOAD_LLD)
+  set(COLOAD_PROOF_LLD19 ${COLOAD_PROOF_DIR}/lld19)
+  file(MAKE_DIRECTORY ${COLOAD_PROOF_LLD19})
+  file(CREATE_LINK ${COLOAD_LLD} ${COLOAD_PROOF_LLD19}/lld SYMBOLIC)
+  set(COLOAD_PROOF_V2_OBJECTS)
+  foreach(unit IN ITEMS tu_scale_a tu_scale_b)
+    set(object ${COLOAD_PROOF_DIR}/${unit}_v2.o)
+    add_custom_command(OUTPUT ${object}
+      COMMAND ${COLOAD_CLANG19} ${COLOAD_HIP_FLAGS} --offload-compress -B${COLOAD_PROOF_LLD19} -cuid=${unit} -c
+              ${PROJECT_SOURCE_DIR}/tests/kernels/${unit}.hip -o ${object}
+      DEPENDS ${PROJECT_SOURCE_DIR}/tests/kernels/${unit}.hip ${PROJECT_SOURCE_DIR}/tests/kernels/hip_min.h
+      COMMENT "Compiling ${unit}.hip with ${COLOAD_CLANG19} (CCOB v2)"
+      VERBATIM)
+    list(APPEND COLOAD_PROOF_V2_OBJECTS ${object})
+  endforeach()
+  set_source_files_properties(${COLOAD_PROOF_V2_OBJECTS} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+  add_library(hip_proof_v2 SHARED ${COLOAD_PROOF_V2_OBJECTS})
+  set_target_properties(hip_proof_v2 PROPERTIES LINKER_LANGUAGE CXX)
+  add_dependencies(hip_proof_dlopen hip_proof_v2)
+  add_test(NAME hip_proof_v2_is_ccob_v2 COMMAND coload_cli ls $<TARGET_FILE:hip_proof_v2>)
+  set_tests_properties(hip_proof_v2_is_ccob_v2 PROPERTIES PASS_REGULAR_EXPRESSION "bundle 1: .* ccob v2 zstd")
+  add_test(NAME hip_proof_dlopen_ccob_v2
+    COMMAND hip_proof_dlopen 10 $<TARGET_FILE:hip_proof_v2> 2 launch_scale_a_c=0 launch_scale_b_c=0)
+  set_tests_properties(hip_proof_dlopen_ccob_v2 PROPERTIES ENVIRONMENT "${COLOAD_PROOF_ENVIRONMENT}"
+                       PASS_REGULAR_EXPRESSION "all checks passed")
+endif()
