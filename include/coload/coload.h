@@ -208,9 +208,10 @@ coload_status coload_register_memory(coload_registry* registry, const void* byte
  *  must stay mapped until coload_unregister. One wrapper is one binary,
  *  loaded lazily like any other. `name` (may be null: "__hip_fatbin_wrapper
  *  at 0x…") appears in error messages. Errors: COLOAD_ERROR_OUT_OF_BOUNDS
- *  (the wrapper or its binary in no readable mapping), COLOAD_ERROR_TRUNCATED
- *  (a record cut by the end of its mapping, or an image that would run past
- *  it), COLOAD_ERROR_BAD_MAGIC, COLOAD_ERROR_UNSUPPORTED_VERSION,
+ *  (the wrapper or its binary in no readable mapping, or an image whose
+ *  headers reach past its mapping: the message names the field),
+ *  COLOAD_ERROR_TRUNCATED (a wrapper record cut by the end of its mapping),
+ *  COLOAD_ERROR_BAD_MAGIC, COLOAD_ERROR_UNSUPPORTED_VERSION,
  *  COLOAD_ERROR_MALFORMED (a null binary), and the image headers' errors. */
 coload_status coload_register_wrapper(coload_registry* registry, const void* wrapper, const char* name,
                                       coload_binary* out);

@@ -49,7 +49,7 @@ std::optional<std::uintptr_t> parse_hex(std::string_view text) {
 }
 
 /// The end of the readable run of /proc/self/maps mappings that holds
-/// `address`; nullopt when none does (the error says which).
+/// `address`; OutOfBounds when none holds it or the one that does is not readable.
 Expected<std::uintptr_t> readable_end_from_maps(std::uintptr_t address) {
   std::ifstream maps("/proc/self/maps");
   if (!maps) return Error(ErrorKind::Io, "cannot open /proc/self/maps");
