@@ -62,6 +62,17 @@ foreach(library IN ITEMS libkernels.so libkernels_compressed.so libkernels_mixed
     COMMAND hip_proof_dlopen 10 ${COLOAD_FIXTURE_DIR}/host/${library} 3 vector_ops_launch=0 lds_static_launch=98
             lds_dynamic_launch=98)
 endforeach()
+# The same libraries with the test HSA library as the runtime (one gfx90a
+# agent; their code objects are v6, which the test ROCr, versioned as 6.2's,
+# loads). The test HIP library reports HIP 5.2, which loads v4 and v5 only.
+foreach(library IN ITEMS libkernels.so libkernels_compressed.so libkernels_mixed.so)
+  add_test(NAME hip_proof_dlopen_hsa_${library}
+    COMMAND hip_proof_dlopen 3 ${COLOAD_FIXTURE_DIR}/host/${library} 3 vector_ops_launch=0 lds_static_launch=98
+            lds_dynamic_launch=98)
+  set_tests_properties(hip_proof_dlopen_hsa_${library} PROPERTIES
+    ENVIRONMENT "HIP_LAYER_RUNTIME=hsa;HIP_LAYER_LIBRARY=$<TARGET_FILE:coload_test_hsa>;COLOAD_TEST_HSA_SCRIPT=gpu gfx90a:sramecc+:xnack- lds=65536;${COLOAD_TEST_ENVIRONMENT}"
+    PASS_REGULAR_EXPRESSION "all checks passed")
+endforeach()
 set_tests_properties(hip_proof_dlopen_app_library hip_proof_dlopen_libkernels.so
   hip_proof_dlopen_libkernels_compressed.so hip_proof_dlopen_libkernels_mixed.so PROPERTIES
   ENVIRONMENT "${COLOAD_PROOF_ENVIRONMENT}" PASS_REGULAR_EXPRESSION "all checks passed")
