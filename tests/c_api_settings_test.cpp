@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "c_api_test_support.h"
 #include "coload/coload.h"
 #include "loaded_wrappers.h"
 
@@ -16,17 +17,9 @@ namespace {
 
 using coload::testing::file_bytes;
 
-std::string fixture(const std::string& relative) { return std::string(COLOAD_FIXTURE_DIR) + "/" + relative; }
+using coload::testing::fixture;
 
-coload_registry_options dry_run(const char* devices) {
-  coload_registry_options options;
-  std::memset(&options, 0, sizeof options);
-  options.struct_size = sizeof options;
-  options.runtime = COLOAD_RUNTIME_DRY_RUN;
-  options.dry_run_devices = devices;
-  options.ignore_environment = 1;
-  return options;
-}
+coload_registry_options dry_run(const char* devices) { return coload::testing::dry_run_options(devices); }
 
 struct Choice {
   coload_status status = COLOAD_ERROR_INTERNAL;

@@ -1,6 +1,7 @@
 // Contract test of the C API (coload/coload.h), through libcoload.so: every
 // entry point with a null and a foreign handle, null arguments, bad struct
 // sizes and small buffers; then the happy path with the dry-run runtime.
+#include "c_api_test_support.h"
 #include "coload/coload.h"
 
 #include <dlfcn.h>
@@ -18,24 +19,9 @@
 
 namespace {
 
-std::string fixture(const std::string& relative) { return std::string(COLOAD_FIXTURE_DIR) + "/" + relative; }
-
-coload_registry_options dry_run_options(const char* devices) {
-  coload_registry_options options;
-  std::memset(&options, 0, sizeof options);
-  options.struct_size = sizeof options;
-  options.runtime = COLOAD_RUNTIME_DRY_RUN;
-  options.dry_run_devices = devices;
-  options.ignore_environment = 1;
-  return options;
-}
-
-coload_kernel_info kernel_info() {
-  coload_kernel_info info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  return info;
-}
+using coload::testing::dry_run_options;
+using coload::testing::fixture;
+using coload::testing::kernel_info;
 
 /// Something that is not a registry, with a plausible size and alignment.
 struct Foreign {

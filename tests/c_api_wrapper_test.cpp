@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "c_api_test_support.h"
 #include "coload/coload.h"
 #include "loaded_wrappers.h"
 
@@ -16,7 +17,8 @@ namespace {
 using coload::testing::file_bytes;
 using coload::testing::loaded_wrappers;
 
-std::string fixture(const std::string& relative) { return std::string(COLOAD_FIXTURE_DIR) + "/" + relative; }
+using coload::testing::fixture;
+using coload::testing::kernel_info;
 
 struct Wrapper {
   std::uint32_t magic = 0x48495046;
@@ -28,12 +30,7 @@ struct Wrapper {
 struct CApiWrapperTest : ::testing::Test {
   coload_registry* registry = nullptr;
   void SetUp() override {
-    coload_registry_options options;
-    std::memset(&options, 0, sizeof options);
-    options.struct_size = sizeof options;
-    options.runtime = COLOAD_RUNTIME_DRY_RUN;
-    options.dry_run_devices = "gfx1100";
-    options.ignore_environment = 1;
+    coload_registry_options options = coload::testing::dry_run_options("gfx1100");
     ASSERT_EQ(coload_registry_create(&options, &registry), COLOAD_OK) << coload_last_error_message();
   }
   void TearDown() override {
@@ -100,13 +97,6 @@ TEST_F(CApiWrapperTest, BadRecordsAreRefusedAtRegistration) {
   ASSERT_EQ(coload_register_wrapper(registry, &record, "driver_two_arch", &binary), COLOAD_OK)
       << coload_last_error_message();
   EXPECT_NE(binary, 0u);
-}
-
-coload_kernel_info kernel_info() {
-  coload_kernel_info info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  return info;
 }
 
 TEST_F(CApiWrapperTest, AHostStubResolvesWithinItsOwnBinary) {
