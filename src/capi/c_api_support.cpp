@@ -1,7 +1,10 @@
 // The C API's shared parts (c_api_support.h).
 #include "capi/c_api_support.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -13,7 +16,43 @@ namespace coload::capi {
 
 namespace {
 
-thread_local std::string last_error;
+/// This thread's last error message. Trivially destructible, so it stays
+/// usable after the thread's thread_local destructors have run: a HIP
+/// program's static destructors (__hipUnregisterFatBinary, registered with
+/// atexit) call the C API after the main thread's have, at exit.
+struct LastError {
+  char* text = nullptr;  // malloc'ed, NUL-terminated; null: ""
+  std::size_t capacity = 0;
+};
+thread_local LastError last_error;
+
+/// Frees last_error's text when a thread ends (a process's main thread
+/// frees nothing at exit: the text stays usable for the destructors after).
+struct ReleaseLastError {
+  ~ReleaseLastError() {
+    std::free(last_error.text);
+    last_error = {};
+  }
+};
+thread_local ReleaseLastError release_last_error;
+
+void set_last_error(std::string_view message) {
+  (void)&release_last_error;  // constructed, and so released, once per thread
+  if (message.size() + 1 > last_error.capacity) {
+    std::size_t capacity = std::max<std::size_t>(message.size() + 1, 256);
+    char* grown = static_cast<char*>(std::realloc(last_error.text, capacity));
+    if (!grown) {
+      // Out of memory: keep what fits of the message.
+      if (last_error.capacity == 0) return;
+      message = message.substr(0, last_error.capacity - 1);
+    } else {
+      last_error.text = grown;
+      last_error.capacity = capacity;
+    }
+  }
+  std::memcpy(last_error.text, message.data(), message.size());
+  last_error.text[message.size()] = '\0';
+}
 
 /// coload_kernel_info as 0.1 had it (ending with dynamic_callstack): a caller
 /// built against it passes this size and gets those fields.
@@ -90,12 +129,12 @@ Expected<Config> config_of(const Settings& given) {
 }
 
 coload_status fail(coload_status status, std::string message) {
-  last_error = std::move(message);
+  set_last_error(message);
   return status;
 }
 
 coload_status ok() {
-  last_error.clear();
+  if (last_error.text) last_error.text[0] = '\0';
   return COLOAD_OK;
 }
 
@@ -163,6 +202,6 @@ void fill_kernel_info(const LoadedKernel& kernel, coload_kernel_info* out) {
     out->explicit_kernarg_size = kernel.explicit_kernarg_size;
 }
 
-const char* last_error_message() { return last_error.c_str(); }
+const char* last_error_message() { return last_error.text ? last_error.text : ""; }
 
 }  // namespace coload::capi
