@@ -133,13 +133,42 @@ TEST_F(HipRuntimeTest, DeviceCountFailingWithNoDeviceIsNotFound) {
   EXPECT_TRUE(Contains(runtime.error().message(), "no AMD GPU: HIP hipGetDeviceCount failed with hipErrorNoDevice"));
 }
 
-TEST_F(HipRuntimeTest, OtherHipMajorIsUnsupportedVersion) {
-  two_devices();
-  fake.set_version(60443483);  // HIP 6.4: hipDeviceProp_t has another layout
-  auto runtime = open();
-  ASSERT_TRUE(FailsWith(runtime, ErrorKind::UnsupportedVersion));
-  EXPECT_TRUE(Contains(runtime.error().message(), "HIP 6.4.43483"));
-  EXPECT_TRUE(Contains(runtime.error().message(), "hipDeviceProp_t"));
+TEST_F(HipRuntimeTest, EveryHipReleaseReadsItsLayoutAndLoadsItsVersions) {
+  struct Release {
+    int version;
+    bool r0600;  // reads hipDeviceProp_tR0600 through hipGetDevicePropertiesR0600
+    std::vector<unsigned> versions;
+  };
+  // docs/loading.md, "HIP releases".
+  for (const Release& release :
+       {Release{50013601, false, {4}}, Release{50120532, false, {4}}, Release{50221153, false, {4, 5}},
+        Release{60032830, true, {4, 5}}, Release{60140092, true, {4, 5}}, Release{60241134, true, {4, 5, 6}},
+        Release{60443483, true, {4, 5, 6}}, Release{70051831, true, {4, 5, 6}}}) {
+    fake.reset();
+    two_devices();
+    fake.set_version(release.version);
+    auto runtime = open();
+    ASSERT_TRUE(Succeeds(runtime)) << release.version;
+    auto devices = (*runtime)->devices();
+    ASSERT_EQ(devices.size(), 2u) << release.version;
+    EXPECT_EQ(devices[0].str(), "gfx90a:sramecc+:xnack-") << release.version;
+    EXPECT_EQ(devices[1].str(), "gfx1100") << release.version;
+    EXPECT_EQ(devices[0].code_object_versions, release.versions) << release.version;
+    EXPECT_EQ(fake.counter("properties_r0600"), release.r0600 ? 2 : 0) << release.version;
+    EXPECT_EQ(fake.counter("properties_r0000"), release.r0600 ? 0 : 2) << release.version;
+  }
+}
+
+TEST_F(HipRuntimeTest, AHipMajorOutsideFiveToSevenIsUnsupportedVersion) {
+  for (int version : {40400000, 80000000}) {
+    fake.reset();
+    two_devices();
+    fake.set_version(version);
+    auto runtime = open();
+    ASSERT_TRUE(FailsWith(runtime, ErrorKind::UnsupportedVersion)) << version;
+    EXPECT_TRUE(Contains(runtime.error().message(), "HIP 5 to 7 only")) << runtime.error().message();
+    EXPECT_EQ(fake.counter("properties_r0000") + fake.counter("properties_r0600"), 0);
+  }
 }
 
 TEST_F(HipRuntimeTest, UnknownArchNameNamesTheDevice) {

@@ -4,10 +4,15 @@
 // nothing links against HIP. docs/loading.md has the call sequence and what
 // HIP 5.2.3 does without a GPU.
 //
-// Version rule: hipDeviceProp_t (and the hipDeviceAttribute_t numbering) are
-// header-specific and changed between HIP majors, so the library's
-// hipRuntimeGetVersion major must equal the major of the header compiled in
-// here; any other major is refused before a struct is handed to it.
+// HIP 5, 6 and 7 in one build (docs/loading.md, "HIP releases"): the only
+// struct coload reads, hipDeviceProp_t, changed layout in HIP 6, where
+// hipGetDeviceProperties became a macro for hipGetDevicePropertiesR0600 and
+// the plain export kept the HIP 5 layout. So the properties are read into a
+// byte buffer through the entry point of the library's major, at the
+// offset of gcnArchName in that layout, defined here from the public
+// headers; the attributes coload asks for kept their numbers (74, 87) in
+// every header from 5.2.3 to 6.x. Other majors are refused before any
+// struct is handed over.
 #ifndef __HIP_PLATFORM_AMD__
 #define __HIP_PLATFORM_AMD__ 1
 #endif
@@ -15,6 +20,7 @@
 #include <hip/hip_runtime_api.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -38,7 +44,10 @@ struct HipApi {
   decltype(&hipGetErrorString) get_error_string = nullptr;
   decltype(&hipRuntimeGetVersion) runtime_get_version = nullptr;
   decltype(&hipGetDeviceCount) get_device_count = nullptr;
-  decltype(&hipGetDeviceProperties) get_device_properties = nullptr;
+  /// hipGetDeviceProperties as HIP 5 exports it (and 6 keeps: the R0000 layout).
+  hipError_t (*get_device_properties_r0000)(void*, int) = nullptr;
+  /// HIP 6+: hipGetDevicePropertiesR0600 (the R0600 layout); null before.
+  hipError_t (*get_device_properties_r0600)(void*, int) = nullptr;
   decltype(&hipDeviceGetAttribute) device_get_attribute = nullptr;
   decltype(&hipGetDevice) get_device = nullptr;
   decltype(&hipSetDevice) set_device = nullptr;
@@ -115,7 +124,7 @@ Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path
   resolve(api.get_error_string, "hipGetErrorString");
   resolve(api.runtime_get_version, "hipRuntimeGetVersion");
   resolve(api.get_device_count, "hipGetDeviceCount");
-  resolve(api.get_device_properties, "hipGetDeviceProperties");
+  resolve(api.get_device_properties_r0000, "hipGetDeviceProperties");
   resolve(api.device_get_attribute, "hipDeviceGetAttribute");
   resolve(api.get_device, "hipGetDevice");
   resolve(api.set_device, "hipSetDevice");
@@ -123,6 +132,9 @@ Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path
   resolve(api.module_get_function, "hipModuleGetFunction");
   resolve(api.module_get_global, "hipModuleGetGlobal");
   resolve(api.module_unload, "hipModuleUnload");
+  // Optional: present from HIP 6.0 on.
+  api.get_device_properties_r0600 =
+      reinterpret_cast<hipError_t (*)(void*, int)>(dlsym(handle, "hipGetDevicePropertiesR0600"));
   if (!missing.empty()) {
     dlclose(handle);
     return Error(ErrorKind::UnsupportedVersion, "'" + path + "' lacks " + missing + " (not a HIP runtime library?)");
@@ -134,12 +146,40 @@ Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path
   return std::shared_ptr<const HipLibrary>(std::move(library));
 }
 
-/// One device's properties in a buffer larger than this header's struct, so
-/// a library of the same major that writes a slightly longer one stays inside.
-struct PropertiesBuffer {
-  hipDeviceProp_t properties;
-  unsigned char slack[4096];
+/// Where gcnArchName (char[256]) lies in each hipDeviceProp_t layout, and
+/// how long the struct is (HIP 5.2.3's hip_runtime_api.h; HIP 6's
+/// hip_runtime_api.h for R0600, hip_deprecated.h for R0000).
+struct PropertiesLayout {
+  const char* entry_point;
+  std::size_t arch_offset;
+  std::size_t size;
 };
+constexpr PropertiesLayout kR0000{"hipGetDeviceProperties", 396, 792};
+constexpr PropertiesLayout kR0600{"hipGetDevicePropertiesR0600", 1160, 1472};
+constexpr std::size_t kArchNameBytes = 256;
+static_assert(HIP_VERSION_MAJOR != 5 || (offsetof(hipDeviceProp_t, gcnArchName) == kR0000.arch_offset &&
+                                         sizeof(hipDeviceProp_t) == kR0000.size),
+              "the HIP 5 headers coload builds against disagree with the R0000 layout");
+static_assert(hipDeviceAttributeMaxSharedMemoryPerBlock == 74 && hipDeviceAttributeWarpSize == 87,
+              "hipDeviceAttribute_t numbers as HIP 5.2.3 to 6.x number them");
+
+/// One device's properties, in a buffer larger than either layout so that a
+/// library writing a slightly longer struct stays inside.
+struct PropertiesBuffer {
+  alignas(8) unsigned char bytes[4096];
+};
+
+int major_of(int version) { return version / 10000000; }
+int minor_of(int version) { return version / 100000 % 100; }
+
+/// The code object versions HIP `version` loads: 5.0 and 5.1 v4 only, 5.2 to
+/// 6.1 v4 and v5, 6.2 on v4 to v6 (docs/loading.md, "HIP releases").
+std::vector<unsigned> code_object_versions_of(int version) {
+  const int major = major_of(version), minor = minor_of(version);
+  if (major == 5 && minor < 2) return {4};
+  if (major == 5 || (major == 6 && minor < 2)) return {4, 5};
+  return {4, 5, 6};
+}
 
 Expected<int> attribute(const HipLibrary& library, hipDeviceAttribute_t attribute, std::string_view name, int device) {
   int value = 0;
@@ -151,16 +191,18 @@ Expected<int> attribute(const HipLibrary& library, hipDeviceAttribute_t attribut
 
 Expected<Device> describe_device(const HipLibrary& library, int index) {
   std::string where = "device " + std::to_string(index);
+  // HIP 6+ through the R0600 entry point; HIP 5 (which has none) through the plain one.
+  const bool r0600 = major_of(library.version) >= 6 && library.api.get_device_properties_r0600;
+  const PropertiesLayout& layout = r0600 ? kR0600 : kR0000;
   auto buffer = std::make_unique<PropertiesBuffer>();  // zeroed
-  if (auto ok = check(library.api, library.api.get_device_properties(&buffer->properties, index),
-                      "hipGetDeviceProperties", "for " + where);
-      !ok) {
+  auto get = r0600 ? library.api.get_device_properties_r0600 : library.api.get_device_properties_r0000;
+  if (auto ok = check(library.api, get(buffer->bytes, index), layout.entry_point, "for " + where); !ok) {
     return std::move(ok).error();
   }
-  const char* arch = buffer->properties.gcnArchName;
-  std::size_t length = strnlen(arch, sizeof buffer->properties.gcnArchName);
-  if (length == sizeof buffer->properties.gcnArchName) {
-    return Error(ErrorKind::Malformed, "HIP hipGetDeviceProperties: gcnArchName of " + where +
+  const char* arch = reinterpret_cast<const char*>(buffer->bytes + layout.arch_offset);
+  std::size_t length = strnlen(arch, kArchNameBytes);
+  if (length == kArchNameBytes) {
+    return Error(ErrorKind::Malformed, "HIP " + std::string(layout.entry_point) + ": gcnArchName of " + where +
                                            " is not terminated within " + std::to_string(length) + " bytes");
   }
   std::string_view arch_name(arch, length);
@@ -168,8 +210,8 @@ Expected<Device> describe_device(const HipLibrary& library, int index) {
   if (!target) {
     Error error = std::move(target).error();
     ErrorKind kind = error.kind() == ErrorKind::InvalidArgument ? ErrorKind::Malformed : error.kind();
-    return Error(kind, "HIP hipGetDeviceProperties: gcnArchName '" + std::string(arch_name) + "' of " + where + ": " +
-                           error.message());
+    return Error(kind, "HIP " + std::string(layout.entry_point) + ": gcnArchName '" + std::string(arch_name) + "' of " +
+                           where + ": " + error.message());
   }
   auto lds =
       attribute(library, hipDeviceAttributeMaxSharedMemoryPerBlock, "hipDeviceAttributeMaxSharedMemoryPerBlock", index);
@@ -189,8 +231,7 @@ Expected<Device> describe_device(const HipLibrary& library, int index) {
   device.lds_bytes = static_cast<std::uint64_t>(*lds);
   // The runtime reports its default wave size; the processor may run both.
   device.wave_sizes = target->processor->wave_sizes | (*warp == 32 ? kWave32 : kWave64);
-  // ROCm 5 loads code objects v4 and v5 (v6 came with ROCm 6.x).
-  device.code_object_versions = {4, 5};
+  device.code_object_versions = code_object_versions_of(library.version);
   return device;
 }
 
@@ -363,16 +404,14 @@ class HipRuntime final : public Runtime {
   std::vector<Device> devices_;
 };
 
-/// hipDeviceProp_t and the attribute numbering are this header's: a library
-/// of another HIP major would read and write them differently.
+/// coload knows the device-property layouts of HIP 5 to 7; another major's
+/// struct could be laid out anyhow.
 Expected<void> check_major(const HipLibrary& library) {
-  if (library.version / 10000000 == HIP_VERSION_MAJOR) return {};
+  const int major = major_of(library.version);
+  if (major >= 5 && major <= 7) return {};
   return Error(ErrorKind::UnsupportedVersion, "'" + library.path + "' is HIP " + version_text(library.version) +
                                                   " (hipRuntimeGetVersion " + std::to_string(library.version) +
-                                                  "), but coload was built against HIP " +
-                                                  std::to_string(HIP_VERSION_MAJOR) +
-                                                  " headers; hipDeviceProp_t differs between HIP majors, so "
-                                                  "its devices cannot be read");
+                                                  "); coload reads the device properties of HIP 5 to 7 only");
 }
 
 /// The HIP ordinals the runtime's devices are: `requested`, checked against

@@ -47,6 +47,7 @@ struct State {
   std::set<std::string> hidden_kernels;
   std::map<ihipModule_t*, std::unique_ptr<ihipModule_t>> modules;
   int module_loads = 0, module_unloads = 0, bad_unloads = 0, set_device_calls = 0;
+  int properties_r0000 = 0, properties_r0600 = 0;  // calls of each hipGetDeviceProperties entry point
   std::uint64_t next_base = 0x7e0000000000ull;
 };
 
@@ -94,6 +95,7 @@ FAKE_HIP_EXPORT void coload_fake_hip_reset(void) {
   s.hidden_kernels.clear();
   s.modules.clear();
   s.module_loads = s.module_unloads = s.bad_unloads = s.set_device_calls = 0;
+  s.properties_r0000 = s.properties_r0600 = 0;
   s.next_base = 0x7e0000000000ull;
   current_device = 0;
 }
@@ -151,6 +153,8 @@ FAKE_HIP_EXPORT int coload_fake_hip_counter(const char* name) {
   if (what == "live_modules") return static_cast<int>(s.modules.size());
   if (what == "bad_unloads") return s.bad_unloads;
   if (what == "set_device") return s.set_device_calls;
+  if (what == "properties_r0000") return s.properties_r0000;
+  if (what == "properties_r0600") return s.properties_r0600;
   if (what == "current_device") return current_device;
   return -1;
 }
@@ -197,11 +201,31 @@ FAKE_HIP_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t* properties, i
   if (!properties) return hipErrorInvalidValue;
   if (!valid_device(s, device)) return hipErrorInvalidDevice;
   const FakeDevice& d = s.devices[static_cast<std::size_t>(device)];
+  ++s.properties_r0000;
   std::memset(properties, 0, sizeof *properties);
   std::strncpy(properties->name, "coload test device", sizeof properties->name - 1);
   std::strncpy(properties->gcnArchName, d.arch.c_str(), sizeof properties->gcnArchName - 1);
   properties->sharedMemPerBlock = static_cast<std::size_t>(d.lds_bytes);
   properties->warpSize = d.warp_size;
+  return hipSuccess;
+}
+
+// HIP 6's hipGetDeviceProperties (the macro's target): hipDeviceProp_tR0600,
+// 1472 bytes, name at 0 and gcnArchName at 1160 (HIP 6's hip_runtime_api.h).
+// Exported whatever the version, as a HIP 6 library exports it beside the
+// R0000 hipGetDeviceProperties; coload calls it only for HIP 6 and later.
+FAKE_HIP_EXPORT hipError_t hipGetDevicePropertiesR0600(void* properties, int device) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (hipError_t status = scripted(s, "hipGetDevicePropertiesR0600")) return status;
+  if (!properties) return hipErrorInvalidValue;
+  if (!valid_device(s, device)) return hipErrorInvalidDevice;
+  ++s.properties_r0600;
+  const FakeDevice& d = s.devices[static_cast<std::size_t>(device)];
+  auto* bytes = static_cast<char*>(properties);
+  std::memset(bytes, 0, 1472);
+  std::strncpy(bytes, "coload test device", 255);
+  std::strncpy(bytes + 1160, d.arch.c_str(), 255);
   return hipSuccess;
 }
 

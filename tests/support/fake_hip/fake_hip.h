@@ -38,7 +38,9 @@ void coload_fake_hip_fail(const char* function, int status);
 void coload_fake_hip_hide_kernel(const char* name);
 /// Counters: "module_loads", "module_unloads", "live_modules",
 /// "bad_unloads" (unload of an unknown or already unloaded module),
-/// "set_device" (hipSetDevice calls), "current_device"; -1 when unknown.
+/// "set_device" (hipSetDevice calls), "current_device", "properties_r0000"
+/// and "properties_r0600" (calls of hipGetDeviceProperties, the HIP 5
+/// layout, and of hipGetDevicePropertiesR0600, HIP 6's); -1 when unknown.
 int coload_fake_hip_counter(const char* name);
 
 #ifdef __cplusplus
