@@ -126,7 +126,8 @@ struct HipOptions {
   /// caller's order: device i is ordinal devices[i]. nullopt: every device.
   std::optional<std::vector<int>> devices;
 };
-/// Opens HIP: devices from hipGetDeviceProperties (gcnArchName only) and
+/// Opens HIP 5, 6 or 7: devices from the device properties of the library's
+/// release (gcnArchName only; docs/loading.md, "HIP releases") and
 /// hipDeviceGetAttribute (shared memory per block, warp size), modules with
 /// hipModuleLoadData, kernels probed with hipModuleGetFunction, globals with
 /// hipModuleGetGlobal. load() and LoadedModule::global set the calling
@@ -134,7 +135,7 @@ struct HipOptions {
 /// process has loaded under a candidate name (every default name is asked
 /// before any is opened), else the first that opens (docs/loading.md).
 /// Errors: Io when no candidate library opens, UnsupportedVersion for a
-/// library of another HIP major than coload was built against, NotFound when
+/// library of a HIP major other than 5 to 7, NotFound when
 /// there is no GPU, InvalidArgument naming the index and value for a listed
 /// ordinal out of range or repeated, and for an empty list.
 Expected<std::unique_ptr<Runtime>> open_hip_runtime(const HipOptions& options = {});

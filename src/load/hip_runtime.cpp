@@ -487,8 +487,8 @@ Expected<std::unique_ptr<Runtime>> open_hip_runtime(const HipOptions& options) {
     if (name != options.library) groups.back().push_back(name);
   }
   // Only a library that cannot be opened sends us to the next name, and a
-  // fallback of another HIP major; the library asked for by name, and one the
-  // process has, is the answer.
+  // fallback of a HIP major coload cannot read; the library asked for by
+  // name, and one the process has, is the answer.
   std::string failures;
   std::optional<Error> wrong_major;
   for (const std::vector<std::string>& group : groups) {
