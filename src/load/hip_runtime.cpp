@@ -124,7 +124,6 @@ Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path
   resolve(api.get_error_string, "hipGetErrorString");
   resolve(api.runtime_get_version, "hipRuntimeGetVersion");
   resolve(api.get_device_count, "hipGetDeviceCount");
-  resolve(api.get_device_properties_r0000, "hipGetDeviceProperties");
   resolve(api.device_get_attribute, "hipDeviceGetAttribute");
   resolve(api.get_device, "hipGetDevice");
   resolve(api.set_device, "hipSetDevice");
@@ -132,9 +131,14 @@ Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path
   resolve(api.module_get_function, "hipModuleGetFunction");
   resolve(api.module_get_global, "hipModuleGetGlobal");
   resolve(api.module_unload, "hipModuleUnload");
-  // Optional: present from HIP 6.0 on.
+  // The device properties: HIP 5 has the plain export only, HIP 6 both; a
+  // release with the R0600 entry point alone still reads.
+  api.get_device_properties_r0000 =
+      reinterpret_cast<hipError_t (*)(void*, int)>(dlsym(handle, "hipGetDeviceProperties"));
   api.get_device_properties_r0600 =
       reinterpret_cast<hipError_t (*)(void*, int)>(dlsym(handle, "hipGetDevicePropertiesR0600"));
+  if (!api.get_device_properties_r0000 && !api.get_device_properties_r0600)
+    missing += (missing.empty() ? "" : ", ") + std::string("hipGetDeviceProperties");
   if (!missing.empty()) {
     dlclose(handle);
     return Error(ErrorKind::UnsupportedVersion, "'" + path + "' lacks " + missing + " (not a HIP runtime library?)");
@@ -192,7 +196,8 @@ Expected<int> attribute(const HipLibrary& library, hipDeviceAttribute_t attribut
 Expected<Device> describe_device(const HipLibrary& library, int index) {
   std::string where = "device " + std::to_string(index);
   // HIP 6+ through the R0600 entry point; HIP 5 (which has none) through the plain one.
-  const bool r0600 = major_of(library.version) >= 6 && library.api.get_device_properties_r0600;
+  const bool r0600 = library.api.get_device_properties_r0600 &&
+                     (major_of(library.version) >= 6 || !library.api.get_device_properties_r0000);
   const PropertiesLayout& layout = r0600 ? kR0600 : kR0000;
   auto buffer = std::make_unique<PropertiesBuffer>();  // zeroed
   auto get = r0600 ? library.api.get_device_properties_r0600 : library.api.get_device_properties_r0000;
