@@ -33,6 +33,11 @@
 #include "common/bytes.h"
 #include "load/loaded_module.h"
 
+// HIP 6's device-property struct, only ever handled through a pointer. Named
+// as HIP names it, so that a call through the pointer has the type of the
+// function it calls (UBSan's -fsanitize=function checks that).
+struct hipDeviceProp_tR0600;
+
 namespace coload {
 namespace {
 
@@ -44,10 +49,11 @@ struct HipApi {
   decltype(&hipGetErrorString) get_error_string = nullptr;
   decltype(&hipRuntimeGetVersion) runtime_get_version = nullptr;
   decltype(&hipGetDeviceCount) get_device_count = nullptr;
-  /// hipGetDeviceProperties as HIP 5 exports it (and 6 keeps: the R0000 layout).
-  hipError_t (*get_device_properties_r0000)(void*, int) = nullptr;
+  /// hipGetDeviceProperties as HIP 5 exports it (and 6 keeps: the R0000
+  /// layout, which is HIP 5's hipDeviceProp_t).
+  hipError_t (*get_device_properties_r0000)(hipDeviceProp_t*, int) = nullptr;
   /// HIP 6+: hipGetDevicePropertiesR0600 (the R0600 layout); null before.
-  hipError_t (*get_device_properties_r0600)(void*, int) = nullptr;
+  hipError_t (*get_device_properties_r0600)(hipDeviceProp_tR0600*, int) = nullptr;
   decltype(&hipDeviceGetAttribute) device_get_attribute = nullptr;
   decltype(&hipGetDevice) get_device = nullptr;
   decltype(&hipSetDevice) set_device = nullptr;
@@ -134,9 +140,9 @@ Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path
   // The device properties: HIP 5 has the plain export only, HIP 6 both; a
   // release with the R0600 entry point alone still reads.
   api.get_device_properties_r0000 =
-      reinterpret_cast<hipError_t (*)(void*, int)>(dlsym(handle, "hipGetDeviceProperties"));
+      reinterpret_cast<decltype(api.get_device_properties_r0000)>(dlsym(handle, "hipGetDeviceProperties"));
   api.get_device_properties_r0600 =
-      reinterpret_cast<hipError_t (*)(void*, int)>(dlsym(handle, "hipGetDevicePropertiesR0600"));
+      reinterpret_cast<decltype(api.get_device_properties_r0600)>(dlsym(handle, "hipGetDevicePropertiesR0600"));
   if (!api.get_device_properties_r0000 && !api.get_device_properties_r0600)
     missing += (missing.empty() ? "" : ", ") + std::string("hipGetDeviceProperties");
   if (!missing.empty()) {
@@ -170,7 +176,7 @@ static_assert(hipDeviceAttributeMaxSharedMemoryPerBlock == 74 && hipDeviceAttrib
 /// One device's properties, in a buffer larger than either layout so that a
 /// library writing a slightly longer struct stays inside.
 struct PropertiesBuffer {
-  alignas(8) unsigned char bytes[4096];
+  alignas(alignof(std::max_align_t)) unsigned char bytes[4096];
 };
 
 int major_of(int version) { return version / 10000000; }
@@ -200,8 +206,11 @@ Expected<Device> describe_device(const HipLibrary& library, int index) {
                      (major_of(library.version) >= 6 || !library.api.get_device_properties_r0000);
   const PropertiesLayout& layout = r0600 ? kR0600 : kR0000;
   auto buffer = std::make_unique<PropertiesBuffer>();  // zeroed
-  auto get = r0600 ? library.api.get_device_properties_r0600 : library.api.get_device_properties_r0000;
-  if (auto ok = check(library.api, get(buffer->bytes, index), layout.entry_point, "for " + where); !ok) {
+  // The buffer is larger than either struct and suitably aligned; HIP writes only its layout's bytes.
+  const hipError_t status =
+      r0600 ? library.api.get_device_properties_r0600(reinterpret_cast<hipDeviceProp_tR0600*>(buffer->bytes), index)
+            : library.api.get_device_properties_r0000(reinterpret_cast<hipDeviceProp_t*>(buffer->bytes), index);
+  if (auto ok = check(library.api, status, layout.entry_point, "for " + where); !ok) {
     return std::move(ok).error();
   }
   const char* arch = reinterpret_cast<const char*>(buffer->bytes + layout.arch_offset);

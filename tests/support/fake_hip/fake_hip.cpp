@@ -210,11 +210,15 @@ FAKE_HIP_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t* properties, i
   return hipSuccess;
 }
 
+/// HIP 6's struct, declared only: the HIP 5 headers here lack it, and the
+/// entry point's type must be the one coload calls it through.
+struct hipDeviceProp_tR0600;
+
 // HIP 6's hipGetDeviceProperties (the macro's target): hipDeviceProp_tR0600,
 // 1472 bytes, name at 0 and gcnArchName at 1160 (HIP 6's hip_runtime_api.h).
 // Exported whatever the version, as a HIP 6 library exports it beside the
 // R0000 hipGetDeviceProperties; coload calls it only for HIP 6 and later.
-FAKE_HIP_EXPORT hipError_t hipGetDevicePropertiesR0600(void* properties, int device) {
+FAKE_HIP_EXPORT hipError_t hipGetDevicePropertiesR0600(hipDeviceProp_tR0600* properties, int device) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   if (hipError_t status = scripted(s, "hipGetDevicePropertiesR0600")) return status;
@@ -222,7 +226,7 @@ FAKE_HIP_EXPORT hipError_t hipGetDevicePropertiesR0600(void* properties, int dev
   if (!valid_device(s, device)) return hipErrorInvalidDevice;
   ++s.properties_r0600;
   const FakeDevice& d = s.devices[static_cast<std::size_t>(device)];
-  auto* bytes = static_cast<char*>(properties);
+  auto* bytes = reinterpret_cast<char*>(properties);
   std::memset(bytes, 0, 1472);
   std::strncpy(bytes, "coload test device", 255);
   std::strncpy(bytes + 1160, d.arch.c_str(), 255);
