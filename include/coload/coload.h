@@ -189,7 +189,10 @@ typedef struct coload_kernel_info {
  *  of opening the runtime (COLOAD_ERROR_NOT_FOUND when there is no GPU),
  *  COLOAD_ERROR_INVALID_ARGUMENT for a bad device spec or environment value. */
 coload_status coload_registry_create(const coload_registry_options* options, coload_registry** out);
-/** Unloads everything and frees the registry. Null is COLOAD_ERROR_INVALID_HANDLE. */
+/** Unloads everything and frees the registry; as coload_unregister, every
+ *  dispatch of its kernels must have finished. The HSA runtime is shut down
+ *  (hsa_shut_down) but never unloaded from the process. Null is
+ *  COLOAD_ERROR_INVALID_HANDLE. */
 coload_status coload_registry_destroy(coload_registry* registry);
 
 /** Maps the file at `path` and registers it (headers read, nothing decompressed or loaded). */
@@ -257,7 +260,10 @@ coload_status coload_bundle_size(const void* bytes, size_t available, size_t* ou
 
 /** Unloads the binary on every device and releases it, once lookups of it
  *  running on other threads have returned (it waits for them): never call it
- *  from a log callback. */
+ *  from a log callback. The caller must first let every dispatch of its
+ *  kernels finish (drain the queues): ROCr and HIP free a code object's
+ *  memory when it is unloaded, and a kernel still queued or running then
+ *  faults the GPU. */
 coload_status coload_unregister(coload_registry* registry, coload_binary binary);
 
 /** Looks `kernel_name` up in `binary` for device `device`, loading the binary

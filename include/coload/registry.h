@@ -168,6 +168,9 @@ class Registry {
   Expected<BinaryHandle> register_wrapper(const void* wrapper, std::string name = {});
   /// Unloads the binary's modules on every device and releases its bytes,
   /// once lookups of it already running on other threads have returned.
+  /// Every dispatch of its kernels must have finished first (drain the
+  /// queues): the runtimes free a module's code at once, and a kernel still
+  /// queued or running then faults the GPU.
   /// Errors: NotFound for an unknown (or already unregistered) handle.
   Expected<void> unregister(BinaryHandle binary);
 

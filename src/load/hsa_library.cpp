@@ -36,8 +36,10 @@ ErrorKind kind_of(hsa_status_t status) {
 Expected<std::shared_ptr<HsaLibrary>> HsaLibrary::open(const std::string& name) {
   // The copy the process already has comes first: a runtime embedding coload
   // hands over its own agents, which only its own ROCr instance knows.
-  void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD);
-  if (!handle) handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE: ROCr is never unmapped (see ~HsaLibrary), even when this
+  // handle is the only one.
+  void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  if (!handle) handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!handle) {
     const char* why = dlerror();
     return Error(ErrorKind::Io, "cannot load the HSA runtime '" + name + "': " + (why ? why : "dlopen failed"));
@@ -67,7 +69,9 @@ HsaLibrary::HsaLibrary(void* handle, std::string name) : handle_(handle), file_(
 
 HsaLibrary::~HsaLibrary() {
   if (initialized_) api_.hsa_shut_down();
-  dlclose(handle_);
+  // No dlclose: unmapping ROCr runs its static destructors after
+  // Runtime::Unload has torn its state down, which corrupts the heap
+  // (ROCm/AMDMIGraphX#4792, ROCm/clr#272); the library stays until exit.
 }
 
 Expected<void> HsaLibrary::init() {

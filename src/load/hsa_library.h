@@ -55,8 +55,8 @@ struct HsaApi {
 };
 
 /// The opened library: the handle, the function table, hsa_init's reference.
-/// Shared by the Runtime and its modules, so hsa_shut_down and dlclose come
-/// after the last executable is destroyed. Immutable after open(): thread-safe.
+/// Shared by the Runtime and its modules, so hsa_shut_down comes after the
+/// last executable is destroyed; the library itself is never unmapped. Immutable after open(): thread-safe.
 class HsaLibrary {
  public:
   /// The copy of `name` the process already has (dlopen RTLD_NOLOAD), else

@@ -55,7 +55,7 @@ class Executable {
 
 /// A code object loaded into one executable. Members are destroyed in
 /// reverse order: executable, reader, then the bytes' owner, then (with the
-/// last reference) hsa_shut_down and dlclose.
+/// last reference) hsa_shut_down (ROCr stays mapped).
 class HsaModule final : public LoadedModule {
  public:
   HsaModule(std::shared_ptr<const HsaLibrary> library, std::shared_ptr<const void> owner, CodeObject code_object,
