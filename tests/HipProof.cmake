@@ -10,23 +10,29 @@ set(COLOAD_HIP_FLAGS -x hip -nogpulib -nogpuinc -O2 -fPIC -I${PROJECT_SOURCE_DIR
                      --offload-arch=gfx90a --offload-arch=gfx1100 -mcode-object-version=5)
 set(COLOAD_PROOF_DIR ${CMAKE_CURRENT_BINARY_DIR}/hip_proof)
 file(MAKE_DIRECTORY ${COLOAD_PROOF_DIR})
-set(COLOAD_PROOF_OBJECTS)
-foreach(unit IN ITEMS tu_scale_a tu_scale_b)
-  set(object ${COLOAD_PROOF_DIR}/${unit}.o)
-  # TU a is embedded as a plain bundle, TU b as a compressed one.
-  set(compress "")
-  if(unit STREQUAL "tu_scale_b")
-    set(compress --offload-compress)
-  endif()
-  add_custom_command(OUTPUT ${object}
-    COMMAND ${COLOAD_CLANG} ${COLOAD_HIP_FLAGS} ${compress} -cuid=${unit} -c
-            ${PROJECT_SOURCE_DIR}/tests/kernels/${unit}.hip -o ${object}
-    DEPENDS ${PROJECT_SOURCE_DIR}/tests/kernels/${unit}.hip ${PROJECT_SOURCE_DIR}/tests/kernels/hip_min.h
-    COMMENT "Compiling ${unit}.hip for gfx90a and gfx1100 with ${COLOAD_CLANG}"
-    VERBATIM)
-  list(APPEND COLOAD_PROOF_OBJECTS ${object})
-endforeach()
-set_source_files_properties(${COLOAD_PROOF_OBJECTS} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+# Compiles tu_scale_a.hip and tu_scale_b.hip with COMPILER into objects
+# <unit><SUFFIX>.o, listed in OUT: FLAGS for both, A_FLAGS / B_FLAGS for one.
+function(coload_hip_proof_objects out suffix compiler)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "" "FLAGS;A_FLAGS;B_FLAGS")
+  set(objects)
+  set(units tu_scale_a tu_scale_b)
+  set(unit_flags A_FLAGS B_FLAGS)
+  foreach(unit flags IN ZIP_LISTS units unit_flags)
+    set(object ${COLOAD_PROOF_DIR}/${unit}${suffix}.o)
+    add_custom_command(OUTPUT ${object}
+      COMMAND ${compiler} ${COLOAD_HIP_FLAGS} ${arg_FLAGS} ${arg_${flags}} -cuid=${unit} -c
+              ${PROJECT_SOURCE_DIR}/tests/kernels/${unit}.hip -o ${object}
+      DEPENDS ${PROJECT_SOURCE_DIR}/tests/kernels/${unit}.hip ${PROJECT_SOURCE_DIR}/tests/kernels/hip_min.h
+      COMMENT "Compiling ${unit}.hip for gfx90a and gfx1100 with ${compiler}"
+      VERBATIM)
+    list(APPEND objects ${object})
+  endforeach()
+  set_source_files_properties(${objects} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+  set(${out} ${objects} PARENT_SCOPE)
+endfunction()
+
+# TU a is embedded as a plain bundle, TU b as a compressed one.
+coload_hip_proof_objects(COLOAD_PROOF_OBJECTS "" ${COLOAD_CLANG} B_FLAGS --offload-compress)
 
 add_executable(hip_proof_app hip_proof_main.cpp ${COLOAD_PROOF_OBJECTS})
 target_link_libraries(hip_proof_app PRIVATE coload_hip_layer)
@@ -94,18 +100,7 @@ if(COLOAD_CLANG19 AND COLOAD_LLD)
   set(COLOAD_PROOF_LLD19 ${COLOAD_PROOF_DIR}/lld19)
   file(MAKE_DIRECTORY ${COLOAD_PROOF_LLD19})
   file(CREATE_LINK ${COLOAD_LLD} ${COLOAD_PROOF_LLD19}/lld SYMBOLIC)
-  set(COLOAD_PROOF_V2_OBJECTS)
-  foreach(unit IN ITEMS tu_scale_a tu_scale_b)
-    set(object ${COLOAD_PROOF_DIR}/${unit}_v2.o)
-    add_custom_command(OUTPUT ${object}
-      COMMAND ${COLOAD_CLANG19} ${COLOAD_HIP_FLAGS} --offload-compress -B${COLOAD_PROOF_LLD19} -cuid=${unit} -c
-              ${PROJECT_SOURCE_DIR}/tests/kernels/${unit}.hip -o ${object}
-      DEPENDS ${PROJECT_SOURCE_DIR}/tests/kernels/${unit}.hip ${PROJECT_SOURCE_DIR}/tests/kernels/hip_min.h
-      COMMENT "Compiling ${unit}.hip with ${COLOAD_CLANG19} (CCOB v2)"
-      VERBATIM)
-    list(APPEND COLOAD_PROOF_V2_OBJECTS ${object})
-  endforeach()
-  set_source_files_properties(${COLOAD_PROOF_V2_OBJECTS} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+  coload_hip_proof_objects(COLOAD_PROOF_V2_OBJECTS _v2 ${COLOAD_CLANG19} FLAGS --offload-compress -B${COLOAD_PROOF_LLD19})
   add_library(hip_proof_v2 SHARED ${COLOAD_PROOF_V2_OBJECTS})
   set_target_properties(hip_proof_v2 PROPERTIES LINKER_LANGUAGE CXX)
   add_dependencies(hip_proof_dlopen hip_proof_v2)

@@ -17,9 +17,8 @@ namespace {
 
 using coload::testing::file_bytes;
 
+using coload::testing::dry_run_options;
 using coload::testing::fixture;
-
-coload_registry_options dry_run(const char* devices) { return coload::testing::dry_run_options(devices); }
 
 struct Choice {
   coload_status status = COLOAD_ERROR_INTERNAL;
@@ -69,7 +68,7 @@ std::vector<std::byte> ccob_with_a_wrong_hash() {
 
 TEST(CApiSettings, HashCheckSkipReadsABundleVerifyRefuses) {
   const std::vector<std::byte> bytes = ccob_with_a_wrong_hash();
-  auto options = dry_run("gfx90a");
+  auto options = dry_run_options("gfx90a");
   EXPECT_EQ(choose(options, bytes).status, COLOAD_ERROR_HASH_MISMATCH);  // verify is the default
   options.hash_check = COLOAD_HASH_CHECK_VERIFY;
   EXPECT_EQ(choose(options, bytes).status, COLOAD_ERROR_HASH_MISMATCH);
@@ -81,7 +80,7 @@ TEST(CApiSettings, HashCheckSkipReadsABundleVerifyRefuses) {
 
 TEST(CApiSettings, MaxDecompressedBytesCapsACompressedBundle) {
   const std::vector<std::byte> bytes = file_bytes(fixture("compressed/driver_v3.hipfb"));
-  auto options = dry_run("gfx90a");
+  auto options = dry_run_options("gfx90a");
   options.max_decompressed_bytes = 1024;
   Choice capped = choose(options, bytes);  // refused when it registers: its header declares more
   EXPECT_EQ(capped.status, COLOAD_ERROR_LIMIT_EXCEEDED) << capped.message;
@@ -92,7 +91,7 @@ TEST(CApiSettings, MaxDecompressedBytesCapsACompressedBundle) {
 
 TEST(CApiSettings, ExtendedIsaCompatOptsADeviceIntoItsSameIsaEquivalent) {
   const std::vector<std::byte> bytes = file_bytes(fixture("select/gfx1030_only.hipfb"));
-  auto options = dry_run("gfx1031");
+  auto options = dry_run_options("gfx1031");
   EXPECT_EQ(choose(options, bytes).status, COLOAD_ERROR_NOT_FOUND);
   options.extended_isa_compat = "gfx1031";
   Choice equivalent = choose(options, bytes);
@@ -111,7 +110,7 @@ struct Logged {
 TEST(CApiSettings, LogLevelDebugReachesTheCallback) {
   const std::string ccob = fixture("compressed/driver_v3.hipfb");
   Logged logged;
-  auto options = dry_run("gfx90a");
+  auto options = dry_run_options("gfx90a");
   options.log = &Logged::record;
   options.log_user_data = &logged;
   options.log_level = COLOAD_LOG_LEVEL_DEBUG;
@@ -141,23 +140,23 @@ TEST(CApiSettings, LogLevelDebugReachesTheCallback) {
 
 TEST(CApiSettings, ABadSettingNamesItsField) {
   coload_registry* registry = nullptr;
-  auto options = dry_run("gfx90a");
+  auto options = dry_run_options("gfx90a");
   options.extended_isa_compat = "gfx9999";
   EXPECT_EQ(coload_registry_create(&options, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(coload_last_error_message()).find("coload_registry_options.extended_isa_compat \"gfx9999\""),
             std::string::npos)
       << coload_last_error_message();
-  options = dry_run("gfx90a");
+  options = dry_run_options("gfx90a");
   options.hotswap_pairs = "gfx1030-gfx1031";
   EXPECT_EQ(coload_registry_create(&options, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(coload_last_error_message()).find("coload_registry_options.hotswap_pairs"), std::string::npos);
-  options = dry_run("gfx90a");
+  options = dry_run_options("gfx90a");
   options.unbundler = static_cast<coload_unbundler>(7);
   EXPECT_EQ(coload_registry_create(&options, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(coload_last_error_message()).find("coload_registry_options.unbundler 7 is out of range"),
             std::string::npos)
       << coload_last_error_message();
-  options = dry_run("gfx90a");
+  options = dry_run_options("gfx90a");
   options.verify_cache = "relative/dir";
   EXPECT_EQ(coload_registry_create(&options, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(registry, nullptr);
@@ -166,7 +165,7 @@ TEST(CApiSettings, ABadSettingNamesItsField) {
 TEST(CApiSettings, TheEnvironmentFillsWhatOptionsLeaveUnsetUnlessIgnored) {
   const std::vector<std::byte> bytes = file_bytes(fixture("compressed/driver_v3.hipfb"));
   ::setenv("COLOAD_MAX_DECOMPRESSED_BYTES", "1K", 1);
-  auto options = dry_run("gfx90a");
+  auto options = dry_run_options("gfx90a");
   options.ignore_environment = 0;
   options.hash_check = COLOAD_HASH_CHECK_VERIFY;  // a setting given: the rest comes from the environment now
   EXPECT_EQ(choose(options, bytes).status, COLOAD_ERROR_LIMIT_EXCEEDED);
@@ -180,7 +179,7 @@ TEST(CApiSettings, TheEnvironmentFillsWhatOptionsLeaveUnsetUnlessIgnored) {
 
 TEST(CApiSettings, TheUnbundlerCanBeComgr) {
   // comgr (ROCm 5.2.3, loaded at run time) picks the plain bundle's entry: the same one for code object v4 ...
-  auto options = dry_run("gfx90a");
+  auto options = dry_run_options("gfx90a");
   options.unbundler = COLOAD_UNBUNDLER_COMGR;
   Choice v4 = choose(options, file_bytes(fixture("bundles/driver_cov4.hipfb")));
   ASSERT_EQ(v4.status, COLOAD_OK) << v4.message;
