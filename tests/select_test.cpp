@@ -139,6 +139,34 @@ TEST(Select, CodeObjectVersionMustBeOneTheRuntimeLoads) {
   EXPECT_EQ(selection.candidates[1].reason, "code object version 3; the runtime loads versions 4, 5");
 }
 
+TEST(Select, ARuntimeReleaseNamesItselfInTheRefusal) {
+  Entries entries;
+  entries.code("gfx90a", kGfx90a | kXnackAny | kSrameccAny, kAbiV5);
+  Device old_rocr = *device_from_spec("gfx90a", {.code_object_versions = std::vector<unsigned>{4}});
+  old_rocr.runtime_release = "ROCr 1.5.50000 (ROCm 5.0)";
+  Selection selection = select_entry(old_rocr, entries.get());
+  EXPECT_FALSE(selection.selected);
+  EXPECT_EQ(selection.candidates[0].reason, "code object version 5; ROCr 1.5.50000 (ROCm 5.0) loads versions 4");
+  EXPECT_EQ(no_fit_error(old_rocr, selection).kind(), ErrorKind::UnsupportedVersion);
+  // A device from a spec has no release to blame: nothing fits, as before.
+  Device spec = *device_from_spec("gfx90a", {.code_object_versions = std::vector<unsigned>{4}});
+  EXPECT_EQ(no_fit_error(spec, select_entry(spec, entries.get())).kind(), ErrorKind::NotFound);
+}
+
+TEST(Select, GenericObjectsAreRefusedWhereTheRuntimeLoadsNone) {
+  Entries entries;
+  entries.code("gfx9-generic", kGfx9Generic | kXnackAny | generic_version(1));
+  Device device_of_rocm_6_2 = *device_from_spec("gfx906:xnack-");
+  device_of_rocm_6_2.loads_generic = false;
+  device_of_rocm_6_2.runtime_release = "ROCr 1.14.60200 (ROCm 6.2)";
+  Selection selection = select_entry(device_of_rocm_6_2, entries.get());
+  EXPECT_FALSE(selection.selected);
+  EXPECT_EQ(selection.candidates[0].reason,
+            "generic target gfx9-generic: ROCr 1.14.60200 (ROCm 6.2) does not load generic code objects");
+  device_of_rocm_6_2.loads_generic = true;
+  EXPECT_EQ(select_entry(device_of_rocm_6_2, entries.get()).selected, 0u);
+}
+
 TEST(Select, UnrelatedProcessorsAreRejectedOnTheirIdWithoutReadingTheElf) {
   Entries entries;
   const std::vector<std::byte> not_elf{std::byte{'B'}, std::byte{'C'}, std::byte{0xc0}, std::byte{0xde}};

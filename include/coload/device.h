@@ -26,6 +26,12 @@ struct Device {
   std::uint8_t wave_sizes = 0;  ///< WaveSize mask
   /// Code object versions the runtime loads, ascending.
   std::vector<unsigned> code_object_versions{4, 5, 6};
+  /// Whether the runtime loads generic code objects (ROCr from ROCm 6.4,
+  /// HIP from 6.4: docs/loading.md, "Releases").
+  bool loads_generic = true;
+  /// The runtime release these limits come from, as refusals name it
+  /// ("ROCr 1.14.60200 (ROCm 6.2)"); empty for a device from a spec.
+  std::string runtime_release;
   /// HSA_AMD_AGENT_INFO_ASIC_REVISION where known.
   std::optional<std::uint32_t> asic_revision;
   /// Opt-in same-ISA equivalence (docs/selection.md) for this device.
@@ -33,6 +39,8 @@ struct Device {
 
   std::string str() const { return target.str(); }
   bool accepts_code_object_version(unsigned version) const;
+  /// runtime_release, or "the runtime" without one.
+  std::string runtime_name() const { return runtime_release.empty() ? "the runtime" : runtime_release; }
 };
 
 /// Overrides for a spec string; unset fields come from the processor table.

@@ -81,6 +81,9 @@ struct Candidate {
   /// device: such an entry is rejected on its ID alone.
   std::optional<CodeObjectTarget> code_object;
   bool needs_jit = false;  ///< SPIR-V: fits only through a JIT compiler
+  /// Rejected only because the device's runtime release does not load it
+  /// (its code object version, or generic code before that runtime knows it).
+  bool runtime_limit = false;
 };
 
 /// The outcome for one device and one bundle: every entry, in entry order.

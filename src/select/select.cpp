@@ -71,6 +71,7 @@ void reset(Candidate& candidate, std::size_t index, std::string_view id) {
   candidate.reason.clear();
   candidate.code_object.reset();
   candidate.needs_jit = false;
+  candidate.runtime_limit = false;
 }
 
 // What an entry is, before it is compared with the device: its code object's
@@ -139,6 +140,7 @@ void place(const Device& device, const SelectOptions& options, Candidate& candid
   if (!candidate.code_object) return;
   detail::TargetJudgement judgement = detail::judge_target(*candidate.code_object, device, options);
   candidate.reason = std::move(judgement.reason) + id_note;
+  candidate.runtime_limit = judgement.runtime_limit;
   if (!judgement.tier) return;
   candidate.tier = judgement.tier;
   candidate.verdict = Verdict::Compatible;
@@ -359,6 +361,10 @@ Error no_fit_error(const Device& device, const Selection& selection) {
   if (nearest) {
     std::string what = nearest->code_object ? nearest->code_object->target.str() : nearest->id;
     message += "; nearest miss: " + what + " present; " + nearest->reason;
+  }
+  // Code there is for this GPU, but the runtime's release cannot load it.
+  if (nearest && nearest->runtime_limit && !device.runtime_release.empty()) {
+    return Error(ErrorKind::UnsupportedVersion, std::move(message));
   }
   return Error(ErrorKind::NotFound, std::move(message));
 }

@@ -155,10 +155,11 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
   if (auto ruled_out = rule_out_processor(*theirs, device, options)) return std::move(*ruled_out);
 
   if (!device.accepts_code_object_version(code.code_object_version)) {
+    judgement.runtime_limit = true;
     unsigned highest = device.code_object_versions.empty() ? 0 : device.code_object_versions.back();
     return reject(ErrorKind::UnsupportedVersion, "code_object_version", code.code_object_version, highest,
-                  "code object version " + std::to_string(code.code_object_version) + "; the runtime loads " +
-                      list_versions(device.code_object_versions));
+                  "code object version " + std::to_string(code.code_object_version) + "; " + device.runtime_name() +
+                      " loads " + list_versions(device.code_object_versions));
   }
   std::string mismatch = feature_mismatch(code.target, device.target);
   if (theirs == mine) {
@@ -166,6 +167,12 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
     return fit(Tier::Native, "native: " + feature_summary(code.target));
   }
   if (theirs->is_generic) {  // of the device's family (rule_out_processor)
+    if (!device.loads_generic) {
+      judgement.runtime_limit = true;
+      return reject(ErrorKind::UnsupportedVersion, "target", theirs->mach, 0,
+                    "generic target " + std::string(theirs->name) + ": " + device.runtime_name() +
+                        " does not load generic code objects");
+    }
     if (code.code_object_version < 6) {
       return reject(ErrorKind::UnsupportedVersion, "code_object_version", code.code_object_version, 6,
                     "a generic code object needs v6, this one is v" + std::to_string(code.code_object_version));

@@ -22,7 +22,8 @@ struct TargetJudgement {
   std::string field;  ///< "code_object_version", "generic_version" or "target"
   std::uint64_t value = 0;
   std::uint64_t limit = 0;
-  std::string reason;  ///< what fits or what does not, without the code object's name
+  std::string reason;          ///< what fits or what does not, without the code object's name
+  bool runtime_limit = false;  ///< refused by the runtime's release alone (Candidate::runtime_limit)
 };
 
 TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device, const SelectOptions& options);

@@ -99,7 +99,8 @@ class Validator {
     if (device_.accepts_code_object_version(version)) return;
     unsigned highest = device_.code_object_versions.empty() ? 0 : device_.code_object_versions.back();
     add(ErrorKind::UnsupportedVersion, "", "code_object_version", version, highest,
-        "code_object_version " + std::to_string(version) + " is not loaded by the runtime of " + device_.str() +
+        "code_object_version " + std::to_string(version) + " is not loaded by " +
+            (device_.runtime_release.empty() ? "the runtime of " : device_.runtime_release + " on ") + device_.str() +
             " (it loads versions " + list(device_.code_object_versions) + ")");
   }
 
