@@ -32,6 +32,7 @@
 #include "coload/runtime.h"
 #include "common/bytes.h"
 #include "load/loaded_module.h"
+#include "load/process_exit.h"
 
 // HIP 6's device-property struct, only ever handled through a pointer. Named
 // as HIP names it, so that a call through the pointer has the type of the
@@ -153,6 +154,7 @@ Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path
       !ok) {
     return std::move(ok).error();
   }
+  detail::watch_process_exit();  // hipRuntimeGetVersion has initialised HIP
   return std::shared_ptr<const HipLibrary>(std::move(library));
 }
 
@@ -258,7 +260,8 @@ class ModuleHandle {
   ModuleHandle& operator=(ModuleHandle&&) = delete;
   ~ModuleHandle() {
     // Nothing to report a failure to; HIP fails here only for a bad handle.
-    if (module_) static_cast<void>(api_->module_unload(module_));
+    // At exit HIP may already be torn down: the exiting process releases it.
+    if (module_ && !detail::process_exiting()) static_cast<void>(api_->module_unload(module_));
   }
   hipModule_t get() const { return module_; }
 

@@ -14,6 +14,7 @@
 #include <cstdlib>
 
 #include "common/bytes.h"
+#include "load/process_exit.h"
 
 namespace coload::hsa {
 namespace {
@@ -68,7 +69,8 @@ HsaLibrary::HsaLibrary(void* handle, std::string name) : handle_(handle), file_(
 }
 
 HsaLibrary::~HsaLibrary() {
-  if (initialized_) api_.hsa_shut_down();
+  // At exit ROCr may already be torn down: the exiting process releases it.
+  if (initialized_ && !detail::process_exiting()) api_.hsa_shut_down();
   // No dlclose: unmapping ROCr runs its static destructors after
   // Runtime::Unload has torn its state down, which corrupts the heap
   // (ROCm/AMDMIGraphX#4792, ROCm/clr#272); the library stays until exit.
@@ -78,6 +80,7 @@ Expected<void> HsaLibrary::init() {
   hsa_status_t status = api_.hsa_init();
   if (status == HSA_STATUS_SUCCESS) {
     initialized_ = true;
+    detail::watch_process_exit();
     return {};
   }
   auto [name, description] = status_text(status);

@@ -11,6 +11,7 @@
 #include "coload/runtime.h"
 #include "load/hsa_library.h"
 #include "load/loaded_module.h"
+#include "load/process_exit.h"
 
 namespace coload {
 namespace {
@@ -27,7 +28,7 @@ class Reader {
   Reader(Reader&& other) noexcept : library_(std::move(other.library_)), handle_(other.handle_) {}
   Reader& operator=(Reader&&) = delete;
   ~Reader() {
-    if (library_) library_->api().hsa_code_object_reader_destroy(handle_);
+    if (library_ && !detail::process_exiting()) library_->api().hsa_code_object_reader_destroy(handle_);
   }
   hsa_code_object_reader_t get() const { return handle_; }
 
@@ -44,7 +45,7 @@ class Executable {
   Executable(Executable&& other) noexcept : library_(std::move(other.library_)), handle_(other.handle_) {}
   Executable& operator=(Executable&&) = delete;
   ~Executable() {
-    if (library_) library_->api().hsa_executable_destroy(handle_);
+    if (library_ && !detail::process_exiting()) library_->api().hsa_executable_destroy(handle_);
   }
   hsa_executable_t get() const { return handle_; }
 
