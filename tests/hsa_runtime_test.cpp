@@ -552,10 +552,11 @@ TEST(HsaRuntime, IsaNames) {
   EXPECT_EQ(bare->sramecc, FeatureState::Unsupported);
   EXPECT_EQ(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx90a:xnack+")->sramecc, FeatureState::Unsupported);
   EXPECT_EQ(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx90c")->xnack, FeatureState::Unsupported);
-  // Always-on xnack written out (ROCr PR #7300's any/any registry) is the bare processor; off is not.
+  // Always-on xnack written out is kept (that ROCr also names xnack-on objects so); off is refused.
   auto gfx1250 = hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx1250:xnack+");
   ASSERT_TRUE(Succeeds(gfx1250));
-  EXPECT_EQ(*gfx1250, target("gfx1250"));
+  EXPECT_EQ(gfx1250->processor, target("gfx1250").processor);
+  EXPECT_EQ(gfx1250->xnack, FeatureState::On);
   EXPECT_TRUE(FailsWith(hsa::parse_isa_name("amdgcn-amd-amdhsa--gfx1250:xnack-"), ErrorKind::Malformed));
 }
 

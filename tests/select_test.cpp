@@ -167,6 +167,30 @@ TEST(Select, GenericObjectsAreRefusedWhereTheRuntimeLoadsNone) {
   EXPECT_EQ(select_entry(device_of_rocm_6_2, entries.get()).selected, 0u);
 }
 
+// ROCr names an xnack-on gfx1250 object gfx1250:xnack+ and refuses it while
+// its ISA table lacks that name (ROCm/rocm-systems#11737).
+TEST(Select, AlwaysOnXnackWrittenOutLoadsOnlyWhereTheRuntimeNamesTheDeviceSo) {
+  Entries entries;
+  entries.code("gfx1250", kGfx1250 | kXnackOn);
+  Device bare = *device_from_spec("gfx1250");
+  bare.runtime_release = "ROCr 1.18.70000 (ROCm 7.0)";
+  Selection refused = select_entry(bare, entries.get());
+  EXPECT_FALSE(refused.selected);
+  EXPECT_EQ(refused.candidates[0].code_object->target.str(), "gfx1250:xnack+");
+  EXPECT_EQ(refused.candidates[0].reason,
+            "e_flags say xnack on, so ROCr 1.18.70000 (ROCm 7.0) names this object gfx1250:xnack+, an ISA it does not "
+            "list for gfx1250, and refuses it (ROCm/rocm-systems#11737); entry ID says gfx1250, ELF header says "
+            "gfx1250:xnack+, judged by the ELF header");
+  EXPECT_EQ(no_fit_error(bare, refused).kind(), ErrorKind::UnsupportedVersion);
+  Selection named = select_entry(*device_from_spec("gfx1250:xnack+"), entries.get());
+  ASSERT_EQ(named.selected, 0u);
+  EXPECT_EQ(named.chosen()->tier, Tier::Native);
+  // What clang-22 writes (xnack any) is the bare processor and loads anywhere.
+  Entries any;
+  any.code("gfx1250", kGfx1250 | kXnackAny);
+  EXPECT_EQ(select_entry(bare, any.get()).selected, 0u);
+}
+
 TEST(Select, UnrelatedProcessorsAreRejectedOnTheirIdWithoutReadingTheElf) {
   Entries entries;
   const std::vector<std::byte> not_elf{std::byte{'B'}, std::byte{'C'}, std::byte{0xc0}, std::byte{0xde}};
@@ -226,7 +250,7 @@ TEST(Select, HotswapOnlyWhenNothingNativeOrGenericFits) {
   SelectOptions options{.hotswap = true};
   ASSERT_TRUE(Succeeds(options.hotswap_allowlist.add("gfx1250", "gfx942")));
   Entries both;
-  both.code("gfx1250", kGfx1250 | kXnackOn).code("gfx942", kGfx942 | kXnackAny | kSrameccAny);
+  both.code("gfx1250", kGfx1250 | kXnackAny).code("gfx942", kGfx942 | kXnackAny | kSrameccAny);
   Selection native = select_entry(device("gfx942"), both.get(), options);
   EXPECT_EQ(native.selected, 1u);  // the CLR forwarding bug (docs/selection.md): the allowlisted source must not win
   EXPECT_EQ(native.candidates[0].tier, Tier::Hotswap);
@@ -234,7 +258,7 @@ TEST(Select, HotswapOnlyWhenNothingNativeOrGenericFits) {
   EXPECT_NE(native.candidates[0].reason.find("not used: a native entry fits"), std::string::npos);
 
   Entries source_only;
-  source_only.code("gfx1250", kGfx1250 | kXnackOn);
+  source_only.code("gfx1250", kGfx1250 | kXnackOn);  // always-on xnack written out changes nothing here
   Selection hotswap = select_entry(device("gfx942"), source_only.get(), options);
   ASSERT_TRUE(hotswap.selected);
   EXPECT_EQ(hotswap.chosen()->tier, Tier::Hotswap);
@@ -242,7 +266,9 @@ TEST(Select, HotswapOnlyWhenNothingNativeOrGenericFits) {
   options.hotswap = false;
   Selection disabled = select_entry(device("gfx942"), source_only.get(), options);
   EXPECT_FALSE(disabled.selected);
-  EXPECT_EQ(disabled.candidates[0].reason, "allowlisted hotswap source, but hotswap is off");
+  EXPECT_EQ(disabled.candidates[0].reason,
+            "allowlisted hotswap source, but hotswap is off; entry ID says gfx1250, ELF header says gfx1250:xnack+, "
+            "judged by the ELF header");
   // Not allowlisted in this direction.
   options.hotswap = true;
   Entries reverse;

@@ -90,7 +90,7 @@ TEST(TargetId, FeatureRuleOfRocrComgrAndClr) {
   TargetId on = gfx1250;
   on.xnack = FeatureState::On;
   EXPECT_EQ(feature_mismatch(on, gfx1250), "");
-  EXPECT_EQ(on.str(), "gfx1250");
+  EXPECT_EQ(on.str(), "gfx1250:xnack+");  // as ROCr names such an object
   EXPECT_EQ(off.str(), "gfx1250:xnack-");
 }
 
@@ -195,7 +195,7 @@ TEST(CodeObjectTarget, DecodesV4FlagsAndVersions) {
   // Newer processors than LLVM 22 are named from coload's table.
   auto gfx1250 = read(0x49 | kXnackOn, kAbiV6);
   ASSERT_TRUE(Succeeds(gfx1250));
-  EXPECT_EQ(gfx1250->target.str(), "gfx1250");
+  EXPECT_EQ(gfx1250->target.str(), "gfx1250:xnack+");  // e_flags xnack on, as ROCr names it
   // ROCm LLVM's gfx1250 objects say sramecc any (0x549): the same as unsupported there.
   auto rocm_gfx1250 = read(0x549, kAbiV6);
   ASSERT_TRUE(Succeeds(rocm_gfx1250));
@@ -300,10 +300,13 @@ TEST(Device, SpecMayBeTheIsaNameARuntimePrints) {
   EXPECT_EQ(device_from_spec("amdgcn-amd-amdhsa--gfx1100")->str(), "gfx1100");
   EXPECT_TRUE(FailsWith(device_from_spec("amdgcn-amd-amdhsa--gfx9-generic"), ErrorKind::InvalidArgument));
   EXPECT_TRUE(FailsWith(device_from_spec("amdgcn-amd-amdhsa-gfx90a"), ErrorKind::NotFound));
-  // gfx1250's xnack is always on: saying so changes nothing; saying off is an error.
+  // gfx1250's xnack is always on: a runtime that says so names xnack-on
+  // objects as it names the device (kept as On); saying off is an error.
   auto gfx1250 = device_from_spec("gfx1250:xnack+");
   ASSERT_TRUE(Succeeds(gfx1250));
-  EXPECT_EQ(gfx1250->target, device_from_spec("gfx1250")->target);
+  EXPECT_EQ(gfx1250->target.xnack, FeatureState::On);
+  EXPECT_EQ(gfx1250->str(), "gfx1250:xnack+");
+  EXPECT_EQ(device_from_spec("gfx1250")->target.xnack, FeatureState::Unsupported);
   EXPECT_TRUE(FailsWith(device_from_spec("gfx1250:xnack-"), ErrorKind::Malformed));
 }
 

@@ -161,7 +161,22 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
                   "code object version " + std::to_string(code.code_object_version) + "; " + device.runtime_name() +
                       " loads " + list_versions(device.code_object_versions));
   }
-  std::string mismatch = feature_mismatch(code.target, device.target);
+  // ROCr names an xnack-on object of an always-on processor "gfx1250:xnack+"
+  // and refuses it unless it names the device so too (docs/selection.md,
+  // "Always-on xnack").
+  if (mine->xnack == XnackSupport::AlwaysOn && code.target.xnack == FeatureState::On &&
+      device.target.xnack != FeatureState::On) {
+    judgement.runtime_limit = true;
+    return reject(ErrorKind::UnsupportedVersion, "target", theirs->mach, mine->mach,
+                  "e_flags say xnack on, so " + device.runtime_name() + " names this object " + code.target.str() +
+                      ", an ISA it does not list for " + device.str() + ", and refuses it (ROCm/rocm-systems#11737)");
+  }
+  // Past that, always-on xnack written out means what the bare name means.
+  TargetId compared = code.target;
+  if (theirs->xnack == XnackSupport::AlwaysOn && compared.xnack == FeatureState::On) {
+    compared.xnack = FeatureState::Unsupported;
+  }
+  std::string mismatch = feature_mismatch(compared, device.target);
   if (theirs == mine) {
     if (!mismatch.empty()) return target_mismatch(mismatch);
     return fit(Tier::Native, "native: " + feature_summary(code.target));

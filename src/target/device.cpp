@@ -40,14 +40,16 @@ namespace {
 constexpr std::string_view kIsaPrefix = "amdgcn-amd-amdhsa--";
 
 // A device's target ID as a runtime or a user writes it: the ISA-name prefix
-// (rocminfo, hsa_isa_get_info) is dropped, and so is `xnack+` on a processor
-// whose xnack is always on (gfx1250 under ROCr PR #7300's any/any registry):
-// it says what the bare name already means.
+// (rocminfo, hsa_isa_get_info) is dropped. `xnack+` on a processor whose
+// xnack is always on (which clang's target IDs cannot write) is kept as On:
+// a runtime that names the device so also knows objects named so
+// (docs/selection.md, "Always-on xnack").
 Expected<TargetId> parse_device_target(std::string_view text) {
   std::string_view id = text.starts_with(kIsaPrefix) ? text.substr(kIsaPrefix.size()) : text;
   std::string_view name = id.substr(0, id.find(':'));
   const Processor* processor = find_processor(name);
   std::string without_xnack;
+  bool xnack_named = false;
   if (processor && processor->xnack == XnackSupport::AlwaysOn) {
     without_xnack = name;
     std::string_view rest = id.substr(name.size());
@@ -55,12 +57,14 @@ Expected<TargetId> parse_device_target(std::string_view text) {
       std::size_t next = rest.find(':', 1);
       std::string_view token = rest.substr(0, next);
       if (token != ":xnack+") without_xnack += token;
+      xnack_named = xnack_named || token == ":xnack+";
       rest.remove_prefix(token.size());
     }
     id = without_xnack;
   }
   auto target = TargetId::parse(id);
   if (!target) return std::move(target).error();
+  if (xnack_named) target->xnack = FeatureState::On;
   if (target->processor->is_generic) {
     return Error(ErrorKind::InvalidArgument, "target ID '" + std::string(id) + "' names the generic target " +
                                                  std::string(target->processor_name()) +

@@ -209,9 +209,10 @@ Expected<CodeObjectTarget> read_code_object_target(std::span<const std::byte> el
   if (processor->xnack == XnackSupport::None && result.target.xnack == FeatureState::Any) {
     result.target.xnack = FeatureState::Unsupported;
   }
-  // Always-on xnack is the bare processor whether e_flags say unsupported, any
-  // or on (docs/selection.md, "Always-on xnack"); only an explicit off differs.
-  if (processor->xnack == XnackSupport::AlwaysOn && result.target.xnack != FeatureState::Off) {
+  // Always-on xnack: unsupported or any is the bare processor; on is kept,
+  // since ROCr names such an object gfx1250:xnack+ and refuses it unless its
+  // table has that name (docs/selection.md, "Always-on xnack").
+  if (processor->xnack == XnackSupport::AlwaysOn && result.target.xnack == FeatureState::Any) {
     result.target.xnack = FeatureState::Unsupported;
   }
   if (abi >= E::ELFABIVERSION_AMDGPU_HSA_V6) {

@@ -120,11 +120,6 @@ std::string TargetId::str() const {
   for (Feature feature : kFeatures) {
     FeatureState state = state_of(*this, feature);
     if (state != FeatureState::On && state != FeatureState::Off) continue;
-    // Always-on xnack is implied by the bare processor name.
-    if (feature == Feature::Xnack && state == FeatureState::On && processor &&
-        processor->xnack == XnackSupport::AlwaysOn) {
-      continue;
-    }
     text += ':';
     text += feature_name(feature);
     text += state == FeatureState::On ? '+' : '-';
