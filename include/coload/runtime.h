@@ -93,6 +93,9 @@ class Runtime {
   /// Io (HSA) or LimitExceeded (HIP out of memory) for resource failures.
   virtual Expected<std::unique_ptr<LoadedModule>> load(std::size_t device, const Image& image,
                                                        const CodeObject& code_object) = 0;
+  /// What the runtime left out when it opened (a GPU it cannot describe),
+  /// one message each; a Registry logs each at LogLevel::Warn. Default: none.
+  virtual std::span<const std::string> warnings() const { return {}; }
 };
 
 struct HsaOptions {
@@ -107,12 +110,17 @@ struct HsaOptions {
 /// `options.library` (dlopen RTLD_NOLOAD), else that name opened; hsa_init;
 /// then the devices: every GPU agent as a Device (its first processor ISA
 /// name → target ID, a mode the name leaves out being one the device lacks;
-/// LDS from the group memory pool; wave size), a GPU whose processor coload
-/// does not know left out, as CLR leaves it out (device numbers count the
-/// GPUs kept); or, with `options.agents`, exactly those agents in that
-/// order. Errors: Io when the library cannot be loaded; NotFound with
-/// hsa_init's status when there is no GPU (no /dev/kfd), when no agent is a
-/// GPU, or when no GPU's processor is known, never a crash; InvalidArgument
+/// LDS from the group memory pool; wave size; the code object versions of
+/// the ROCr release and generic code where the agent lists its family's
+/// generic ISA: docs/loading.md, "HSA releases"), a GPU coload cannot
+/// describe (an unknown processor, a wave size it lacks) left out, as CLR
+/// leaves it out, and named in warnings() (device numbers count the GPUs
+/// kept); or, with `options.agents`, exactly those agents in that order.
+/// load() fails with UnsupportedVersion naming the release when the release
+/// refuses the object's version or ISA name. Errors: Io when the library
+/// cannot be loaded; NotFound with hsa_init's status when there is no GPU
+/// (no /dev/kfd), when no agent is a GPU, or when no GPU can be described,
+/// never a crash; InvalidArgument
 /// naming the index and handle for a listed agent that is not one of this
 /// ROCr's GPU agents, repeats an earlier one, or cannot be described (an
 /// unknown processor, a wave size it lacks), and for an empty list.

@@ -1,7 +1,8 @@
 // load/hsa_agents.cpp: the HSA backend's devices: which agents are GPUs
 // coload can describe (every one ROCr lists, or exactly the caller's), each
-// agent's ISA name parsed into a target, its LDS and wave size, and the code
-// object versions its ROCr loads. docs/loading.md has the rules.
+// agent's ISA names parsed into a target and whether it loads generic code,
+// its LDS and wave size, and the ROCr release with the code object versions
+// it loads. docs/loading.md has the rules ("HSA releases").
 #include <bit>
 #include <charconv>
 #include <optional>
@@ -34,20 +35,73 @@ Expected<TargetId> parse_isa_name(std::string_view isa_name) {
   return target;
 }
 
-std::vector<unsigned> code_object_versions_for_library(std::string_view library_file) {
+namespace {
+
+/// Up to three dot-separated numbers at the start of `text` ("1.14.60200",
+/// "1.5.0-local-build-unknown"); how many were read.
+std::size_t leading_numbers(std::string_view text, unsigned (&numbers)[3]) {
+  std::size_t count = 0;
+  const char* at = text.data();
+  const char* end = text.data() + text.size();
+  while (count < 3) {
+    auto [next, status] = std::from_chars(at, end, numbers[count]);
+    if (status != std::errc()) break;
+    ++count;
+    if (next == end || *next != '.') break;
+    at = next + 1;
+  }
+  return count;
+}
+
+/// "6.2", "6.2.2" from MMmmpp.
+std::string rocm_text(unsigned rocm) {
+  std::string text = std::to_string(rocm / 10000) + "." + std::to_string(rocm / 100 % 100);
+  if (rocm % 100) text += "." + std::to_string(rocm % 100);
+  return text;
+}
+
+}  // namespace
+
+RocrRelease rocr_release(std::string_view library_file, std::string_view build_version) {
+  RocrRelease release;
+  unsigned file[3] = {}, build[3] = {};
   std::string_view name = library_file.substr(library_file.rfind('/') + 1);
   std::size_t so = name.find(".so.");
-  if (so != std::string_view::npos) {
-    std::string_view version = name.substr(so + 4);  // "1.5.0"
-    unsigned major = 0, minor = 0;
-    auto [dot, status] = std::from_chars(version.data(), version.data() + version.size(), major);
-    if (status == std::errc() && dot != version.data() + version.size() && *dot == '.') {
-      auto [end, minor_status] = std::from_chars(dot + 1, version.data() + version.size(), minor);
-      (void)end;
-      if (minor_status == std::errc() && (major > 1 || (major == 1 && minor >= 14))) return {4, 5, 6};
-    }
+  std::string_view file_version = so == std::string_view::npos ? std::string_view() : name.substr(so + 4);
+  std::size_t file_count = leading_numbers(file_version, file);
+  std::size_t build_count = leading_numbers(build_version, build);
+  // The runtime's answer first: a renamed or copied file may say anything.
+  if (build_count >= 2) {
+    release.major = build[0], release.minor = build[1];
+  } else if (file_count >= 2) {
+    release.major = file[0], release.minor = file[1];
   }
-  return {4, 5};
+  const bool file_agrees = file_count >= 2 && file[0] == release.major && file[1] == release.minor;
+  // ROCm's builds set the patch to ROCM_PATCH_VERSION (60200); a source or
+  // distribution build keeps 0.
+  if (file_agrees && file_count == 3 && file[2] >= 10000) release.rocm = file[2];
+
+  if (release.major == 0 && release.minor == 0) {
+    release.name = "ROCr of unknown release";
+  } else {
+    release.name =
+        "ROCr " + (file_agrees ? std::string(file_version.substr(0, file_version.find_first_not_of("0123456789.")))
+                               : std::to_string(release.major) + "." + std::to_string(release.minor));
+    if (release.rocm) release.name += " (ROCm " + rocm_text(release.rocm) + ")";
+  }
+
+  if (release.rocm) {
+    release.code_object_versions = release.rocm < 50200   ? std::vector<unsigned>{4}
+                                   : release.rocm < 60200 ? std::vector<unsigned>{4, 5}
+                                                          : std::vector<unsigned>{4, 5, 6};
+  } else if (release.major > 1 || release.minor >= 14) {
+    release.code_object_versions = {4, 5, 6};
+  } else if (release.minor > 5) {
+    release.code_object_versions = {4, 5};
+  } else {
+    release.code_object_versions = {4};  // 1.5 of an unknown ROCm (5.0 and 5.1 refuse v5), or nothing known
+  }
+  return release;
 }
 
 namespace {
@@ -71,10 +125,17 @@ Expected<std::string> isa_name(const HsaLibrary& library, hsa_isa_t isa) {
   return name;
 }
 
+/// What an agent's ISA list says: its native target, and whether it lists
+/// its family's generic ISA (ROCr 1.15 and later do: docs/loading.md).
+struct AgentIsa {
+  TargetId target;
+  bool lists_generic = false;
+};
+
 /// The agent's native ISA: the first processor (not generic) ISA that
 /// hsa_agent_iterate_isas reports. ROCr lists the native one first and its
 /// generic after it; every one is read, in case a runtime orders them otherwise.
-Expected<TargetId> agent_target(const HsaLibrary& library, hsa_agent_t agent) {
+Expected<AgentIsa> agent_isa(const HsaLibrary& library, hsa_agent_t agent) {
   std::vector<hsa_isa_t> isas;
   auto iterated =
       COLOAD_HSA_CALL(library, hsa_agent_iterate_isas, agent, &collect<hsa_isa_t>, static_cast<void*>(&isas));
@@ -82,18 +143,27 @@ Expected<TargetId> agent_target(const HsaLibrary& library, hsa_agent_t agent) {
   if (isas.empty()) return Error(ErrorKind::NotFound, "hsa_agent_iterate_isas reported no ISA");
   // A generic ISA is not the device, whatever its place in the list: what
   // decides is the first processor ISA's error (NotFound for an unknown one).
+  std::optional<TargetId> native;
   std::optional<Error> first_error, generic_error;
+  std::vector<const Processor*> generics;
   for (hsa_isa_t isa : isas) {
     auto name = isa_name(library, isa);
     if (!name) return std::move(name).error();
-    auto target = parse_isa_name(*name);
-    if (target) return target;
     std::string_view id = std::string_view(*name).substr(std::min(name->size(), kIsaPrefix.size()));
     const Processor* named = find_processor(id.substr(0, id.find(':')));
+    if (named && named->is_generic) generics.push_back(named);
+    auto target = parse_isa_name(*name);
+    if (target && !native) native = *target;
+    if (target) continue;
     std::optional<Error>& slot = named && named->is_generic ? generic_error : first_error;
     if (!slot) slot = std::move(target).error();
   }
-  return std::move(first_error ? *first_error : *generic_error);
+  if (!native) return std::move(first_error ? *first_error : *generic_error);
+  AgentIsa found{*native};
+  for (const Processor* generic : generics) {
+    found.lists_generic = found.lists_generic || generic->name == native->processor->generic_family;
+  }
+  return found;
 }
 
 /// The GROUP segment pool's size (what clr reports as shared memory per
@@ -119,10 +189,10 @@ Expected<std::uint64_t> agent_lds(const HsaLibrary& library, hsa_agent_t agent) 
   return std::uint64_t{0};
 }
 
-Expected<Device> describe_agent(const HsaLibrary& library, hsa_agent_t agent, const TargetId& target,
-                                const std::vector<unsigned>& code_object_versions) {
+Expected<Device> describe_agent(const HsaLibrary& library, hsa_agent_t agent, const AgentIsa& isa,
+                                const RocrRelease& release) {
   Device device;
-  device.target = target;
+  device.target = isa.target;
   const Processor& processor = *device.target.processor;
 
   auto wave = agent_info<std::uint32_t>(library, agent, HSA_AGENT_INFO_WAVEFRONT_SIZE, "WAVEFRONT_SIZE");
@@ -149,7 +219,9 @@ Expected<Device> describe_agent(const HsaLibrary& library, hsa_agent_t agent, co
   if (library.api().hsa_agent_get_info(agent, asic_revision, &revision) == HSA_STATUS_SUCCESS) {
     device.asic_revision = revision;
   }
-  device.code_object_versions = code_object_versions;
+  device.code_object_versions = release.code_object_versions;
+  device.loads_generic = isa.lists_generic;
+  device.runtime_release = release.name;
   return device;
 }
 
@@ -175,34 +247,35 @@ Expected<std::vector<GpuAgent>> gpu_agents(const HsaLibrary& library, std::size_
   return gpus;
 }
 
-/// Every GPU coload can describe; the others left out.
-Expected<AgentDevices> every_gpu(const HsaLibrary& library, const std::vector<unsigned>& versions) {
+/// Every GPU coload can describe; the others left out, each named in a warning.
+Expected<AgentDevices> every_gpu(const HsaLibrary& library, const RocrRelease& release) {
   std::size_t agent_count = 0;
   auto gpus = gpu_agents(library, &agent_count);
   if (!gpus) return std::move(gpus).error();
   AgentDevices found;
-  std::size_t skipped = 0;
   std::optional<Error> first_skipped;
   for (std::size_t i = 0; i < gpus->size(); ++i) {
     const hsa_agent_t agent = (*gpus)[i].agent;
     const std::string where = "HSA agent " + std::to_string((*gpus)[i].index) + " (GPU " + std::to_string(i) + ")";
-    auto target = agent_target(library, agent);
-    if (!target && target.error().kind() == ErrorKind::NotFound) {
-      // A GPU of a processor coload does not know is left out, as CLR leaves
-      // out GPUs missing from its table; the others stay usable.
-      if (!first_skipped) first_skipped = std::move(target).error().with_context(where);
-      ++skipped;
+    auto isa = agent_isa(library, agent);
+    Expected<Device> device = isa ? describe_agent(library, agent, *isa, release) : std::move(isa).error();
+    // A query that fails is the runtime's failure, for every GPU alike.
+    if (!device && device.error().kind() == ErrorKind::Io) return std::move(device).error().with_context(where);
+    if (!device) {
+      // A GPU coload cannot reconcile (a processor it does not know, as CLR
+      // leaves out GPUs missing from its table; an ISA name or wave size it
+      // cannot square with its table) is left out; the others stay usable.
+      Error skipped = std::move(device).error().with_context(where);
+      found.warnings.push_back(skipped.message() + "; this GPU is left out");
+      if (!first_skipped) first_skipped = std::move(skipped);
       continue;
     }
-    if (!target) return std::move(target).error().with_context(where);
-    auto device = describe_agent(library, agent, *target, versions);
-    if (!device) return std::move(device).error().with_context(where);
     found.agents.push_back(agent);
     found.devices.push_back(std::move(*device));
   }
   if (found.devices.empty() && first_skipped) {
-    return std::move(*first_skipped)
-        .with_context("no GPU agent coload can describe (" + std::to_string(skipped) + " left out)");
+    return Error(ErrorKind::NotFound, first_skipped->message())
+        .with_context("no GPU agent coload can describe (" + std::to_string(found.warnings.size()) + " left out)");
   }
   if (found.devices.empty()) {  // as HIP's hipErrorNoDevice: a caller falls back to another runtime
     return Error(ErrorKind::NotFound, "no AMD GPU: hsa_iterate_agents reported " + std::to_string(agent_count) +
@@ -213,7 +286,7 @@ Expected<AgentDevices> every_gpu(const HsaLibrary& library, const std::vector<un
 
 /// Exactly the caller's agents, in the caller's order: none is left out.
 Expected<AgentDevices> named_gpus(const HsaLibrary& library, std::span<const std::uint64_t> requested,
-                                  const std::vector<unsigned>& versions) {
+                                  const RocrRelease& release) {
   if (requested.empty()) return Error(ErrorKind::InvalidArgument, "the list of HSA agents is empty");
   std::size_t agent_count = 0;
   auto gpus = gpu_agents(library, &agent_count);
@@ -235,10 +308,10 @@ Expected<AgentDevices> named_gpus(const HsaLibrary& library, std::span<const std
     }
     // A named device the backend cannot describe is the caller's problem to
     // hear about, never one silently left out; a failing query stays Io.
-    auto target = agent_target(library, *agent);
-    if (!target && target.error().kind() != ErrorKind::Io) return refuse(target.error().message());
-    if (!target) return std::move(target).error().with_context(where);
-    auto device = describe_agent(library, *agent, *target, versions);
+    auto isa = agent_isa(library, *agent);
+    if (!isa && isa.error().kind() != ErrorKind::Io) return refuse(isa.error().message());
+    if (!isa) return std::move(isa).error().with_context(where);
+    auto device = describe_agent(library, *agent, *isa, release);
     if (!device && device.error().kind() != ErrorKind::Io) return refuse(device.error().message());
     if (!device) return std::move(device).error().with_context(where);
     found.agents.push_back(*agent);
@@ -251,9 +324,15 @@ Expected<AgentDevices> named_gpus(const HsaLibrary& library, std::span<const std
 
 Expected<AgentDevices> agent_devices(const HsaLibrary& library,
                                      const std::optional<std::vector<std::uint64_t>>& requested) {
-  const std::vector<unsigned> versions = code_object_versions_for_library(library.file());
-  if (requested) return named_gpus(library, *requested, versions);
-  return every_gpu(library, versions);
+  // Optional: a runtime without the attribute is read by its file name alone.
+  const char* build = nullptr;
+  if (library.api().hsa_system_get_info(HSA_AMD_SYSTEM_INFO_BUILD_VERSION, static_cast<void*>(&build)) !=
+      HSA_STATUS_SUCCESS) {
+    build = nullptr;
+  }
+  const RocrRelease release = rocr_release(library.file(), build ? std::string_view(build) : std::string_view());
+  if (requested) return named_gpus(library, *requested, release);
+  return every_gpu(library, release);
 }
 
 }  // namespace coload::hsa

@@ -30,6 +30,7 @@ namespace coload::hsa {
   X(hsa_init)                                  \
   X(hsa_shut_down)                             \
   X(hsa_status_string)                         \
+  X(hsa_system_get_info)                       \
   X(hsa_iterate_agents)                        \
   X(hsa_agent_get_info)                        \
   X(hsa_agent_iterate_isas)                    \
@@ -127,19 +128,25 @@ Expected<T> symbol_info(const HsaLibrary& library, hsa_executable_symbol_t symbo
   return value;
 }
 
-/// The runtime's devices: the agents and their descriptions, index for index.
+/// The runtime's devices: the agents and their descriptions, index for index,
+/// and one warning per GPU left out.
 struct AgentDevices {
   std::vector<hsa_agent_t> agents;
   std::vector<Device> devices;
+  std::vector<std::string> warnings;
 };
 
-/// The devices of `library` (after init): without `requested`, every GPU
-/// agent hsa_iterate_agents lists whose processor coload knows (the others
-/// left out, as CLR leaves them out); with it, exactly those agents, in that
-/// order. Errors: NotFound when no GPU is usable; InvalidArgument naming the
-/// index and handle for a requested agent that is not one of this ROCr's GPU
-/// agents, repeats an earlier one, or whose ISA coload cannot reconcile;
-/// InvalidArgument for an empty list; the HSA queries' errors.
+/// The devices of `library` (after init), each with the release's limits
+/// (rocr_release in hsa_runtime.h; generic code where the agent lists its
+/// family's generic ISA): without `requested`, every GPU agent
+/// hsa_iterate_agents lists that coload can describe, a GPU it cannot
+/// reconcile (an unknown processor, an ISA name it cannot parse, a wave size
+/// the processor lacks) left out and named in a warning; with it, exactly
+/// those agents, in that order. Errors: NotFound when no GPU is usable;
+/// InvalidArgument naming the index and handle for a requested agent that is
+/// not one of this ROCr's GPU agents, repeats an earlier one, or that coload
+/// cannot describe; InvalidArgument for an empty list; the HSA queries' errors
+/// (Io), which fail every GPU.
 Expected<AgentDevices> agent_devices(const HsaLibrary& library,
                                      const std::optional<std::vector<std::uint64_t>>& requested);
 

@@ -16,6 +16,13 @@
 namespace coload {
 namespace {
 
+/// "4, 5, 6".
+std::string join_versions(const std::vector<unsigned>& versions) {
+  std::string text;
+  for (unsigned version : versions) text += (text.empty() ? "" : ", ") + std::to_string(version);
+  return text;
+}
+
 using hsa::call;
 using hsa::HsaLibrary;
 using hsa::symbol_info;
@@ -111,11 +118,15 @@ class HsaModule final : public LoadedModule {
 
 class HsaRuntime final : public Runtime {
  public:
-  HsaRuntime(std::shared_ptr<const HsaLibrary> library, std::vector<hsa_agent_t> agents, std::vector<Device> devices)
-      : library_(std::move(library)), agents_(std::move(agents)), devices_(std::move(devices)) {}
+  HsaRuntime(std::shared_ptr<const HsaLibrary> library, hsa::AgentDevices found)
+      : library_(std::move(library)),
+        agents_(std::move(found.agents)),
+        devices_(std::move(found.devices)),
+        warnings_(std::move(found.warnings)) {}
 
   std::string_view name() const override { return "hsa"; }
   std::span<const Device> devices() const override { return devices_; }
+  std::span<const std::string> warnings() const override { return warnings_; }
 
   // Reads only what the constructor set; ROCr's calls are thread-safe.
   Expected<std::unique_ptr<LoadedModule>> load(std::size_t device, const Image& image,
@@ -124,7 +135,7 @@ class HsaRuntime final : public Runtime {
       return Error(ErrorKind::InvalidArgument, "HSA device " + std::to_string(device) + " does not exist (" +
                                                    std::to_string(devices_.size()) + " GPU agents)");
     }
-    auto module = load_on(agents_[device], image, code_object);
+    auto module = load_on(agents_[device], devices_[device], image, code_object);
     if (!module) {
       return std::move(module).error().with_context("HSA device " + std::to_string(device) + " (" +
                                                     devices_[device].str() + ")");
@@ -133,7 +144,7 @@ class HsaRuntime final : public Runtime {
   }
 
  private:
-  Expected<std::unique_ptr<LoadedModule>> load_on(hsa_agent_t agent, const Image& image,
+  Expected<std::unique_ptr<LoadedModule>> load_on(hsa_agent_t agent, const Device& device, const Image& image,
                                                   const CodeObject& code_object) const {
     const HsaLibrary& library = *library_;
     if (image.bytes.empty()) return Error(ErrorKind::InvalidArgument, "the code object image is empty");
@@ -151,16 +162,9 @@ class HsaRuntime final : public Runtime {
     Executable executable(library_, executable_handle);  // destroyed before `reader` on every path
 
     hsa_loaded_code_object_t loaded{};
-    auto loaded_status = COLOAD_HSA_CALL(library, hsa_executable_load_agent_code_object, executable.get(), agent,
-                                         reader.get(), nullptr, &loaded);
-    if (!loaded_status) {
-      Error error = std::move(loaded_status).error();
-      if (error.kind() == ErrorKind::InvalidArgument) {
-        error =
-            error.with_context("code object for " + code_object.target().target.str() + " does not run on this agent");
-      }
-      return error;
-    }
+    hsa_status_t status =
+        library.api().hsa_executable_load_agent_code_object(executable.get(), agent, reader.get(), nullptr, &loaded);
+    if (status != HSA_STATUS_SUCCESS) return load_error(status, device, code_object);
     auto frozen = COLOAD_HSA_CALL(library, hsa_executable_freeze, executable.get(), nullptr);
     if (!frozen) return std::move(frozen).error();
 
@@ -177,6 +181,30 @@ class HsaRuntime final : public Runtime {
     }
     return std::unique_ptr<LoadedModule>(new HsaModule(library_, image.owner, code_object, std::move(kernels), agent,
                                                        std::move(reader), std::move(executable)));
+  }
+
+  /// hsa_executable_load_agent_code_object's refusal. What the release
+  /// refuses is UnsupportedVersion naming it: an ISA name it does not know
+  /// (generic targets before ROCr 1.15), or a version it does not load
+  /// (INVALID_CODE_OBJECT is also ROCr's answer to a bad object, so only a
+  /// version outside the release's list is the release's fault).
+  Error load_error(hsa_status_t status, const Device& device, const CodeObject& code_object) const {
+    Error error = library_->error("hsa_executable_load_agent_code_object", status);
+    const CodeObjectTarget& target = code_object.target();
+    const std::string what = "code object for " + target.target.str();
+    if (status == HSA_STATUS_ERROR_INVALID_ISA_NAME) {
+      return Error(ErrorKind::UnsupportedVersion, error.message())
+          .with_context(what + ": " + device.runtime_name() + " does not know its ISA name");
+    }
+    if (status == HSA_STATUS_ERROR_INVALID_CODE_OBJECT &&
+        !device.accepts_code_object_version(target.code_object_version)) {
+      return Error(ErrorKind::UnsupportedVersion, error.message())
+          .with_context(what + ": " + device.runtime_name() + " does not load code object version " +
+                        std::to_string(target.code_object_version) + " (it loads " +
+                        join_versions(device.code_object_versions) + ")");
+    }
+    if (error.kind() == ErrorKind::InvalidArgument) return error.with_context(what + " does not run on this agent");
+    return error;
   }
 
   /// The registration probe: the metadata's `.symbol` must be an agent kernel
@@ -238,6 +266,7 @@ class HsaRuntime final : public Runtime {
   std::shared_ptr<const HsaLibrary> library_;
   std::vector<hsa_agent_t> agents_;
   std::vector<Device> devices_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace
@@ -250,8 +279,7 @@ Expected<std::unique_ptr<Runtime>> open_hsa_runtime(const HsaOptions& options) {
   if (auto initialized = library->init(); !initialized) return std::move(initialized).error();
   auto found = hsa::agent_devices(*library, options.agents);
   if (!found) return std::move(found).error();
-  return std::unique_ptr<Runtime>(
-      new HsaRuntime(std::move(library), std::move(found->agents), std::move(found->devices)));
+  return std::unique_ptr<Runtime>(new HsaRuntime(std::move(library), std::move(*found)));
 }
 
 }  // namespace coload

@@ -166,6 +166,9 @@ struct Registry::Impl {
     }
     select_options = config.select_options(*hotswap);
     if (runtime) {
+      for (const std::string& warning : runtime->warnings()) {
+        log(LogLevel::Warn, [&] { return std::string(runtime->name()) + ": " + warning; });
+      }
       for (const Device& device : runtime->devices()) {
         devices.push_back(device);
         config.apply(devices.back());
