@@ -227,6 +227,37 @@ TEST(HsaReleases, CodeNeedingANewerReleaseIsUnsupportedVersionNamingTheRelease) 
       << v6_on_52.message;
 }
 
+// A ROCr 1.5 whose file name does not give the ROCm release (Debian 12's
+// libhsa-runtime64.so.1.5.0 is ROCm 5.2.3): the agent's answer to
+// SVM_DIRECT_HOST_ACCESS tells 5.2 (v5 loads) from 5.0/5.1 (v4 only). The
+// library here is named 1.14.0, so its 1.5 build version wins and the name
+// adds no ROCm release.
+TEST(HsaReleases, ARocr15OfUnknownRocmIsSettledByTheAgentsAnswer) {
+  const ReleaseLibrary unnamed{"", COLOAD_TEST_HSA_LIBRARY, ""};
+  const auto v5_only = bundle({{"gfx906:xnack-", native_v5()}});
+  Release rocm52(unnamed);
+  rocm52.script(std::string("release 5.2; ") + kGfx906);
+  auto runtime = rocm52.open();
+  ASSERT_TRUE(Succeeds(runtime));
+  EXPECT_EQ((*runtime)->devices()[0].runtime_release, "ROCr 1.5 (ROCm 5.2)");
+  EXPECT_EQ((*runtime)->devices()[0].code_object_versions, (std::vector<unsigned>{4, 5}));
+  runtime->reset();
+  EXPECT_EQ(load_through_registry(rocm52, v5_only).chosen, "gfx906:xnack- v5");
+
+  Release rocm50(unnamed);
+  rocm50.script(std::string("release 5.0; ") + kGfx906);
+  auto old = rocm50.open();
+  ASSERT_TRUE(Succeeds(old));
+  EXPECT_EQ((*old)->devices()[0].runtime_release, "ROCr 1.5 (ROCm 5.0 or 5.1)");
+  EXPECT_EQ((*old)->devices()[0].code_object_versions, (std::vector<unsigned>{4}));
+  old->reset();
+  Outcome refused = load_through_registry(rocm50, v5_only);
+  EXPECT_EQ(refused.kind, ErrorKind::UnsupportedVersion);
+  EXPECT_NE(refused.message.find("code object version 5; ROCr 1.5 (ROCm 5.0 or 5.1) loads versions 4"),
+            std::string::npos)
+      << refused.message;
+}
+
 // What the runtime itself refuses because of its release, past the selector.
 TEST(HsaReleases, TheRuntimesRefusalsCausedByTheReleaseAreUnsupportedVersion) {
   Release rocm62(kReleases[2]);
@@ -266,7 +297,7 @@ TEST(HsaReleases, TheRuntimesBuildVersionOutranksTheFileName) {
   auto runtime = rocm70.open();
   ASSERT_TRUE(Succeeds(runtime));
   const Device& device = (*runtime)->devices()[0];
-  EXPECT_EQ(device.runtime_release, "ROCr 1.5");
+  EXPECT_EQ(device.runtime_release, "ROCr 1.5 (ROCm 5.0 or 5.1)");  // the agent's answer names the ROCm
   EXPECT_EQ(device.code_object_versions, (std::vector<unsigned>{4}));
   EXPECT_FALSE(device.loads_generic);
 }

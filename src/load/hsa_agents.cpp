@@ -320,6 +320,29 @@ Expected<AgentDevices> named_gpus(const HsaLibrary& library, std::span<const std
   return found;
 }
 
+/// ROCr 1.5 shipped with ROCm 5.0, 5.1 and 5.2, and only 5.2 loads v5; a
+/// distribution's build (Debian 12's is ROCm 5.2.3) names its file 1.5.0.
+/// One answer tells them apart: before 5.2, GpuAgent::GetInfo of
+/// HSA_AMD_AGENT_INFO_SVM_DIRECT_HOST_ACCESS lacks its `break` and falls into
+/// COOPERATIVE_COMPUTE_UNIT_COUNT, writing a 32-bit CU count over the bool
+/// (ROCR-Runtime amd_gpu_agent.cpp, rocm-5.0.0 to rocm-5.1.3; the break came
+/// in rocm-5.2.0). So of four 0xff bytes, 5.2 keeps the last three.
+void settle_rocr_1_5(const HsaLibrary& library, RocrRelease& release) {
+  std::size_t agent_count = 0;
+  auto gpus = gpu_agents(library, &agent_count);
+  if (!gpus || gpus->empty()) return;  // nothing to ask: v4 only, as before
+  std::uint32_t answer = 0xffffffff;
+  const auto attribute = std::bit_cast<hsa_agent_info_t>(
+      static_cast<std::underlying_type_t<hsa_agent_info_t>>(HSA_AMD_AGENT_INFO_SVM_DIRECT_HOST_ACCESS));
+  if (library.api().hsa_agent_get_info(gpus->front().agent, attribute, &answer) != HSA_STATUS_SUCCESS) return;
+  if ((answer & 0xffffff00u) == 0xffffff00u) {
+    release.name += " (ROCm 5.2)";
+    release.code_object_versions = {4, 5};
+  } else {
+    release.name += " (ROCm 5.0 or 5.1)";
+  }
+}
+
 }  // namespace
 
 Expected<AgentDevices> agent_devices(const HsaLibrary& library,
@@ -330,7 +353,8 @@ Expected<AgentDevices> agent_devices(const HsaLibrary& library,
       HSA_STATUS_SUCCESS) {
     build = nullptr;
   }
-  const RocrRelease release = rocr_release(library.file(), build ? std::string_view(build) : std::string_view());
+  RocrRelease release = rocr_release(library.file(), build ? std::string_view(build) : std::string_view());
+  if (release.major == 1 && release.minor == 5 && release.rocm == 0) settle_rocr_1_5(library, release);
   if (requested) return named_gpus(library, *requested, release);
   return every_gpu(library, release);
 }

@@ -34,8 +34,9 @@ struct RocrRelease {
 /// .so.1.5.0) and from HSA_AMD_SYSTEM_INFO_BUILD_VERSION ("1.14.0-…", or
 /// empty when the runtime gave none). The runtime's own answer decides the
 /// ROCr version; the file name adds the ROCm release when it agrees. A ROCr
-/// 1.5 whose ROCm release is unknown (5.0, 5.1 or 5.2) loads v4 only: v5 is
-/// offered only where every such release loads it. HSA_SYSTEM_INFO_VERSION_*
+/// 1.5 whose ROCm release the name does not give (5.0, 5.1 or 5.2) is v4
+/// only here; the opened runtime then asks the agent the one question whose
+/// answer differs in 5.2 (hsa_agents.cpp, settle_rocr_1_5). HSA_SYSTEM_INFO_VERSION_*
 /// is the HSA spec version (1.1 in every ROCr): it cannot tell releases apart.
 RocrRelease rocr_release(std::string_view library_file, std::string_view build_version);
 

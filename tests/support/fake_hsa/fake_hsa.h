@@ -29,6 +29,8 @@ struct Release {
   unsigned rocr_minor;  ///< ROCr 1.<minor>: what HSA_AMD_SYSTEM_INFO_BUILD_VERSION starts with
   unsigned max_cov;     ///< highest code object version its loader takes
   bool lists_generic;   ///< agents list their family's generic ISA after the native one
+  /// SVM_DIRECT_HOST_ACCESS writes a 32-bit CU count over its bool (ROCm 5.0/5.1's missing break)
+  bool svm_query_falls_through;
 };
 /// The release named `name`; null when there is none of that name.
 const Release* find_release(const std::string& name);

@@ -128,6 +128,11 @@ EXPORT hsa_status_t hsa_agent_get_info(hsa_agent_t handle, hsa_agent_info_t attr
       if (!agent->asic) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
       *static_cast<std::uint32_t*>(value) = *agent->asic;
       return HSA_STATUS_SUCCESS;
+    case HSA_AMD_AGENT_INFO_SVM_DIRECT_HOST_ACCESS:
+      if (!agent->gpu) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+      *static_cast<bool*>(value) = false;
+      if (s.release && s.release->svm_query_falls_through) *static_cast<std::uint32_t*>(value) = 104;  // the CU count
+      return HSA_STATUS_SUCCESS;
     default: return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
 }

@@ -20,7 +20,8 @@
 // Releases (docs/loading.md, "HSA releases"): 5.0 (ROCr 1.5, v4), 5.2 (1.5,
 // v4-v5), 6.2 (1.14, v4-v6), 6.4 (1.15, v4-v6, generic ISAs listed and
 // loaded), 7.0 (1.18, as 6.4). HSA_AMD_SYSTEM_INFO_BUILD_VERSION answers
-// "1.<minor>.0-coload-test". Loading answers as ROCr's loader: a version above
+// "1.<minor>.0-coload-test". In 5.0, HSA_AMD_AGENT_INFO_SVM_DIRECT_HOST_ACCESS
+// writes a 32-bit CU count over its bool, as ROCr before 5.2 does. Loading answers as ROCr's loader: a version above
 // the release's is INVALID_CODE_OBJECT; a generic target before 6.4 is
 // INVALID_ISA_NAME (its ISA registry does not know the name); an ISA the
 // agent does not run is INCOMPATIBLE_ARGUMENTS.
@@ -72,7 +73,8 @@ namespace coload::fake_hsa {
 namespace {
 
 constexpr Release kReleases[] = {
-    {"5.0", 5, 4, false}, {"5.2", 5, 5, false}, {"6.2", 14, 6, false}, {"6.4", 15, 6, true}, {"7.0", 18, 6, true},
+    {"5.0", 5, 4, false, true},  {"5.2", 5, 5, false, false}, {"6.2", 14, 6, false, false},
+    {"6.4", 15, 6, true, false}, {"7.0", 18, 6, true, false},
 };
 
 // Trivially destructible: it must still read true after every destructor ran.
