@@ -14,8 +14,8 @@
 
 #include "coload/code_object.h"
 #include "coload/runtime.h"
+#include "hip_test_support.h"
 #include "support/bundle_writer.h"
-#include "support/fake_hip/fake_hip.h"
 #include "test_util.h"
 
 namespace coload {
@@ -25,12 +25,6 @@ using testing::Bytes;
 using testing::FailsWith;
 using testing::Succeeds;
 
-/// Asserts that `text` contains `part`, printing both otherwise.
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "'" << text << "' lacks '" << part << "'";
-}
-
 const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
 constexpr const char* kTestHip = COLOAD_TEST_HIP_LIBRARY;
 
@@ -39,31 +33,8 @@ constexpr int kNoDevice = 100;
 constexpr int kInvalidImage = 200;
 constexpr int kNoBinaryForGpu = 209;
 
-/// The test library's control entry points, resolved from the instance coload opens.
-struct FakeHip {
-  decltype(&coload_fake_hip_reset) reset = nullptr;
-  decltype(&coload_fake_hip_add_device) add_device = nullptr;
-  decltype(&coload_fake_hip_set_version) set_version = nullptr;
-  decltype(&coload_fake_hip_fail) fail = nullptr;
-  decltype(&coload_fake_hip_hide_kernel) hide_kernel = nullptr;
-  decltype(&coload_fake_hip_counter) counter = nullptr;
-
-  static const FakeHip& get() {
-    static const FakeHip fake = [] {
-      FakeHip f;
-      void* handle = dlopen(kTestHip, RTLD_NOW | RTLD_LOCAL);
-      if (!handle) return f;
-      f.reset = reinterpret_cast<decltype(f.reset)>(dlsym(handle, "coload_fake_hip_reset"));
-      f.add_device = reinterpret_cast<decltype(f.add_device)>(dlsym(handle, "coload_fake_hip_add_device"));
-      f.set_version = reinterpret_cast<decltype(f.set_version)>(dlsym(handle, "coload_fake_hip_set_version"));
-      f.fail = reinterpret_cast<decltype(f.fail)>(dlsym(handle, "coload_fake_hip_fail"));
-      f.hide_kernel = reinterpret_cast<decltype(f.hide_kernel)>(dlsym(handle, "coload_fake_hip_hide_kernel"));
-      f.counter = reinterpret_cast<decltype(f.counter)>(dlsym(handle, "coload_fake_hip_counter"));
-      return f;
-    }();
-    return fake;
-  }
-};
+using testing::Contains;
+using testing::FakeHip;
 
 class HipRuntimeTest : public ::testing::Test {
  protected:
@@ -85,6 +56,12 @@ class HipRuntimeTest : public ::testing::Test {
     fake.add_device("gfx1100", 65536, 32);
   }
 
+  /// Two devices the gfx90a fixture (xnack and sramecc Any) loads on.
+  void two_gfx90a() {
+    fake.add_device("gfx90a:sramecc+:xnack-", 65536, 64);
+    fake.add_device("gfx90a:sramecc-:xnack+", 65536, 64);
+  }
+
   /// The toolchain-built gfx90a object, its bytes owned by a shared_ptr.
   struct Fixture {
     std::shared_ptr<const Bytes> bytes;
@@ -98,7 +75,7 @@ class HipRuntimeTest : public ::testing::Test {
     return Fixture{bytes, std::move(*code_object)};
   }
 
-  const FakeHip& fake = FakeHip::get();
+  const FakeHip& fake = FakeHip::at(kTestHip);
 };
 
 TEST_F(HipRuntimeTest, DevicesFromArchNameAndAttributes) {
@@ -113,8 +90,10 @@ TEST_F(HipRuntimeTest, DevicesFromArchNameAndAttributes) {
   EXPECT_EQ(devices[0].lds_bytes, 65536u);
   EXPECT_EQ(devices[0].wave_sizes, kWave64);
   EXPECT_EQ(devices[1].str(), "gfx1100");
-  EXPECT_EQ(devices[1].wave_sizes, kWave32 | kWave64);  // RDNA runs both; HIP reports 32
-  EXPECT_EQ(devices[0].code_object_versions, (std::vector<unsigned>{4, 5}));
+  EXPECT_EQ(devices[1].wave_sizes, kWave32 | kWave64);                           // RDNA runs both; HIP reports 32
+  EXPECT_EQ(devices[0].code_object_versions, (std::vector<unsigned>{4, 5, 6}));  // the test library is HIP 7.0
+  EXPECT_TRUE(devices[0].loads_generic);
+  EXPECT_EQ(devices[0].runtime_release, "HIP 7.0.51831");
 }
 
 TEST_F(HipRuntimeTest, NoDevicesIsNotFound) {
@@ -138,12 +117,14 @@ TEST_F(HipRuntimeTest, EveryHipReleaseReadsItsLayoutAndLoadsItsVersions) {
     int version;
     bool r0600;  // reads hipDeviceProp_tR0600 through hipGetDevicePropertiesR0600
     std::vector<unsigned> versions;
+    bool generic;
   };
   // docs/loading.md, "HIP releases".
-  for (const Release& release :
-       {Release{50013601, false, {4}}, Release{50120532, false, {4}}, Release{50221153, false, {4, 5}},
-        Release{60032830, true, {4, 5}}, Release{60140092, true, {4, 5}}, Release{60241134, true, {4, 5, 6}},
-        Release{60443483, true, {4, 5, 6}}, Release{70051831, true, {4, 5, 6}}}) {
+  for (const Release& release : {Release{50013601, false, {4}, false}, Release{50120532, false, {4}, false},
+                                 Release{50221153, false, {4, 5}, false}, Release{60032830, true, {4, 5}, false},
+                                 Release{60140092, true, {4, 5}, false}, Release{60241134, true, {4, 5, 6}, false},
+                                 Release{60342131, true, {4, 5, 6}, false}, Release{60443483, true, {4, 5, 6}, true},
+                                 Release{70051831, true, {4, 5, 6}, true}}) {
     fake.reset();
     two_devices();
     fake.set_version(release.version);
@@ -154,6 +135,7 @@ TEST_F(HipRuntimeTest, EveryHipReleaseReadsItsLayoutAndLoadsItsVersions) {
     EXPECT_EQ(devices[0].str(), "gfx90a:sramecc+:xnack-") << release.version;
     EXPECT_EQ(devices[1].str(), "gfx1100") << release.version;
     EXPECT_EQ(devices[0].code_object_versions, release.versions) << release.version;
+    EXPECT_EQ(devices[0].loads_generic, release.generic) << release.version;
     EXPECT_EQ(fake.counter("properties_r0600"), release.r0600 ? 2 : 0) << release.version;
     EXPECT_EQ(fake.counter("properties_r0000"), release.r0600 ? 0 : 2) << release.version;
   }
@@ -264,7 +246,7 @@ TEST_F(HipRuntimeTest, KeepsTheImageOwnerAliveUntilUnload) {
 }
 
 TEST_F(HipRuntimeTest, LoadRestoresTheCallersCurrentDevice) {
-  two_devices();
+  two_gfx90a();
   auto runtime = open();
   ASSERT_TRUE(Succeeds(runtime));
   Fixture fixture = gfx90a();
@@ -327,7 +309,7 @@ TEST_F(HipRuntimeTest, BadDeviceAndShortImageAreRefusedBeforeHip) {
 }
 
 TEST_F(HipRuntimeTest, LoadsFromManyThreads) {
-  two_devices();
+  two_gfx90a();
   auto runtime = open();
   ASSERT_TRUE(Succeeds(runtime));
   Fixture fixture = gfx90a();
@@ -397,7 +379,7 @@ TEST_F(HipRuntimeTest, TheProcesssCopyOfTheLibraryIsUsed) {
 }
 
 TEST_F(HipRuntimeTest, GlobalsThroughHipModuleGetGlobal) {
-  two_devices();
+  two_gfx90a();
   auto runtime = open();
   ASSERT_TRUE(Succeeds(runtime));
   Fixture fixture = gfx90a();

@@ -1,8 +1,7 @@
-// The HIP backend: libamdhip64 opened at run time, every call through one
-// status check that names the HIP function, modules as RAII handles.
-// <hip/hip_runtime_api.h> is included for its types and enum values only;
-// nothing links against HIP. docs/loading.md has the call sequence and what
-// HIP 5.2.3 does without a GPU.
+// The HIP backend: devices and modules through libamdhip64 (opened and
+// checked in load/hip_library.cpp), every call through one status check that
+// names the HIP function, modules as RAII handles. docs/loading.md has the
+// call sequence and what HIP 5.2.3 does without a GPU.
 //
 // HIP 5, 6 and 7 in one build (docs/loading.md, "HIP releases"): the only
 // struct coload reads, hipDeviceProp_t, changed layout in HIP 6, where
@@ -11,152 +10,32 @@
 // byte buffer through the entry point of the library's major, at the
 // offset of gcnArchName in that layout, defined here from the public
 // headers; the attributes coload asks for kept their numbers (74, 87) in
-// every header from 5.2.3 to 6.x. Other majors are refused before any
-// struct is handed over.
-#ifndef __HIP_PLATFORM_AMD__
-#define __HIP_PLATFORM_AMD__ 1
-#endif
-#include <dlfcn.h>
-#include <hip/hip_runtime_api.h>
-
+// every header from 5.2.3 to 6.x.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "coload/runtime.h"
 #include "common/bytes.h"
+#include "load/hip_library.h"
 #include "load/loaded_module.h"
 #include "load/process_exit.h"
-
-// HIP 6's device-property struct, only ever handled through a pointer. Named
-// as HIP names it, so that a call through the pointer has the type of the
-// function it calls (UBSan's -fsanitize=function checks that).
-struct hipDeviceProp_tR0600;
+#include "source/process_maps.h"
 
 namespace coload {
 namespace {
 
 using detail::hex;
-
-/// The entry points coload calls, resolved with dlsym.
-struct HipApi {
-  decltype(&hipGetErrorName) get_error_name = nullptr;
-  decltype(&hipGetErrorString) get_error_string = nullptr;
-  decltype(&hipRuntimeGetVersion) runtime_get_version = nullptr;
-  decltype(&hipGetDeviceCount) get_device_count = nullptr;
-  /// hipGetDeviceProperties as HIP 5 exports it (and 6 keeps: the R0000
-  /// layout, which is HIP 5's hipDeviceProp_t).
-  hipError_t (*get_device_properties_r0000)(hipDeviceProp_t*, int) = nullptr;
-  /// HIP 6+: hipGetDevicePropertiesR0600 (the R0600 layout); null before.
-  hipError_t (*get_device_properties_r0600)(hipDeviceProp_tR0600*, int) = nullptr;
-  decltype(&hipDeviceGetAttribute) device_get_attribute = nullptr;
-  decltype(&hipGetDevice) get_device = nullptr;
-  decltype(&hipSetDevice) set_device = nullptr;
-  decltype(&hipModuleLoadData) module_load_data = nullptr;
-  decltype(&hipModuleGetFunction) module_get_function = nullptr;
-  decltype(&hipModuleGetGlobal) module_get_global = nullptr;
-  decltype(&hipModuleUnload) module_unload = nullptr;
-};
-
-/// A loaded libamdhip64. Never dlclosed: HIP keeps threads and global state
-/// that do not survive being unmapped, so the handle lives until exit.
-struct HipLibrary {
-  std::string path;
-  HipApi api;
-  int version = 0;  ///< hipRuntimeGetVersion, e.g. 50221153
-};
-
-ErrorKind kind_of(hipError_t status) {
-  switch (status) {
-    case hipErrorNoDevice:
-    case hipErrorInvalidDevice:  // what every call gives when hsa_init failed (6.3)
-    case hipErrorNotFound: return ErrorKind::NotFound;
-    case hipErrorInvalidValue:
-    case hipErrorNoBinaryForGpu:  // the code object does not fit the device
-      return ErrorKind::InvalidArgument;
-    case hipErrorOutOfMemory: return ErrorKind::LimitExceeded;
-    default:  // hipErrorInvalidImage, hipErrorInvalidKernelFile, ...
-      return ErrorKind::Malformed;
-  }
-}
-
-/// The one place a hipError_t becomes a coload error: the function, HIP's
-/// name, number and text for the status, and what was asked.
-Expected<void> check(const HipApi& api, hipError_t status, std::string_view function, std::string_view what) {
-  if (status == hipSuccess) return {};
-  const char* name = api.get_error_name(status);
-  const char* text = api.get_error_string(status);
-  std::string message = "HIP " + std::string(function) + " failed with " + (name ? name : "unknown status") + " (" +
-                        std::to_string(static_cast<int>(status)) + ")";
-  if (text && (!name || std::strcmp(text, name) != 0)) message += ": " + std::string(text);
-  if (!what.empty()) message += " " + std::string(what);
-  return Error(kind_of(status), std::move(message));
-}
-
-std::string version_text(int version) {
-  // HIP_VERSION = major * 10000000 + minor * 100000 + patch.
-  return std::to_string(version / 10000000) + "." + std::to_string(version / 100000 % 100) + "." +
-         std::to_string(version % 100000);
-}
-
-/// `path` as the process already has it (`loaded_only`: RTLD_NOLOAD, and
-/// nullptr when it has not) or opened. Errors: Io when it cannot be opened,
-/// UnsupportedVersion when it lacks a function coload calls.
-Expected<std::shared_ptr<const HipLibrary>> open_library(const std::string& path, bool loaded_only) {
-  dlerror();  // clear a stale message
-  void* handle = dlopen(path.c_str(), RTLD_NOW | (loaded_only ? RTLD_NOLOAD : RTLD_LOCAL));
-  if (!handle && loaded_only) {
-    dlerror();
-    return std::shared_ptr<const HipLibrary>();
-  }
-  if (!handle) {
-    const char* why = dlerror();
-    return Error(ErrorKind::Io, "cannot load HIP from '" + path + "': " + (why ? why : "dlopen failed"));
-  }
-  auto library = std::make_shared<HipLibrary>();
-  library->path = path;
-  HipApi& api = library->api;
-  std::string missing;
-  auto resolve = [&](auto& function, const char* symbol) {
-    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(handle, symbol));
-    if (!function) missing += (missing.empty() ? "" : ", ") + std::string(symbol);
-  };
-  resolve(api.get_error_name, "hipGetErrorName");
-  resolve(api.get_error_string, "hipGetErrorString");
-  resolve(api.runtime_get_version, "hipRuntimeGetVersion");
-  resolve(api.get_device_count, "hipGetDeviceCount");
-  resolve(api.device_get_attribute, "hipDeviceGetAttribute");
-  resolve(api.get_device, "hipGetDevice");
-  resolve(api.set_device, "hipSetDevice");
-  resolve(api.module_load_data, "hipModuleLoadData");
-  resolve(api.module_get_function, "hipModuleGetFunction");
-  resolve(api.module_get_global, "hipModuleGetGlobal");
-  resolve(api.module_unload, "hipModuleUnload");
-  // The device properties: HIP 5 has the plain export only, HIP 6 both; a
-  // release with the R0600 entry point alone still reads.
-  api.get_device_properties_r0000 =
-      reinterpret_cast<decltype(api.get_device_properties_r0000)>(dlsym(handle, "hipGetDeviceProperties"));
-  api.get_device_properties_r0600 =
-      reinterpret_cast<decltype(api.get_device_properties_r0600)>(dlsym(handle, "hipGetDevicePropertiesR0600"));
-  if (!api.get_device_properties_r0000 && !api.get_device_properties_r0600)
-    missing += (missing.empty() ? "" : ", ") + std::string("hipGetDeviceProperties");
-  if (!missing.empty()) {
-    dlclose(handle);
-    return Error(ErrorKind::UnsupportedVersion, "'" + path + "' lacks " + missing + " (not a HIP runtime library?)");
-  }
-  if (auto ok = check(api, api.runtime_get_version(&library->version), "hipRuntimeGetVersion", "in '" + path + "'");
-      !ok) {
-    return std::move(ok).error();
-  }
-  detail::watch_process_exit();  // hipRuntimeGetVersion has initialised HIP
-  return std::shared_ptr<const HipLibrary>(std::move(library));
-}
+using hip::check;
+using hip::HipApi;
+using hip::HipLibrary;
+using hip::major_of;
+using hip::minor_of;
 
 /// Where gcnArchName (char[256]) lies in each hipDeviceProp_t layout, and
 /// how long the struct is (HIP 5.2.3's hip_runtime_api.h; HIP 6's
@@ -181,9 +60,6 @@ struct PropertiesBuffer {
   alignas(alignof(std::max_align_t)) unsigned char bytes[4096];
 };
 
-int major_of(int version) { return version / 10000000; }
-int minor_of(int version) { return version / 100000 % 100; }
-
 /// The code object versions HIP `version` loads: 5.0 and 5.1 v4 only, 5.2 to
 /// 6.1 v4 and v5, 6.2 on v4 to v6 (docs/loading.md, "HIP releases").
 std::vector<unsigned> code_object_versions_of(int version) {
@@ -192,6 +68,11 @@ std::vector<unsigned> code_object_versions_of(int version) {
   if (major == 5 || (major == 6 && minor < 2)) return {4, 5};
   return {4, 5, 6};
 }
+
+/// Whether HIP `version` loads generic code objects: from 6.4, whose CLR ISA
+/// table (rocclr/device/device.cpp) and ROCr 1.15 know the generic targets;
+/// before, hipModuleLoadData refuses them (docs/loading.md, "HIP releases").
+bool loads_generic(int version) { return major_of(version) > 6 || (major_of(version) == 6 && minor_of(version) >= 4); }
 
 Expected<int> attribute(const HipLibrary& library, hipDeviceAttribute_t attribute, std::string_view name, int device) {
   int value = 0;
@@ -248,6 +129,8 @@ Expected<Device> describe_device(const HipLibrary& library, int index) {
   // The runtime reports its default wave size; the processor may run both.
   device.wave_sizes = target->processor->wave_sizes | (*warp == 32 ? kWave32 : kWave64);
   device.code_object_versions = code_object_versions_of(library.version);
+  device.loads_generic = loads_generic(library.version);
+  device.runtime_release = library.release();
   return device;
 }
 
@@ -298,6 +181,30 @@ class CurrentDevice {
   int previous_;
   bool restore_;
 };
+
+/// The bytes hipModuleLoadData is handed, and what keeps them alive.
+struct HipBytes {
+  const void* data;
+  std::shared_ptr<const void> owner;
+};
+
+/// HIP 6.0+ looks the pointer up in /proc/self/maps and, when it lies in a
+/// file mapping, reopens that file by path (CLR hip_fatbin.cpp,
+/// ExtractFatBinaryUsingCOMGR: Os::FindFileNameFromAddress, then
+/// GetUniqueFileHandle): a path with a space, or a file renamed or deleted
+/// since it was mapped, fails as hipErrorFileNotFound. Such bytes go to HIP
+/// as a heap copy of the code object, owned by the module; heap bytes (a
+/// decoded CCOB entry, a caller's buffer) go as they are. When the maps
+/// cannot be read HIP cannot read them either, and takes the bytes as memory.
+HipBytes bytes_for_hip(const HipLibrary& library, const Image& image, std::size_t size) {
+  HipBytes given{image.bytes.data(), image.owner};
+  if (major_of(library.version) < 6) return given;  // HIP 5 unbundles from memory
+  auto file = detail::mapped_file_at(image.bytes.data());
+  if (!file || !*file) return given;
+  auto copy = std::make_shared_for_overwrite<std::byte[]>(size);
+  std::memcpy(copy.get(), image.bytes.data(), size);
+  return HipBytes{copy.get(), std::move(copy)};
+}
 
 class HipModule final : public LoadedModule {
  public:
@@ -370,8 +277,9 @@ class HipRuntime final : public Runtime {
     auto current = CurrentDevice::select(api, ordinal);
     if (!current) return std::move(current).error();
 
+    const HipBytes bytes = bytes_for_hip(*library_, image, code_object.size());
     hipModule_t raw = nullptr;
-    if (auto ok = check(api, api.module_load_data(&raw, image.bytes.data()), "hipModuleLoadData",
+    if (auto ok = check(api, api.module_load_data(&raw, bytes.data), "hipModuleLoadData",
                         "for a code object of " + hex(image.bytes.size()) + " bytes " + where);
         !ok) {
       // A failed load leaves nothing loaded; should HIP hand a module back
@@ -412,7 +320,7 @@ class HipRuntime final : public Runtime {
       kernels.push_back(std::move(loaded));
     }
     return std::unique_ptr<LoadedModule>(
-        new HipModule(library_, image.owner, std::move(module), ordinal, code_object, std::move(kernels)));
+        new HipModule(library_, bytes.owner, std::move(module), ordinal, code_object, std::move(kernels)));
   }
 
  private:
@@ -420,16 +328,6 @@ class HipRuntime final : public Runtime {
   std::vector<int> ordinals_;  ///< device i is HIP ordinal ordinals_[i]
   std::vector<Device> devices_;
 };
-
-/// coload knows the device-property layouts of HIP 5 to 7; another major's
-/// struct could be laid out anyhow.
-Expected<void> check_major(const HipLibrary& library) {
-  const int major = major_of(library.version);
-  if (major >= 5 && major <= 7) return {};
-  return Error(ErrorKind::UnsupportedVersion, "'" + library.path + "' is HIP " + version_text(library.version) +
-                                                  " (hipRuntimeGetVersion " + std::to_string(library.version) +
-                                                  "); coload reads the device properties of HIP 5 to 7 only");
-}
 
 /// The HIP ordinals the runtime's devices are: `requested`, checked against
 /// `count`, or every one.
@@ -467,7 +365,7 @@ Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary
     std::string why = status == hipSuccess ? "HIP hipGetDeviceCount reports " + std::to_string(count) + " devices"
                                            : check(api, status, "hipGetDeviceCount", "").error().message();
     return Error(ErrorKind::NotFound,
-                 "no AMD GPU: " + why + " (HIP " + version_text(library->version) + " from '" + library->path + "')");
+                 "no AMD GPU: " + why + " (" + library->release() + " from '" + library->path + "')");
   }
   if (auto ok = check(api, status, "hipGetDeviceCount", ""); !ok) return std::move(ok).error();
 
@@ -492,48 +390,9 @@ Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary
 }  // namespace
 
 Expected<std::unique_ptr<Runtime>> open_hip_runtime(const HipOptions& options) {
-  // The names, in groups: the process's copy under any name of a group comes
-  // before opening one of them. The default name and its versioned ones are
-  // one group; a name the caller chose is its own group, the versioned
-  // defaults a later one (tried only when it cannot be opened).
-  const std::string fallbacks[] = {"libamdhip64.so.6", "libamdhip64.so.5"};
-  std::vector<std::vector<std::string>> groups(1);
-  if (!options.library.empty()) groups.back().push_back(options.library);
-  if (!options.library.empty() && options.library != HipOptions{}.library) groups.emplace_back();
-  for (const std::string& name : fallbacks) {
-    if (name != options.library) groups.back().push_back(name);
-  }
-  // Only a library that cannot be opened sends us to the next name, and a
-  // fallback of a HIP major coload cannot read; the library asked for by
-  // name, and one the process has, is the answer.
-  std::string failures;
-  std::optional<Error> wrong_major;
-  for (const std::vector<std::string>& group : groups) {
-    for (const std::string& name : group) {
-      auto loaded = open_library(name, true);
-      if (!loaded) return std::move(loaded).error();
-      if (!*loaded) continue;
-      if (auto major = check_major(**loaded); !major) return std::move(major).error();
-      return open_devices(std::move(*loaded), options.devices);
-    }
-    for (const std::string& name : group) {
-      auto library = open_library(name, false);
-      if (!library) {
-        if (library.error().kind() != ErrorKind::Io) return std::move(library).error();
-        failures += (failures.empty() ? "" : "; ") + library.error().message();
-        continue;
-      }
-      auto major = check_major(**library);
-      if (!major) {
-        if (name == options.library) return std::move(major).error();
-        if (!wrong_major) wrong_major = std::move(major).error();
-        continue;
-      }
-      return open_devices(std::move(*library), options.devices);
-    }
-  }
-  if (wrong_major) return std::move(*wrong_major);
-  return Error(ErrorKind::Io, "no HIP runtime library could be loaded: " + failures);
+  auto library = hip::find_library(options);
+  if (!library) return std::move(library).error();
+  return open_devices(std::move(*library), options.devices);
 }
 
 }  // namespace coload

@@ -6,7 +6,6 @@
 #include <elf.h>
 #include <link.h>
 
-#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -15,6 +14,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "source/process_maps.h"
 
 namespace coload {
 namespace {
@@ -41,13 +41,6 @@ int find_segment(dl_phdr_info* info, std::size_t, void* data) {
   return 0;
 }
 
-std::optional<std::uintptr_t> parse_hex(std::string_view text) {
-  std::uintptr_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
 /// The end of the readable run of /proc/self/maps mappings that holds
 /// `address`; OutOfBounds when none holds it or the one that does is not readable.
 Expected<std::uintptr_t> readable_end_from_maps(std::uintptr_t address) {
@@ -56,27 +49,19 @@ Expected<std::uintptr_t> readable_end_from_maps(std::uintptr_t address) {
   std::optional<std::uintptr_t> end;
   std::string line;
   while (std::getline(maps, line)) {
-    // "start-end perms offset dev inode path"
-    std::string_view view(line);
-    auto dash = view.find('-');
-    auto space = view.find(' ');
-    if (dash == std::string_view::npos || space == std::string_view::npos || dash > space || space + 1 >= view.size())
-      continue;
-    auto start = parse_hex(view.substr(0, dash));
-    auto stop = parse_hex(view.substr(dash + 1, space - dash - 1));
-    if (!start || !stop) continue;
-    bool readable = view[space + 1] == 'r';
+    auto mapping = detail::parse_maps_line(line);
+    if (!mapping) continue;
     if (end) {
       // Extend the run while the next mapping follows without a gap.
-      if (*start != *end || !readable) break;
-      end = *stop;
-    } else if (address >= *start && address < *stop) {
-      if (!readable) {
+      if (mapping->start != *end || !mapping->readable) break;
+      end = mapping->end;
+    } else if (address >= mapping->start && address < mapping->end) {
+      if (!mapping->readable) {
         return Error(ErrorKind::OutOfBounds, "address " + hex(address) + " lies in the mapping " +
-                                                 std::string(view.substr(0, space)) + ", which is not readable")
+                                                 line.substr(0, line.find(' ')) + ", which is not readable")
             .at_field("address", std::nullopt, address);
       }
-      end = *stop;
+      end = mapping->end;
     }
   }
   if (!end) {

@@ -15,7 +15,7 @@ struct Section {
 };
 
 constexpr std::uint32_t kSymtab = 2, kNobits = 8;
-constexpr std::uint8_t kObject = 1, kLocal = 0;
+constexpr std::uint8_t kObject = 1, kFunc = 2, kLocal = 0;
 
 bool read_sections(const std::byte* data, std::size_t size, std::vector<Section>* out) {
   std::uint64_t shoff = 0;
@@ -60,9 +60,13 @@ bool read_descriptor(const std::byte* data, std::size_t size, const std::vector<
 
 }  // namespace
 
-bool read_symbols(const std::byte* data, std::size_t size, std::map<std::string, CodeObjectSymbol>* out) {
-  std::vector<Section> sections;
-  if (!read_sections(data, size, &sections)) return false;
+namespace {
+
+/// Calls `visit(name, info, shndx, symbol)` for every .symtab symbol after
+/// the null one (symbol: st_value and st_size filled); false for a table or
+/// name outside the `size` bytes at `data`, or when `visit` returns false.
+template <class Visit>
+bool walk_symbols(const std::byte* data, std::size_t size, const std::vector<Section>& sections, Visit visit) {
   for (const Section& symtab : sections) {
     if (symtab.type != kSymtab) continue;
     if (symtab.link >= sections.size()) return false;
@@ -79,17 +83,40 @@ bool read_symbols(const std::byte* data, std::size_t size, std::map<std::string,
           !read_at(data, size, symtab.offset + at + 16, &symbol.size)) {
         return false;
       }
-      if ((info & 0xf) != kObject || shndx == 0 || name_offset >= strtab.size) continue;
+      if (name_offset >= strtab.size) continue;
       const char* begin = reinterpret_cast<const char*>(data + strtab.offset + name_offset);
-      std::string_view name(begin, strnlen(begin, strtab.size - name_offset));
-      symbol.kernel = name.ends_with(".kd");
-      if (symbol.kernel && !read_descriptor(data, size, sections, symbol.value, &symbol)) return false;
-      // ROCr's loader skips local symbols other than kernels.
-      if (!symbol.kernel && (info >> 4) == kLocal) continue;
-      (*out)[std::string(name)] = symbol;
+      if (!visit(std::string_view(begin, strnlen(begin, strtab.size - name_offset)), info, shndx, symbol)) return false;
     }
   }
   return true;
+}
+
+}  // namespace
+
+bool read_symbols(const std::byte* data, std::size_t size, std::map<std::string, CodeObjectSymbol>* out) {
+  std::vector<Section> sections;
+  if (!read_sections(data, size, &sections)) return false;
+  return walk_symbols(data, size, sections,
+                      [&](std::string_view name, std::uint8_t info, std::uint16_t shndx, CodeObjectSymbol symbol) {
+                        if ((info & 0xf) != kObject || shndx == 0) return true;
+                        symbol.kernel = name.ends_with(".kd");
+                        if (symbol.kernel && !read_descriptor(data, size, sections, symbol.value, &symbol))
+                          return false;
+                        // ROCr's loader skips local symbols other than kernels.
+                        if (!symbol.kernel && (info >> 4) == kLocal) return true;
+                        (*out)[std::string(name)] = symbol;
+                        return true;
+                      });
+}
+
+bool read_function_names(const std::byte* data, std::size_t size, std::set<std::string>* out) {
+  std::vector<Section> sections;
+  if (!read_sections(data, size, &sections)) return false;
+  return walk_symbols(data, size, sections,
+                      [&](std::string_view name, std::uint8_t info, std::uint16_t shndx, const CodeObjectSymbol&) {
+                        if ((info & 0xf) == kFunc && shndx != 0) out->emplace(name);
+                        return true;
+                      });
 }
 
 std::size_t elf_extent(const std::byte* data) {

@@ -5,7 +5,7 @@
 //
 // Covers: the .symtab's defined STT_OBJECT symbols, as ROCr's loader sorts
 // them: a `.kd` symbol is a kernel (sizes from its 64-byte descriptor), a
-// non-local other one a variable. Does not cover: relocations, segments,
+// non-local other one a variable; and its STT_FUNC names. Does not cover: relocations, segments,
 // .dynsym (the code objects the tests load list every symbol in .symtab).
 #pragma once
 
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 
 namespace coload::fake {
@@ -38,6 +39,10 @@ struct CodeObjectSymbol {
 /// Every kernel and variable symbol of the .symtab, by name; false for a
 /// table, name or descriptor outside the `size` bytes at `data`.
 bool read_symbols(const std::byte* data, std::size_t size, std::map<std::string, CodeObjectSymbol>* out);
+
+/// The names of the .symtab's defined STT_FUNC symbols: all HIP's
+/// hipModuleGetFunction knows (comgr's function symbols); false as read_symbols.
+bool read_function_names(const std::byte* data, std::size_t size, std::set<std::string>* out);
 
 /// How far the ELF64 at `data` reaches by its own header, section table and
 /// section contents (what a runtime given only a pointer reads, as

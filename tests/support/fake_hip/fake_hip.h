@@ -3,10 +3,19 @@
 //
 // Covers: libcoload_test_hip.so, a stand-in for libamdhip64 that exports the
 // hip* functions coload's HIP backend calls (same names and signatures as
-// HIP 5's <hip/hip_runtime_api.h>) with scripted devices and failures. Does
-// not cover: any GPU work; a module is a record, a function a pointer into it,
-// a global an address (a per-module base + st_value) read from the image's
-// symbol table. hipModuleGetGlobal answers only on the module's device.
+// HIP 5's <hip/hip_runtime_api.h>) with scripted devices and failures, and
+// answers as the HIP release it is set to (docs/loading.md, "HIP releases"):
+// hipRuntimeGetVersion's number and initialisation; the code object
+// versions, generic targets and ISAs hipModuleLoadData loads, refusing the
+// rest with that release's status (hipErrorSharedObjectInitFailed before
+// 6.1, hipErrorNoBinaryForGpu after); from 6.0, reopening by path the file
+// the bytes are mapped from (hipErrorFileNotFound when it cannot).
+// hipModuleGetFunction knows the STT_FUNC symbols only. Copies per major,
+// with that SONAME: libcoload_test_hip.so.5 (no hipGetDevicePropertiesR0600),
+// .so.6, .so.7, .so.8 (a major coload refuses). Does not cover: any GPU work;
+// a module is a record, a function a pointer into it, a global an address (a
+// per-module base + st_value) read from the image's symbol table.
+// hipModuleGetGlobal answers only on the module's device.
 //
 // Use: a test dlopens the library (RTLD_LOCAL, the same path coload opens, so
 // both get the one instance) and resolves the entry points below with dlsym;
@@ -24,8 +33,14 @@ extern "C" {
 /// COLOAD_TEST_HIP_DEVICES="ARCH/LDS/WARP,…": those devices are added when
 /// the library loads.)
 
-/// Forgets every device, failure and counter; version back to 50221153.
+/// (And COLOAD_TEST_HIP_RELEASE="6.2" sets the release when it loads.)
+
+/// Forgets every device, failure and counter; the release back to the
+/// copy's major (5.2.3, 6.2, 7.0, 8.0; 7.0 for the unversioned copy).
 void coload_fake_hip_reset(void);
+/// Sets the release: "5.0", "5.1", "5.2", "6.0" … "6.4", "7.0" or "8.0";
+/// -1 (nothing changed) for another name.
+int coload_fake_hip_set_release(const char* release);
 /// Adds a device: gcnArchName (e.g. "gfx90a:sramecc+:xnack-"), shared memory
 /// per block in bytes, warp size.
 void coload_fake_hip_add_device(const char* arch, int lds_bytes, int warp_size);
@@ -40,7 +55,11 @@ void coload_fake_hip_hide_kernel(const char* name);
 /// "bad_unloads" (unload of an unknown or already unloaded module),
 /// "set_device" (hipSetDevice calls), "current_device", "properties_r0000"
 /// and "properties_r0600" (calls of hipGetDeviceProperties, the HIP 5
-/// layout, and of hipGetDevicePropertiesR0600, HIP 6's); -1 when unknown.
+/// layout, and of hipGetDevicePropertiesR0600, HIP 6's), "init" (calls that
+/// run HIP's init: every hip* function but the two error texts), "reopens"
+/// (loads whose bytes lay in a file mapping that 6.0+ reopened by path),
+/// "bytes_changed" (unloads that found the bytes given at load changed);
+/// -1 when unknown.
 int coload_fake_hip_counter(const char* name);
 
 #ifdef __cplusplus

@@ -1,0 +1,314 @@
+// The HIP backend against the test HIP library in each release mode
+// (tests/support/fake_hip; docs/loading.md, "HIP releases"): what the
+// registry chooses per release, the major read before HIP starts, code
+// objects in file mappings HIP 6+ would reopen by path, and function lookup
+// by STT_FUNC symbol only.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "code_object_test_support.h"
+#include "coload/config.h"
+#include "coload/registry.h"
+#include "coload/runtime.h"
+#include "hip_test_support.h"
+#include "support/bundle_writer.h"
+#include "test_util.h"
+
+namespace coload {
+namespace {
+
+using code_object_test::Meta;
+using code_object_test::MetaKernel;
+using testing::Contains;
+using testing::FailsWith;
+using testing::FakeHip;
+using testing::Succeeds;
+
+constexpr int kFileNotFound = 301;  // hipErrorFileNotFound
+
+const char* library_of(int major) {
+  switch (major) {
+    case 5: return COLOAD_TEST_HIP5_LIBRARY;
+    case 6: return COLOAD_TEST_HIP6_LIBRARY;
+    case 7: return COLOAD_TEST_HIP7_LIBRARY;
+    default: return COLOAD_TEST_HIP8_LIBRARY;
+  }
+}
+
+/// A code object with kernel "k" (an STT_FUNC "k" unless `function_symbol`
+/// is false) for `processor` ("gfx1100", "gfx11-generic") at `version`.
+std::vector<std::byte> code_object(const std::string& processor, unsigned version, bool function_symbol = true) {
+  Meta meta;
+  meta.target = "amdgcn-amd-amdhsa--" + processor;
+  meta.minor = version == 4 ? 1 : 2;
+  auto spec = code_object_test::valid_spec(meta);
+  const bool generic = processor.find("generic") != std::string::npos;
+  spec.e_flags = generic                 ? 0x054u | testing::generic_version(1)
+                 : processor == "gfx90a" ? testing::kMachGfx90a
+                                         : testing::kMachGfx1100;
+  spec.abi_version = static_cast<std::uint8_t>(version - 2);
+  if (!function_symbol) spec.kernels[0].function_symbol.clear();
+  return testing::write_amdgpu_elf(spec);
+}
+
+/// A bundle of code objects: (processor, version) each.
+std::vector<std::byte> bundle(const std::vector<std::pair<std::string, unsigned>>& entries) {
+  std::vector<testing::Entry> written{{"host-x86_64-unknown-linux-gnu-", {}}};
+  for (const auto& [processor, version] : entries) {
+    written.push_back({"hipv4-amdgcn-amd-amdhsa--" + processor, code_object(processor, version)});
+  }
+  return testing::write_plain_bundle(written);
+}
+
+class HipReleaseTest : public ::testing::Test {
+ protected:
+  /// The copy of `major`, reset, at `release`, with one gfx1100.
+  const FakeHip& fake(int major, const char* release = nullptr) {
+    const FakeHip& f = FakeHip::at(library_of(major));
+    EXPECT_TRUE(f.reset) << "cannot load " << library_of(major) << ": " << dlerror();
+    f.reset();
+    if (release) EXPECT_EQ(f.set_release(release), 0) << release;
+    f.add_device("gfx1100", 65536, 32);
+    return f;
+  }
+  static std::shared_ptr<Runtime> open(int major) {
+    auto runtime = open_hip_runtime(HipOptions{library_of(major)});
+    EXPECT_TRUE(Succeeds(runtime));
+    return runtime ? std::shared_ptr<Runtime>(std::move(*runtime)) : nullptr;
+  }
+};
+
+// The copy of major 8 is refused from its SONAME: hipRuntimeGetVersion, which
+// starts HIP, is never called, nor is any other function.
+TEST_F(HipReleaseTest, AWrongMajorIsRefusedBeforeHipStarts) {
+  const FakeHip& hip8 = fake(8);
+  auto runtime = open_hip_runtime(HipOptions{library_of(8)});
+  ASSERT_TRUE(FailsWith(runtime, ErrorKind::UnsupportedVersion));
+  EXPECT_TRUE(Contains(runtime.error().message(), "is HIP 8 (its SONAME libcoload_test_hip.so.8; not started)"));
+  EXPECT_TRUE(Contains(runtime.error().message(), "libcoload_test_hip.so.8.0.0"));
+  EXPECT_EQ(hip8.counter("init"), 0);
+  // Asked directly, the version call does count as starting HIP.
+  auto get_version = reinterpret_cast<int (*)(int*)>(dlsym(hip8.handle, "hipRuntimeGetVersion"));
+  int version = 0;
+  ASSERT_EQ(get_version(&version), 0);
+  EXPECT_EQ(version, 80000000);
+  EXPECT_EQ(hip8.counter("init"), 1);
+}
+
+TEST_F(HipReleaseTest, EachMajorReadsItsOwnLayoutAndNamesItsRelease) {
+  struct Case {
+    int major;
+    const char* release;
+    const char* name;
+    bool r0600;
+  };
+  for (const Case& c : {Case{5, "5.0", "HIP 5.0.13601", false}, Case{5, "5.2", "HIP 5.2.21153", false},
+                        Case{6, "6.2", "HIP 6.2.41134", true}, Case{6, "6.4", "HIP 6.4.43483", true},
+                        Case{7, "7.0", "HIP 7.0.51831", true}}) {
+    const FakeHip& hip = fake(c.major, c.release);
+    EXPECT_EQ(dlsym(hip.handle, "hipGetDevicePropertiesR0600") != nullptr, c.major != 5);
+    auto runtime = open(c.major);
+    ASSERT_TRUE(runtime) << c.release;
+    ASSERT_EQ(runtime->devices().size(), 1u);
+    EXPECT_EQ(runtime->devices()[0].runtime_release, c.name);
+    EXPECT_EQ(hip.counter("properties_r0600"), c.r0600 ? 1 : 0) << c.release;
+    EXPECT_EQ(hip.counter("properties_r0000"), c.r0600 ? 0 : 1) << c.release;
+  }
+}
+
+// Per release, one binary per kind of entry: the registry loads exactly
+// those the release loads, and refuses the others as UnsupportedVersion
+// naming the release, before HIP is asked.
+TEST_F(HipReleaseTest, TheRegistryChoosesOnlyWhatTheReleaseLoads) {
+  struct Case {
+    int major;
+    const char* release;
+    const char* name;
+    bool v4, v5, v6, generic;
+  };
+  const std::vector<std::pair<std::string, unsigned>> kinds = {
+      {"gfx1100", 4}, {"gfx1100", 5}, {"gfx1100", 6}, {"gfx11-generic", 6}};
+  for (const Case& c :
+       {Case{5, "5.0", "HIP 5.0", true, false, false, false}, Case{5, "5.2", "HIP 5.2", true, true, false, false},
+        Case{6, "6.2", "HIP 6.2", true, true, true, false}, Case{6, "6.4", "HIP 6.4", true, true, true, true},
+        Case{7, "7.0", "HIP 7.0", true, true, true, true}}) {
+    const FakeHip& hip = fake(c.major, c.release);
+    Registry registry(open(c.major), Config{});
+    const bool loads[] = {c.v4, c.v5, c.v6, c.generic};
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      SCOPED_TRACE(std::string(c.release) + " " + kinds[i].first + " v" + std::to_string(kinds[i].second));
+      auto bytes = bundle({kinds[i]});
+      auto binary = registry.register_memory(bytes);
+      ASSERT_TRUE(Succeeds(binary));
+      auto kernel = registry.lookup_kernel(*binary, 0, "k");
+      if (loads[i]) {
+        EXPECT_TRUE(Succeeds(kernel));
+      } else {
+        ASSERT_TRUE(FailsWith(kernel, ErrorKind::UnsupportedVersion));
+        EXPECT_TRUE(Contains(kernel.error().message(), c.name));
+      }
+      ASSERT_TRUE(Succeeds(registry.unregister(*binary)));
+    }
+    EXPECT_EQ(hip.counter("module_loads"), c.v4 + c.v5 + c.v6 + c.generic) << c.release;
+    EXPECT_EQ(hip.counter("bytes_changed"), 0);
+  }
+}
+
+// One binary with a v6 native entry and a generic one: HIP 5.2 loads
+// neither, 6.2 the native one, 7.0 the native one before the generic.
+TEST_F(HipReleaseTest, AMixedBinaryGivesEachReleaseWhatItLoads) {
+  auto bytes = bundle({{"gfx11-generic", 6}, {"gfx1100", 6}});
+  for (auto [major, release] : {std::pair{5, "5.2"}, std::pair{6, "6.2"}, std::pair{7, "7.0"}}) {
+    SCOPED_TRACE(release);
+    fake(major, release);
+    Registry registry(open(major), Config{});
+    auto binary = registry.register_memory(bytes);
+    ASSERT_TRUE(Succeeds(binary));
+    auto kernel = registry.lookup_kernel(*binary, 0, "k");
+    if (major == 5) {
+      ASSERT_TRUE(FailsWith(kernel, ErrorKind::UnsupportedVersion));
+      EXPECT_TRUE(Contains(kernel.error().message(), "HIP 5.2"));
+      continue;
+    }
+    ASSERT_TRUE(Succeeds(kernel));
+    auto modules = registry.modules(*binary, 0);
+    ASSERT_TRUE(Succeeds(modules));
+    ASSERT_EQ(modules->size(), 1u);
+    EXPECT_EQ((*modules)[0]->code_object().target().target.str(), "gfx1100");
+  }
+}
+
+/// A temporary directory whose name has a space, as a user's might.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "coload hip XXXXXX").string();
+    path = mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+// HIP 6+ reopens a mapped file by path: the file renamed (or its path
+// holding a space) fails there. coload hands it a heap copy instead.
+TEST_F(HipReleaseTest, AFileRenamedAfterRegistrationStillLoadsOnHip6) {
+  for (auto [major, release] : {std::pair{6, "6.2"}, std::pair{7, "7.0"}, std::pair{5, "5.2"}}) {
+    SCOPED_TRACE(release);
+    const FakeHip& hip = fake(major, release);
+    TempDir dir;
+    const auto file = dir.path / "kernels.co";
+    testing::write_file(file.string(), code_object("gfx1100", 4));
+    Registry registry(open(major), Config{});
+    auto binary = registry.register_file(file.string());
+    ASSERT_TRUE(Succeeds(binary));
+    std::filesystem::rename(file, dir.path / "moved.co");
+    ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "k")));
+    EXPECT_EQ(hip.counter("reopens"), 0) << "HIP was handed the mapping";
+    ASSERT_TRUE(Succeeds(registry.unregister(*binary)));
+    EXPECT_EQ(hip.counter("bytes_changed"), 0);
+  }
+}
+
+// Without the copy: the test HIP library, handed the mapping itself, fails
+// as HIP 6 does (and HIP 5, which does not reopen, loads it).
+TEST_F(HipReleaseTest, HandedTheMappingHip6FailsAsFileNotFound) {
+  for (auto [major, release] : {std::pair{6, "6.2"}, std::pair{5, "5.2"}}) {
+    SCOPED_TRACE(release);
+    const FakeHip& hip = fake(major, release);
+    auto load = reinterpret_cast<int (*)(void**, const void*)>(dlsym(hip.handle, "hipModuleLoadData"));
+    auto unload = reinterpret_cast<int (*)(void*)>(dlsym(hip.handle, "hipModuleUnload"));
+    TempDir dir;
+    const auto file = dir.path / "kernels.co";
+    const auto bytes = code_object("gfx1100", 4);
+    testing::write_file(file.string(), bytes);
+    int fd = ::open(file.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    void* mapped = mmap(nullptr, bytes.size(), PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    ASSERT_NE(mapped, MAP_FAILED);
+    void* module = nullptr;
+    // The path holds a space: CLR's /proc/self/maps reading cuts it there.
+    const int spaced = load(&module, mapped);
+    std::filesystem::remove(file);
+    const int deleted = load(&module, mapped);
+    if (major == 6) {
+      EXPECT_EQ(spaced, kFileNotFound);
+      EXPECT_EQ(deleted, kFileNotFound);
+      EXPECT_EQ(hip.counter("reopens"), 2);
+    } else {
+      EXPECT_EQ(spaced, 0);
+      EXPECT_EQ(deleted, 0);
+      EXPECT_EQ(hip.counter("module_loads"), 2);
+      EXPECT_EQ(unload(module), 0);
+      hip.reset();  // the first module
+    }
+    munmap(mapped, bytes.size());
+  }
+}
+
+// The heap copy lives until hipModuleUnload; the caller's buffer changing
+// afterwards is not seen, and a buffer changed under a module is.
+TEST_F(HipReleaseTest, TheLibraryNoticesBytesChangedBeforeUnload) {
+  fake(6, "6.2");
+  auto runtime = open(6);
+  auto bytes = code_object("gfx1100", 4);
+  auto code_object = CodeObject::read(bytes);
+  ASSERT_TRUE(Succeeds(code_object));
+  auto module = runtime->load(0, Image{bytes, nullptr}, *code_object);
+  ASSERT_TRUE(Succeeds(module));
+  bytes[0x100] ^= std::byte{0xff};
+  module->reset();
+  EXPECT_EQ(FakeHip::at(library_of(6)).counter("bytes_changed"), 1);
+}
+
+// HIP finds a function only among the STT_FUNC symbols: a kernel the
+// metadata lists without one is NotFound, and the module is unloaded.
+TEST_F(HipReleaseTest, AKernelWithoutAFunctionSymbolIsNotFound) {
+  const FakeHip& hip = fake(7);
+  auto runtime = open(7);
+  auto bytes = code_object("gfx1100", 5, /*function_symbol=*/false);
+  auto code_object = CodeObject::read(bytes);
+  ASSERT_TRUE(Succeeds(code_object));
+  auto module = runtime->load(0, Image{bytes, nullptr}, *code_object);
+  ASSERT_TRUE(FailsWith(module, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(module.error().message(), "hipModuleGetFunction failed with hipErrorNotFound (500)"));
+  EXPECT_TRUE(Contains(module.error().message(), "for kernel 'k'"));
+  EXPECT_EQ(hip.counter("live_modules"), 0);
+}
+
+// hipModuleLoadData refuses a foreign ISA, a version or a generic the
+// release cannot load: hipErrorSharedObjectInitFailed before 6.1,
+// hipErrorNoBinaryForGpu after; both InvalidArgument.
+TEST_F(HipReleaseTest, ARefusedCodeObjectIsInvalidArgumentWithTheReleasesStatus) {
+  struct Case {
+    int major;
+    const char* release;
+    std::string processor;
+    unsigned version;
+    const char* status;
+  };
+  for (const Case& c : {Case{5, "5.2", "gfx1100", 6, "hipErrorSharedObjectInitFailed (303)"},
+                        Case{6, "6.2", "gfx11-generic", 6, "hipErrorNoBinaryForGpu (209)"},
+                        Case{7, "7.0", "gfx90a", 6, "hipErrorNoBinaryForGpu (209)"}}) {
+    SCOPED_TRACE(c.release);
+    fake(c.major, c.release);
+    auto runtime = open(c.major);
+    auto bytes = code_object(c.processor, c.version);
+    auto code_object = CodeObject::read(bytes);
+    ASSERT_TRUE(Succeeds(code_object));
+    auto module = runtime->load(0, Image{bytes, nullptr}, *code_object);
+    ASSERT_TRUE(FailsWith(module, ErrorKind::InvalidArgument));
+    EXPECT_TRUE(Contains(module.error().message(), std::string("hipModuleLoadData failed with ") + c.status));
+  }
+}
+
+}  // namespace
+}  // namespace coload
