@@ -153,12 +153,27 @@ TEST_F(HipRuntimeTest, AHipMajorOutsideFiveToSevenIsUnsupportedVersion) {
   }
 }
 
-TEST_F(HipRuntimeTest, UnknownArchNameNamesTheDevice) {
-  fake.add_device("gfx90a:sramecc+:xnack-", 65536, 64);
+// Of every device, one coload cannot reconcile is left out and named in a
+// warning; the others keep their HIP ordinals. Named by the caller, it fails.
+TEST_F(HipRuntimeTest, UnknownArchNameIsLeftOutAndNamed) {
   fake.add_device("gfx9999", 65536, 64);
+  fake.add_device("gfx90a:sramecc+:xnack-", 65536, 64);
   auto runtime = open();
-  ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
-  EXPECT_TRUE(Contains(runtime.error().message(), "gcnArchName 'gfx9999' of device 1"));
+  ASSERT_TRUE(Succeeds(runtime));
+  ASSERT_EQ((*runtime)->devices().size(), 1u);
+  EXPECT_EQ((*runtime)->devices()[0].str(), "gfx90a:sramecc+:xnack-");
+  ASSERT_EQ((*runtime)->warnings().size(), 1u);
+  EXPECT_TRUE(Contains((*runtime)->warnings()[0], "gcnArchName 'gfx9999' of device 0"));
+  EXPECT_TRUE(Contains((*runtime)->warnings()[0], "; this GPU is left out"));
+  // Device 0 is HIP ordinal 1: the test library refuses gfx90a code on ordinal 0.
+  Fixture fixture = gfx90a();
+  EXPECT_TRUE(Succeeds((*runtime)->load(0, fixture.image(), fixture.code_object)));
+
+  HipOptions named{kTestHip};
+  named.devices = std::vector<int>{1, 0};
+  auto refused = open_hip_runtime(named);
+  ASSERT_TRUE(FailsWith(refused, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(refused.error().message(), "gcnArchName 'gfx9999' of device 0"));
 }
 
 // A mode gcnArchName leaves out is one the device does not report (gfx90c under current ROCm).
@@ -176,10 +191,16 @@ TEST_F(HipRuntimeTest, ArchNameWithoutFeatureModesHasNoSuchModes) {
 
 TEST_F(HipRuntimeTest, GenericArchNameIsMalformed) {
   fake.add_device("gfx9-generic", 65536, 64);
-  auto runtime = open();
+  HipOptions named{kTestHip};
+  named.devices = std::vector<int>{0};
+  auto runtime = open_hip_runtime(named);
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::Malformed));
   EXPECT_TRUE(Contains(runtime.error().message(), "gcnArchName 'gfx9-generic' of device 0"));
   EXPECT_TRUE(Contains(runtime.error().message(), "names the generic target gfx9-generic, not a device"));
+  // Among every device it is left out; with none left, there is no GPU.
+  auto every = open();
+  ASSERT_TRUE(FailsWith(every, ErrorKind::NotFound));
+  EXPECT_TRUE(Contains(every.error().message(), "no GPU coload can describe (1 left out): HIP "));
 }
 
 TEST_F(HipRuntimeTest, AttributeFailureNamesTheFunction) {

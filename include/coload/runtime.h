@@ -143,12 +143,16 @@ struct HipOptions {
 /// process has loaded under a candidate name (every default name is asked
 /// before any is opened), else the first that opens (docs/loading.md).
 /// On HIP 6+, code objects lying in a file mapping are handed to HIP as a
-/// heap copy the module owns (HIP would reopen the file by path).
-/// Errors: Io when no candidate library opens, UnsupportedVersion for a
-/// library of a HIP major other than 5 to 7 (from its SONAME or file name
-/// before any HIP call, which would start that runtime), NotFound when
-/// there is no GPU, InvalidArgument naming the index and value for a listed
-/// ordinal out of range or repeated, and for an empty list.
+/// heap copy the module owns (HIP would reopen the file by path). Without
+/// `options.devices`, a device whose answers coload cannot reconcile (an
+/// unknown gcnArchName) is left out and named in warnings(); the others keep
+/// their ordinals. Errors: Io when no candidate library opens,
+/// UnsupportedVersion for a library of a HIP major other than 5 to 7 (from
+/// its SONAME or file name before any HIP call, which would start that
+/// runtime), NotFound when there is no GPU or none coload can describe,
+/// InvalidArgument naming the index and value for a listed ordinal out of
+/// range or repeated, and for an empty list; a listed ordinal coload cannot
+/// describe fails with its reason.
 Expected<std::unique_ptr<Runtime>> open_hip_runtime(const HipOptions& options = {});
 
 /// A runtime that loads nothing: load() validates against the device and

@@ -82,7 +82,10 @@ Expected<int> attribute(const HipLibrary& library, hipDeviceAttribute_t attribut
   return value;
 }
 
-Expected<Device> describe_device(const HipLibrary& library, int index) {
+/// Sets `*unreconciled` when HIP answered but coload cannot square the answer
+/// with its tables (an unknown gcnArchName, an impossible size): that device
+/// alone can be left out, where a failing HIP call fails them all.
+Expected<Device> describe_device(const HipLibrary& library, int index, bool* unreconciled) {
   std::string where = "device " + std::to_string(index);
   // HIP 6+ through the R0600 entry point; HIP 5 (which has none) through the plain one.
   const bool r0600 = library.api.get_device_properties_r0600 &&
@@ -96,6 +99,7 @@ Expected<Device> describe_device(const HipLibrary& library, int index) {
   if (auto ok = check(library.api, status, layout.entry_point, "for " + where); !ok) {
     return std::move(ok).error();
   }
+  *unreconciled = true;  // past HIP's answer: what follows judges it
   const char* arch = reinterpret_cast<const char*>(buffer->bytes + layout.arch_offset);
   std::size_t length = strnlen(arch, kArchNameBytes);
   if (length == kArchNameBytes) {
@@ -110,11 +114,13 @@ Expected<Device> describe_device(const HipLibrary& library, int index) {
     return Error(kind, "HIP " + std::string(layout.entry_point) + ": gcnArchName '" + std::string(arch_name) + "' of " +
                            where + ": " + error.message());
   }
+  *unreconciled = false;
   auto lds =
       attribute(library, hipDeviceAttributeMaxSharedMemoryPerBlock, "hipDeviceAttributeMaxSharedMemoryPerBlock", index);
   if (!lds) return std::move(lds).error();
   auto warp = attribute(library, hipDeviceAttributeWarpSize, "hipDeviceAttributeWarpSize", index);
   if (!warp) return std::move(warp).error();
+  *unreconciled = true;
   if (*lds < 0) {
     return Error(ErrorKind::Malformed, "HIP hipDeviceGetAttribute: hipDeviceAttributeMaxSharedMemoryPerBlock of " +
                                            where + " is negative (" + std::to_string(*lds) + ")");
@@ -123,6 +129,7 @@ Expected<Device> describe_device(const HipLibrary& library, int index) {
     return Error(ErrorKind::Malformed, "HIP hipDeviceGetAttribute: hipDeviceAttributeWarpSize of " + where + " is " +
                                            std::to_string(*warp) + ", not 32 or 64");
   }
+  *unreconciled = false;
   Device device;
   device.target = *target;
   device.lds_bytes = static_cast<std::uint64_t>(*lds);
@@ -252,11 +259,16 @@ class HipModule final : public LoadedModule {
 
 class HipRuntime final : public Runtime {
  public:
-  HipRuntime(std::shared_ptr<const HipLibrary> library, std::vector<int> ordinals, std::vector<Device> devices)
-      : library_(std::move(library)), ordinals_(std::move(ordinals)), devices_(std::move(devices)) {}
+  HipRuntime(std::shared_ptr<const HipLibrary> library, std::vector<int> ordinals, std::vector<Device> devices,
+             std::vector<std::string> warnings)
+      : library_(std::move(library)),
+        ordinals_(std::move(ordinals)),
+        devices_(std::move(devices)),
+        warnings_(std::move(warnings)) {}
 
   std::string_view name() const override { return "hip"; }
   std::span<const Device> devices() const override { return devices_; }
+  std::span<const std::string> warnings() const override { return warnings_; }
 
   Expected<std::unique_ptr<LoadedModule>> load(std::size_t device, const Image& image,
                                                const CodeObject& code_object) override {
@@ -327,6 +339,7 @@ class HipRuntime final : public Runtime {
   std::shared_ptr<const HipLibrary> library_;
   std::vector<int> ordinals_;  ///< device i is HIP ordinal ordinals_[i]
   std::vector<Device> devices_;
+  std::vector<std::string> warnings_;  ///< one per device left out
 };
 
 /// The HIP ordinals the runtime's devices are: `requested`, checked against
@@ -377,14 +390,29 @@ Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary
   }
   auto chosen = ordinals(requested, count);
   if (!chosen) return std::move(chosen).error();
+  std::vector<int> kept;
   std::vector<Device> devices;
-  devices.reserve(chosen->size());
+  std::vector<std::string> warnings;
   for (int ordinal : *chosen) {
-    auto device = describe_device(*library, ordinal);
+    bool unreconciled = false;
+    auto device = describe_device(*library, ordinal, &unreconciled);
+    // Of every device, one coload cannot reconcile is left out (as CLR leaves
+    // out GPUs missing from its table) and named; a device the caller named,
+    // or a failing HIP call, fails the runtime.
+    if (!device && unreconciled && !requested) {
+      warnings.push_back(device.error().message() + "; this GPU is left out");
+      continue;
+    }
     if (!device) return std::move(device).error();
+    kept.push_back(ordinal);
     devices.push_back(std::move(*device));
   }
-  return std::unique_ptr<Runtime>(new HipRuntime(std::move(library), std::move(*chosen), std::move(devices)));
+  if (devices.empty()) {
+    return Error(ErrorKind::NotFound,
+                 "no GPU coload can describe (" + std::to_string(warnings.size()) + " left out): " + warnings.front());
+  }
+  return std::unique_ptr<Runtime>(
+      new HipRuntime(std::move(library), std::move(kept), std::move(devices), std::move(warnings)));
 }
 
 }  // namespace
