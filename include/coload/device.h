@@ -27,7 +27,7 @@ struct Device {
   /// Code object versions the runtime loads, ascending.
   std::vector<unsigned> code_object_versions{4, 5, 6};
   /// Whether the runtime loads generic code objects (ROCr from ROCm 6.4,
-  /// HIP from 6.4: docs/loading.md, "Releases").
+  /// HIP from 6.4: docs/loading.md, "HSA releases" and "HIP releases").
   bool loads_generic = true;
   /// The runtime release these limits come from, as refusals name it
   /// ("ROCr 1.14.60200 (ROCm 6.2)"); empty for a device from a spec.
