@@ -88,7 +88,7 @@ class Choice(ctypes.Structure):
     ]
 
 
-CHOICE_FILE_END: int = Choice.file.offset + ctypes.sizeof(ctypes.c_char_p)  # type: ignore[attr-defined]
+CHOICE_FILE_END: int = Choice.file.offset + ctypes.sizeof(ctypes.c_char_p)
 CHOOSE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Choice))
 
 

@@ -416,10 +416,11 @@ def _choice_of(choice: Any) -> Choice:
 
 def _log_trampoline(log: Callable[[LogLevel, str], None] | None) -> Any:
     if log is None:
-        return lib.LOG_FN()  # null
+        return lib.LOG_FN(0)  # null: messages go to stderr
+    receiver = log
 
     def receive(_: Any, level: int, message: bytes | None) -> None:
-        log(LogLevel(level), lib.decode(message))
+        receiver(LogLevel(level), lib.decode(message))
 
     return lib.LOG_FN(receive)
 
