@@ -384,7 +384,8 @@ class Registry:
         choices: list[Choice] = []
 
         def take(_: Any, pointer: Any) -> int:
-            choices.append(_choice_of(pointer.contents))
+            choice = pointer.contents
+            choices.append(_choice_of(choice, choice.bundle, _file_of(choice)))
             return 1
 
         callback = lib.CHOOSE_FN(take)
@@ -399,19 +400,26 @@ def _handle(binary: Binary | int) -> int:
     return binary.handle if isinstance(binary, Binary) else binary
 
 
-def _choice_of(choice: Any) -> Choice:
-    chosen = choice.status == Status.OK
-    has_file = choice.struct_size >= lib.CHOICE_FILE_END
+def _choice_of(made: Any, bundle: int, file: str | None, offset: int | None = None) -> Choice:
+    """A Choice from a coload_choice or a coload_selected (the fields they share)."""
+    chosen = made.status == Status.OK
     return Choice(
-        bundle=choice.bundle,
-        status=known_status(choice.status),
-        message=lib.decode(choice.message),
-        entry_index=choice.entry_index if chosen else None,
-        entry_id=lib.decode(choice.entry_id) if chosen else None,
-        tier=Tier(choice.tier) if chosen else None,
-        code_object=ctypes.string_at(choice.bytes, choice.size) if chosen and choice.bytes else b"",
-        file=os.fsdecode(choice.file) if has_file and choice.file else None,
+        bundle=bundle,
+        status=known_status(made.status),
+        message=lib.decode(made.message),
+        entry_index=made.entry_index if chosen else None,
+        entry_id=lib.decode(made.entry_id) if chosen else None,
+        tier=Tier(made.tier) if chosen else None,
+        code_object=ctypes.string_at(made.bytes, made.size) if chosen and made.bytes else b"",
+        file=file,
+        offset=offset if chosen else None,
     )
+
+
+def _file_of(choice: Any) -> str | None:
+    """coload_choice's file, when the library's struct has it."""
+    has_file = choice.struct_size >= lib.CHOICE_FILE_END
+    return os.fsdecode(choice.file) if has_file and choice.file else None
 
 
 def _log_trampoline(log: Callable[[LogLevel, str], None] | None) -> Any:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import _library as lib
-from .errors import Error, Malformed, Status, error_for, known_status
-from .registry import _HASH_CHECKS, Binary, Choice, PathLike, Registry, RuntimeName, Tier, _pick
+from .errors import Error, Malformed, Status, error_for
+from .registry import _HASH_CHECKS, Binary, Choice, PathLike, Registry, RuntimeName, _choice_of, _pick
 
 
 @dataclass(frozen=True)
@@ -72,18 +72,8 @@ def select(
                                    extended_isa_compat)
     try:
         selected = out.contents.results[0].contents
-        chosen = selected.status == Status.OK
-        choice = Choice(
-            bundle=0,
-            status=known_status(selected.status),
-            message=lib.decode(selected.message),
-            entry_index=selected.entry_index if chosen else None,
-            entry_id=lib.decode(selected.entry_id) if chosen else None,
-            tier=Tier(selected.tier) if chosen else None,
-            code_object=ctypes.string_at(selected.bytes, selected.size) if chosen and selected.bytes else b"",
-            file=os.fsdecode(path),
-            offset=None if selected.owned or not chosen else selected.offset,
-        )
+        offset = None if selected.owned else selected.offset
+        choice = _choice_of(selected, 0, os.fsdecode(path), offset)
         result = Selection(device, (choice,), lib.decode(selected.report))
     finally:
         lib.function("coload_selection_free")(out)
