@@ -3,6 +3,7 @@
 #   development -> libcoload-dev   headers of the C API, libcoload.so, the CMake
 #                                  package, coload.pc, the docs
 #   tools       -> coload-tools    the coload tool, its man page, bash completion
+#   python      -> python3-coload  the Python package, in COLOAD_INSTALL_PYTHONDIR
 # Every path comes from GNUInstallDirs, and every installed file finds the
 # others relative to itself, so the tree works under any prefix (and as the
 # .debs' /usr).
@@ -38,6 +39,22 @@ string(REGEX REPLACE "/$" "" COLOAD_PC_TO_PREFIX "${COLOAD_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/coload.pc.in ${PROJECT_BINARY_DIR}/coload.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/coload.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
 
+# The Python package where Debian's python3 looks under /usr (relative to
+# the prefix; another prefix's users set PYTHONPATH to <prefix>/this). Its
+# _paths.py holds the path from the package to libcoload.so.0, so the tree
+# stays relocatable.
+set(COLOAD_INSTALL_PYTHONDIR lib/python3/dist-packages
+    CACHE STRING "Where the Python package is installed, relative to the prefix")
+file(RELATIVE_PATH COLOAD_PYTHON_TO_LIBRARY /${COLOAD_INSTALL_PYTHONDIR}/coload
+     /${CMAKE_INSTALL_LIBDIR}/libcoload.so.${PROJECT_VERSION_MAJOR})
+file(WRITE ${PROJECT_BINARY_DIR}/python-install/_paths.py
+     "\"\"\"Where libcoload.so.0 is, from this package (written by the install).\"\"\"\n\n"
+     "LIBRARY = \"${COLOAD_PYTHON_TO_LIBRARY}\"\n")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/coload/ DESTINATION ${COLOAD_INSTALL_PYTHONDIR}/coload
+        COMPONENT python FILES_MATCHING PATTERN "*.py" PATTERN "py.typed" PATTERN "__pycache__" EXCLUDE)
+install(FILES ${PROJECT_BINARY_DIR}/python-install/_paths.py DESTINATION ${COLOAD_INSTALL_PYTHONDIR}/coload
+        COMPONENT python)
+
 # Debian packages: `cpack -G DEB` in the build tree writes the three .debs there.
 if(PROJECT_IS_TOP_LEVEL)
   set(COLOAD_PACKAGE_MAINTAINER "coload maintainers <coload@localhost>"
@@ -49,7 +66,7 @@ if(PROJECT_IS_TOP_LEVEL)
   set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
   set(CPACK_GENERATOR DEB)
   set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-  set(CPACK_COMPONENTS_ALL runtime development tools)
+  set(CPACK_COMPONENTS_ALL runtime development tools python)
   set(CPACK_DEB_COMPONENT_INSTALL ON)
   set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
   set(CPACK_STRIP_FILES ON)
@@ -75,5 +92,14 @@ if(PROJECT_IS_TOP_LEVEL)
   set(CPACK_DEBIAN_TOOLS_DESCRIPTION "coload: AMD GPU fat binary reader and loader (command-line tool)
  coload ls, extract, select, check, devices and load, with a man page and
  bash completion.")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-coload)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_ARCHITECTURE all)
+  # Pure Python: no ELF for dpkg-shlibdeps; it opens libcoload.so.0 with ctypes.
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SHLIBDEPS OFF)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "python3, libcoload${PROJECT_VERSION_MAJOR} (= ${PROJECT_VERSION})")
+  set(CPACK_DEBIAN_PYTHON_DESCRIPTION "coload: AMD GPU fat binary reader and loader (Python package)
+ The coload package: registries, kernel lookups, dispatch checks and
+ selection reports over libcoload.so.0's C API, with ctypes.")
   include(CPack)
 endif()

@@ -18,6 +18,8 @@ packages=(
   libhsa-runtime-dev libamdhip64-dev libamd-comgr-dev
   # tests and benchmarks; clang-format-22 checks the sources' layout
   libgtest-dev libgmock-dev libbenchmark-dev clang-format-22
+  # the Python package's tests and their type check (docs/python.md)
+  python3-pytest mypy
   # packaging: the man page, the .debs' dependencies, the C ABI guard, and the
   # install test's man page and completion checks
   help2man dpkg-dev abigail-tools man-db bash-completion

@@ -61,6 +61,7 @@ TEST(CApiContract, EveryEntryPointRejectsNullAndForeignHandles) {
     EXPECT_EQ(coload_unregister(bad, 1), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_lookup_kernel(bad, 1, 0, "k", &info), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_check_dispatch(bad, 1, 0, "k", 0, 0, nullptr), COLOAD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(coload_load(bad, 1, 0), COLOAD_ERROR_INVALID_HANDLE);
     std::uint64_t address = 0;
     EXPECT_EQ(coload_lookup_global(bad, 1, 0, "g", &address, &count), COLOAD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(coload_device_count(bad, &count), COLOAD_ERROR_INVALID_HANDLE);
@@ -196,6 +197,20 @@ TEST_F(CApiTest, RegisterLookUpAndUnregister) {
   EXPECT_EQ(coload_lookup_kernel(registry, binary, 9, "missing", &info), COLOAD_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(coload_unregister(registry, binary), COLOAD_OK);
   EXPECT_EQ(coload_unregister(registry, binary), COLOAD_ERROR_NOT_FOUND);
+}
+
+// coload_load: a binary loads on a device without a kernel name; once per pair.
+TEST_F(CApiTest, LoadWithoutAKernelName) {
+  coload_binary binary = 0;
+  ASSERT_EQ(coload_register_file(registry, fixture("bundles/driver_two_arch.hipfb").c_str(), &binary), COLOAD_OK)
+      << coload_last_error_message();
+  EXPECT_EQ(coload_load(registry, binary, 0), COLOAD_OK) << coload_last_error_message();
+  EXPECT_EQ(coload_load(registry, binary, 0), COLOAD_OK);
+  EXPECT_STREQ(coload_last_error_message(), "");
+  EXPECT_EQ(coload_load(registry, binary, 1), COLOAD_ERROR_NOT_FOUND);  // no gfx1100 entry
+  EXPECT_NE(std::string(coload_last_error_message()).find("gfx1100"), std::string::npos) << coload_last_error_message();
+  EXPECT_EQ(coload_load(registry, binary, 9), COLOAD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(coload_load(registry, 12345, 0), COLOAD_ERROR_NOT_FOUND);
 }
 
 // tests/kernels/vector_ops.hip's `__device__ int dev_counter`; dry-run: its size at address 0.

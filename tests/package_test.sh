@@ -4,7 +4,8 @@
 # with pkg-config, (b) a C and a C++ program with find_package(coload) (and the
 # C one with the build tree's package), (c) the C++ program with coload as an
 # add_subdirectory subproject, and (d) the C program against the .debs cpack
-# writes, extracted with dpkg -x. Each program registers a fixture with the
+# writes, extracted with dpkg -x; and (e) the Python package, installed and
+# from python3-coload, prints coload.version(). Each program registers a fixture with the
 # dry-run runtime and checks the entry bundle 0 chooses and the sizes of a
 # kernel (tests/package/consumer.c).
 #   package_test.sh SOURCE_DIR BUILD_DIR FIXTURE_DIR
@@ -38,6 +39,15 @@ echo "== the installed tool: coload --version, man page, bash completion"
   fail "the installed coload --version differs from coload.pc's version"
 bash "$source_dir/tests/man_completion_test.sh" "$prefix/bin/coload" "$prefix/share/man/man1/coload.1" \
   "$prefix/share/bash-completion/completions/coload"
+
+echo "== the Python package, from the prefix"
+# It finds the prefix's libcoload.so.0 relative to itself (docs/python.md).
+python_module=$(find "$prefix" -path '*/coload/py.typed')
+[ -n "$python_module" ] || fail "no Python package installed"
+python_version=$(env -u COLOAD_LIBRARY PYTHONPATH="$(dirname "$(dirname "$python_module")")" \
+  python3 -c "import coload; print(coload.version())")
+[ "$python_version" = "$(sed -n 's/^Version: //p' "$pc_file")" ] ||
+  fail "the installed Python package prints version '$python_version'"
 
 echo "== (a) C program, pkg-config"
 export PKG_CONFIG_PATH
@@ -82,7 +92,7 @@ consumer "$work/subproject/consumer_cpp"
 echo "== (d) the Debian packages"
 (cd "$work" && cpack --config "$build_dir/CPackConfig.cmake" -G DEB -B "$work/debs" > /dev/null)
 version=$(pkg-config --modversion coload)
-for package in libcoload0 libcoload-dev coload-tools; do
+for package in libcoload0 libcoload-dev coload-tools python3-coload; do
   deb=$(find "$work/debs" -maxdepth 1 -name "${package}_${version}_*.deb")
   [ -n "$deb" ] || fail "cpack wrote no $package package"
   dpkg-deb -x "$deb" "$work/root"
@@ -105,4 +115,10 @@ LD_LIBRARY_PATH=$(pkg-config --variable=libdir coload) consumer "$work/c_deb"
 for file in usr/share/man/man1/coload.1 usr/share/bash-completion/completions/coload; do
   [ -f "$work/root/$file" ] || fail "coload-tools lacks /$file"
 done
-echo "PASS: install, pkg-config, find_package, subproject and .deb consumers"
+# python3-coload: the package where Debian's python3 looks, finding libcoload0's library.
+# shellcheck disable=SC2154
+[[ "$depends_python3_coload" == *"libcoload0 (= $version)"* ]] || fail "python3-coload depends on: $depends_python3_coload"
+[ "$(env -u COLOAD_LIBRARY PYTHONPATH="$work/root/usr/lib/python3/dist-packages" python3 -c \
+  "import coload; print(coload.version(), coload.library_path())")" = "$version $(find "$work/root" -name libcoload.so.0)" ] ||
+  fail "python3-coload does not find the extracted libcoload.so.0"
+echo "PASS: install, Python, pkg-config, find_package, subproject and .deb consumers"

@@ -273,6 +273,18 @@ coload_status coload_unregister(coload_registry* registry, coload_binary binary)
 coload_status coload_lookup_kernel(coload_registry* registry, coload_binary binary, size_t device,
                                    const char* kernel_name, coload_kernel_info* out);
 
+/** Loads `binary` on device `device` as the first lookup of a kernel would
+ *  (choosing in every bundle, reading, validating and loading the chosen
+ *  code objects), once per (binary, device): later calls, and later lookups,
+ *  find it loaded. For a caller that wants to know whether a binary loads
+ *  on a device before it needs a kernel by name. Errors: those of
+ *  coload_lookup_kernel but an unknown kernel: COLOAD_ERROR_NOT_FOUND (no
+ *  code object fits, unknown binary), COLOAD_ERROR_INVALID_ARGUMENT (device
+ *  out of range), and whatever reading, validating or loading reports (a
+ *  validation error names the kernel, the field, the value and the limit).
+ *  Threads: as coload_lookup_kernel. */
+coload_status coload_load(coload_registry* registry, coload_binary binary, size_t device);
+
 /** Looks the global variable `name` (a `__device__` or `__constant__`
  *  variable, by its symbol name) up in `binary` for device `device`, loading
  *  the binary there on first use, as coload_lookup_kernel: `*address` is

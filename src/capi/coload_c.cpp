@@ -234,6 +234,17 @@ coload_status coload_lookup_kernel(coload_registry* registry, coload_binary bina
   });
 }
 
+coload_status coload_load(coload_registry* registry, coload_binary binary, size_t device) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    coload::Registry* cxx = nullptr;
+    if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
+    auto modules = cxx->modules(coload::BinaryHandle{binary}, device);  // loads the pair on first use
+    if (!modules) return fail(modules.error());
+    return ok();
+  });
+}
+
 coload_status coload_check_dispatch(coload_registry* registry, coload_binary binary, size_t device,
                                     const char* kernel_name, uint64_t kernarg_bytes, uint64_t dynamic_lds,
                                     const uint32_t* workgroup_size) {
