@@ -328,7 +328,7 @@ struct Registry::Impl {
     if (!first_miss) return Error(ErrorKind::NotFound, binary.name + ": holds no bundle");
     if (binary.fat->file_count() > 1) {  // its bundles' files: a group's report lists them
       return binary.fat->at_bundle(no_fit_error(device, *first_miss), first_miss_index)
-          .with_context(binary.name + ": none of its " + std::to_string(count) + " bundles fits");
+          .with_context("none of its " + std::to_string(count) + " bundles fits");
     }
     std::string where = binary.name + ": bundle " + std::to_string(first_miss_index);
     if (count > 1)
