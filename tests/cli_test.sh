@@ -233,10 +233,10 @@ device_options="--device --extended-isa-compat --lds --co-versions"
 declare -A command_options=(
   [ls]="--json --max-decompressed-bytes"
   [extract]="$device_options --target --retarget --bundle -o --max-decompressed-bytes"
-  [select]="$device_options --json -o --max-decompressed-bytes"
-  [check]="$device_options --json --max-decompressed-bytes"
+  [select]="$device_options --json -o --max-decompressed-bytes --recursive --pattern"
+  [check]="$device_options --json --max-decompressed-bytes --recursive --pattern"
   [devices]="--runtime --json"
-  [load]="$device_options --runtime --json"
+  [load]="$device_options --runtime --json --recursive --pattern"
 )
 for command in ls extract select check devices load; do
   for spelling in --help -h; do
@@ -505,6 +505,35 @@ for how in "select --device gfx90a -o $work/kept/out" "extract --device gfx90a -
   check "$how: the error names the bundle that passes it" \
     grep -q "three.ccob: bundle 2: .* would pass the limit $(printf '0x%x' "$tight") (max_decompressed_bytes) on what this command keeps" "$work/kept.err"
 done
+
+# File sets (docs/loading.md): a folder of per-arch objects is one binary;
+# each choice names its file. Native where present, gfx11-generic for
+# gfx1101 and gfx1151, nothing for gfx906 (listing what is there).
+hsa=$fixtures/filesets/hsa
+for row in gfx90a:gfx90a:native gfx942:gfx942:native gfx950:gfx950:native gfx1030:gfx1030:native \
+           gfx1101:gfx11-generic:generic gfx1151:gfx11-generic:generic; do
+  IFS=: read -r dev arch tier <<< "$row"
+  "$coload" select --device "$dev" --recursive --pattern 'f*.co' "$hsa" > "$work/set.out" 2>&1
+  check "select $dev in a folder: exit 0" test $? -eq 0
+  check "select $dev in a folder: fmha_fwd from $arch" \
+    grep -qx "bundle 0: selected hipv4-amdgcn-amd-amdhsa--$arch ($tier) from $hsa/$arch/fmha_fwd.co" "$work/set.out"
+  "$coload" load --runtime dry-run --device "$dev" --recursive "$hsa" > "$work/set.out" 2>&1
+  check "load $dev from a folder: gemm from $arch" grep -q "target $arch.* from $hsa/$arch/gemm.co" "$work/set.out"
+done
+"$coload" select --device gfx906 --recursive "$hsa" > "$work/set.out" 2>&1
+check "select gfx906 in a folder: exit 1" test $? -eq 1
+check "select gfx906 in a folder: lists the files there" \
+  grep -q "bundle 1: nothing selected: $hsa: bundle 1 (gemm in $hsa/gfx1030/gemm.co, " "$work/set.out"
+"$coload" select --device gfx942 "$hsa/gfx942/gemm.co" "$hsa/gfx90a/gemm.co" > "$work/set.out" 2>&1
+check "select in two listed files" grep -qx "bundle 0: selected hipv4-amdgcn-amd-amdhsa--gfx942 (native) from $hsa/gfx942/gemm.co" "$work/set.out"
+"$coload" check --device gfx950 --json --recursive "$hsa/gfx950" > "$work/set.out" 2>&1
+check "check --json a folder: kind file_set" grep -q '"kind":"file_set"' "$work/set.out"
+check "check --json a folder: each code object's file" grep -q "\"file\":\"$hsa/gfx950/gemm_lds96.co\"" "$work/set.out"
+"$coload" select --device gfx942 "$hsa/gfx942/gemm.co" "$hsa/gfx942/gemm.co" > "$work/set.out" 2>&1
+check "one kernel twice for one target: exit 1" test $? -eq 1
+check "one kernel twice for one target: named" grep -q 'kernel "gemm" for target gfx942 is in both' "$work/set.out"
+expect_exit 1 "select in a folder with no match" "$coload" select --device gfx942 --pattern '*.hsaco' "$hsa"
+expect_exit 1 "select in a missing file of a set" "$coload" select --device gfx942 "$hsa/gfx942/gemm.co" "$hsa/absent.co"
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

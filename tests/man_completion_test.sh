@@ -35,7 +35,7 @@ expect_line "the NAME line" '^ +coload +- +list, +select, +check +and +load'
 expect_line "the version in the footer" "^coload $("$tool" --version | sed 's/^coload //') "
 expect_line "a SYNOPSIS line" '^ +coload --version$'
 expect_line "the select command in the description" '^ +select +--device +SPEC'
-expect_line "the select command's subsection" '^ +coload select \[options\] FILE$'
+expect_line "the select command's subsection" '^ +coload select \[options\] FILE\.\.\.$'
 expect_line "a device option of select" '^ +--co-versions 4,5,6$'
 expect_line "load's runtime choices" '^ +--runtime hsa\|hip\|dry-run$'
 expect_line "an environment variable" '^ +COLOAD_HASH_CHECK$'

@@ -32,12 +32,15 @@ enum class BundleFormat : std::uint8_t {
   Plain,       ///< `__CLANG_OFFLOAD_BUNDLE__` header + entries
   Compressed,  ///< `CCOB` header + one compressed plain bundle
   CodeObject,  ///< a bare code object, presented as a bundle of one entry
+  /// A file set's bare code objects with one set of kernel names, one entry
+  /// per file (coload/fat_binary.h); only FatBinary::read reads it.
+  FileGroup,
 };
 
 /// Compression method of a CCOB (wire values: 0 zlib, 1 zstd).
 enum class Compression : std::uint8_t { None, Zlib, Zstd };
 
-/// "plain", "ccob", "code_object".
+/// "plain", "ccob", "code_object", "file_group".
 std::string_view to_string(BundleFormat format);
 /// "none", "zlib", "zstd".
 std::string_view to_string(Compression compression);

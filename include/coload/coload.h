@@ -201,6 +201,47 @@ coload_status coload_register_file(coload_registry* registry, const char* path, 
  *  `name` (may be null) appears in error messages. */
 coload_status coload_register_memory(coload_registry* registry, const void* bytes, size_t size, const char* name,
                                      coload_binary* out);
+/** Registers `count` files as one binary, a file set (docs/loading.md, "File
+ *  sets"): each file is a bare code object or anything coload_register_file
+ *  takes (a bundle file, a CCOB, a host image). Bare code objects holding the
+ *  same kernel names (their `.kd` symbols) are alternatives of one another:
+ *  they form one bundle whose entries are those files, and each device
+ *  chooses one of them by coload's tiers (native, exact features before
+ *  any, same-ISA opt-in, generic family, hotswap), as in a bundle. Objects
+ *  with other kernels are bundles of their own, loaded beside it; a bundle
+ *  file or host image adds its bundles. Registering maps every file and reads
+ *  its headers (a bare object's ELF header and symbol tables), nothing more:
+ *  selection and loading happen at the first lookup per device, as for any
+ *  binary. Bundles are numbered in the order of `paths` (a group at its first
+ *  file). One path is coload_register_file. The binary's name (in messages,
+ *  and coload_choice's `file` of a group nothing fits) is the one path, or
+ *  "<first path> and N more files"; coload_choice's `file` names the file
+ *  each choice came from.
+ *  Errors: COLOAD_ERROR_NULL_ARGUMENT (`paths`, one of them, or `out`),
+ *  COLOAD_ERROR_INVALID_ARGUMENT (`count` 0), COLOAD_ERROR_IO (a file that
+ *  cannot be opened or mapped, or is no regular file), the header errors of
+ *  a corrupt file (COLOAD_ERROR_BAD_MAGIC, COLOAD_ERROR_MALFORMED, ...), and
+ *  COLOAD_ERROR_AMBIGUOUS for one kernel name in two files for one target ID
+ *  (the same processor and features); every message names the file (and the
+ *  kernel and both files for a clash). Ownership: the paths are copied;
+ *  the files stay mapped until coload_unregister. On failure *out is 0 and
+ *  nothing is registered. Threads: as coload_register_file. */
+coload_status coload_register_files(coload_registry* registry, const char* const* paths, size_t count,
+                                    coload_binary* out);
+/** Registers the regular files under directory `path` whose file names match
+ *  `pattern` (fnmatch(3), e.g. "*.co"; NULL or "": every file), descending
+ *  into subdirectories when `recursive` is nonzero, as coload_register_files
+ *  does with them in sorted path order; the binary is named `path`. Entries
+ *  whose names start with "." are skipped, symbolic links to files followed
+ *  (to directories, not: they could loop). AITER's layout
+ *  (hsa/gfx942/fmha_fwd.co, hsa/gfx950/fmha_fwd.co) registers with
+ *  coload_register_directory(registry, "hsa", "*.co", 1, &binary). Errors:
+ *  COLOAD_ERROR_NULL_ARGUMENT (`path`, `out`), COLOAD_ERROR_IO (`path` is
+ *  no directory, or a directory cannot be read: the message names it),
+ *  COLOAD_ERROR_NOT_FOUND (no file matches), then coload_register_files'.
+ *  Ownership and threads: as coload_register_files. */
+coload_status coload_register_directory(coload_registry* registry, const char* path, const char* pattern, int recursive,
+                                        coload_binary* out);
 /** Registers the fat binary of a `__hip_fatbin_wrapper`, the pointer a HIP
  *  runtime's __hipRegisterFatBinary receives: {uint32_t magic 0x48495046
  *  "HIPF", uint32_t version 1, const void* binary, void* reserved}. The
@@ -340,6 +381,12 @@ typedef struct coload_choice {
    *  transformed here); null and 0 when none. */
   const void* bytes;
   size_t size;
+  /* Added in 0.3; read it only when struct_size covers it. */
+  /** The file the bundle came from: the binary's path (or name) for a
+   *  one-file binary; in a file set, the member file, and for a group of code
+   *  objects the chosen entry's file (the set's name when none is chosen).
+   *  Never null. */
+  const char* file;
 } coload_choice;
 
 /** Receives one bundle's choice; returns nonzero to go on, 0 to stop. */

@@ -75,6 +75,11 @@ struct BundleChoice {
   StreamSelection::Hash hash = StreamSelection::Hash::NotChecked;
   std::uint64_t decoded_bytes = 0;
 
+  /// The file the bundle came from: the binary's name, a file set's member,
+  /// or for a file set's group of code objects the chosen entry's file (the
+  /// set's name when nothing is chosen). FatBinary::file.
+  std::string file;
+
   bool compressed() const { return !bundle; }
   /// The chosen entry's bytes; empty when nothing was chosen.
   std::span<const std::byte> chosen_bytes() const;
@@ -84,7 +89,8 @@ struct BundleChoice {
 /// read in place, a CCOB streamed (select_in_compressed_bundle with
 /// `stream`). `spent`, when given, is a selection no longer needed whose
 /// storage a plain bundle's report reuses. Errors carry the bundle (and, from
-/// the reader, the file) in their location.
+/// the reader, the file) in their location; a file set's group of code
+/// objects is read through FatBinary::read and selected as a plain bundle.
 Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
                                         const StreamOptions& stream, Selection* spent = nullptr);
 

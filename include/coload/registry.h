@@ -83,6 +83,7 @@
 #include "coload/config.h"
 #include "coload/device.h"
 #include "coload/error.h"
+#include "coload/fat_binary.h"
 #include "coload/hotswap.h"
 #include "coload/pipeline.h"
 #include "coload/runtime.h"
@@ -160,6 +161,20 @@ class Registry {
   /// Registers a caller's buffer (bundle file, code object or host image),
   /// which must outlive the registration. `name` appears in errors.
   Expected<BinaryHandle> register_memory(std::span<const std::byte> bytes, std::string name = "<memory>");
+  /// Registers `paths` as one binary, a file set (FatBinary::open_files;
+  /// docs/loading.md, "File sets"): bare code objects with the same kernels
+  /// are one bundle whose entries are those files, chosen per device by the
+  /// same tiers; other files add their bundles. Each file is mapped (headers
+  /// and symbol tables read) until unregistered. `name` (default: the one
+  /// path, or "<first> and N more files") appears in errors. Errors: those
+  /// of FatBinary::open_files (InvalidArgument for no path, a file's errors
+  /// naming it, Ambiguous for a kernel twice for one target).
+  Expected<BinaryHandle> register_files(std::span<const std::string> paths, std::string name = {});
+  /// register_files of the files of directory `path` that `scan` takes, in
+  /// sorted path order (FatBinary::open_directory), named `path`. Errors:
+  /// Io for a directory that cannot be read, NotFound when it holds no file
+  /// `scan` takes, then register_files'.
+  Expected<BinaryHandle> register_directory(const std::string& path, const DirectoryScan& scan = {});
   /// Registers the image a `__hip_fatbin_wrapper` points at (one wrapper,
   /// one binary, as __hipRegisterFatBinary receives it), measured within the
   /// mapping that holds it (coload/wrapper.h); the image stays the caller's,

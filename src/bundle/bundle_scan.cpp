@@ -219,6 +219,7 @@ std::string_view to_string(BundleFormat format) {
     case BundleFormat::Plain: return "plain";
     case BundleFormat::Compressed: return "ccob";
     case BundleFormat::CodeObject: return "code_object";
+    case BundleFormat::FileGroup: return "file_group";
   }
   return "unknown";
 }
@@ -412,6 +413,8 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
           .id = detail::as_chars(*storage), .offset = 0, .size = bytes.size(), .is_host = false, .bytes = bytes}};
       return Bundle(info, std::move(entries), bytes, std::move(storage));
     }
+    case BundleFormat::FileGroup:  // its entries lie in several files, which only its FatBinary has
+      return here(Error(ErrorKind::InvalidArgument, "a file group is read through the FatBinary that holds it"));
   }
   return here(Error(ErrorKind::InvalidArgument, "unknown bundle format"));
 }

@@ -1,5 +1,8 @@
 #include "coload/fat_binary.h"
 
+#include "bundle/file_group.h"
+#include "common/bytes.h"
+
 namespace coload {
 
 Expected<FatBinary> FatBinary::open(const std::string& path, const ReadOptions& options) {
@@ -18,17 +21,58 @@ Expected<FatBinary> FatBinary::locate(Source source, const ReadOptions& options)
   if (!layout) return std::move(layout).error().in_file(source.name());
   auto bundles = scan_bundles(source.reader(), *layout, options);
   if (!bundles) return std::move(bundles).error().in_file(source.name());
-  return FatBinary(std::move(source), std::move(*layout), std::move(*bundles), options);
+  std::string name = source.name();
+  std::vector<File> files;
+  files.push_back({std::move(source), std::move(*layout)});
+  std::vector<Origin> origins(bundles->size());
+  return FatBinary(std::move(name), std::move(files), std::move(*bundles), std::move(origins), options);
+}
+
+const std::string& FatBinary::file(std::size_t index, std::optional<std::size_t> entry) const {
+  if (index >= origins_.size() || files_.size() == 1) return name_;
+  const Origin& origin = origins_[index];
+  if (!origin.group) return files_[origin.file].source.name();
+  if (!entry || *entry >= origin.group->files.size()) return name_;
+  return files_[origin.group->files[*entry]].source.name();
+}
+
+Error FatBinary::at_bundle(Error error, std::size_t index) const {
+  const Origin* origin = index < origins_.size() ? &origins_[index] : nullptr;
+  if (!origin || !origin->group) return std::move(error).in_bundle(index).in_file(file(index));
+  // The files a group's report is about: its entry IDs name only targets.
+  constexpr std::size_t kListed = 8;
+  const Group& group = *origin->group;
+  std::string view = " (";
+  for (std::size_t i = 0; i < group.kernels.size() && i < 3; ++i) view += (i ? ", " : "") + group.kernels[i];
+  if (group.kernels.size() > 3) view += ", +" + std::to_string(group.kernels.size() - 3) + " kernels";
+  view += group.kernels.empty() ? "no kernels in " : " in ";
+  for (std::size_t i = 0; i < group.files.size() && i < kListed; ++i) {
+    view += (i ? ", " : "") + files_[group.files[i]].source.name();
+  }
+  if (group.files.size() > kListed) view += ", and " + std::to_string(group.files.size() - kListed) + " more";
+  return std::move(error).in_bundle(index, std::nullopt, view + ")").in_file(name_);
 }
 
 Expected<Bundle> FatBinary::read(std::size_t index) const {
   if (index >= bundles_.size()) {
     return Error(ErrorKind::InvalidArgument, "does not exist (the input has " + std::to_string(bundles_.size()) + ")")
         .in_bundle(index)
-        .in_file(source_.name());
+        .in_file(name_);
   }
-  auto bundle = read_bundle(source_.reader(), bundles_[index], options_);
-  if (!bundle) return std::move(bundle).error().in_file(source_.name());
+  const Origin& origin = origins_[index];
+  if (origin.group) {
+    // Each file is one entry, viewed in place; the group owns the IDs.
+    std::vector<BundleEntry> entries;
+    entries.reserve(origin.group->files.size());
+    for (std::size_t i = 0; i < origin.group->files.size(); ++i) {
+      std::span<const std::byte> bytes = files_[origin.group->files[i]].source.bytes();
+      entries.push_back({.id = origin.group->ids[i], .offset = 0, .size = bytes.size(), .bytes = bytes});
+    }
+    return Bundle(bundles_[index], std::move(entries), {}, origin.group);
+  }
+  const Source& source = files_[origin.file].source;
+  auto bundle = read_bundle(source.reader(), bundles_[index], options_);
+  if (!bundle) return std::move(bundle).error().in_file(source.name());
   return bundle;
 }
 

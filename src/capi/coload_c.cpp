@@ -294,6 +294,7 @@ coload_status coload_choose(coload_registry* registry, coload_binary binary, siz
           }
           choice.message = message.c_str();
           choice.entry_id = chosen ? chosen->id.c_str() : "";
+          choice.file = made ? made->file.c_str() : made.error().location().file.c_str();
           return fn(user_data, &choice) != 0;
         });
     if (!walked) return fail(walked.error());

@@ -45,9 +45,10 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   BundleChoice choice;
   // Streamed, or with comgr refused before anything is decoded (comgr cannot read a CCOB).
   if (info.format == BundleFormat::Compressed) {
-    auto streamed =
-        select_in_compressed_bundle(selector.device(), binary.source().bytes(), info, selector.options(), stream);
-    if (!streamed) return std::move(streamed).error().in_bundle(index).in_file(binary.source().name());
+    auto streamed = select_in_compressed_bundle(selector.device(), binary.source_of(index).bytes(), info,
+                                                selector.options(), stream);
+    if (!streamed) return std::move(streamed).error().in_bundle(index).in_file(binary.file(index));
+    choice.file = binary.file(index);
     choice.selection = std::move(streamed->selection);
     choice.streamed = std::move(streamed->chosen);
     choice.heads = std::move(streamed->heads);
@@ -60,8 +61,10 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   if (!bundle) return std::move(bundle).error();
   if (spent) choice.selection = std::move(*spent);
   if (auto selected = selector.select(*bundle, choice.selection); !selected) {
-    return std::move(selected).error().in_bundle(index).in_file(binary.source().name());
+    return binary.at_bundle(std::move(selected).error(), index);
   }
+  const Candidate* chosen = choice.selection.chosen();
+  choice.file = binary.file(index, chosen ? std::optional(chosen->entry_index) : std::nullopt);
   choice.bundle = std::move(*bundle);
   return choice;
 }
@@ -101,7 +104,7 @@ void choose_in_binary(const FatBinary& binary, std::span<const std::size_t> indi
       if (!options.keep_heads && choice) std::vector<EntryHead>().swap(choice->heads);
       return choice;
     } catch (const std::exception& exception) {
-      return bundle_failure(index, exception).in_file(binary.source().name());
+      return bundle_failure(index, exception).in_file(binary.file(index));
     }
   };
   if (threads < 2) {  // no slots to keep: each result lives until the next

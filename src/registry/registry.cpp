@@ -249,8 +249,7 @@ struct Registry::Impl {
         selection->candidates.assign(1, std::move(chosen));
         selection->selected = 0;
       } else if (selection) {
-        log(LogLevel::Debug,
-            [&] { return no_fit_error(device, *selection).in_bundle(i).in_file(binary.name).message(); });
+        log(LogLevel::Debug, [&] { return binary.fat->at_bundle(no_fit_error(device, *selection), i).message(); });
         std::lock_guard lock(misses_mutex);  // held while placed: an earlier miss found later clears it
         const bool earliest = i < first_miss;
         if (!earliest) selection->candidates.clear();
@@ -285,13 +284,12 @@ struct Registry::Impl {
     std::optional<Selection> first_miss;
     std::size_t first_miss_index = 0;
     for (std::size_t i = 0; i < count; ++i) {
-      const std::string where = binary.name + ": bundle " + std::to_string(i);
       Expected<Choice>& choice = *choices[i];
-      if (!choice) return std::move(choice).error().in_bundle(i).in_file(binary.name);
+      if (!choice) return binary.fat->at_bundle(std::move(choice).error(), i);
       const Candidate* chosen = choice->selection.chosen();
       if (!chosen) {
         if (state.skipped++ == 0) {  // the first miss: choose_all kept its whole report
-          state.first_skipped = no_fit_error(device, choice->selection).in_bundle(i).in_file(binary.name).message();
+          state.first_skipped = binary.fat->at_bundle(no_fit_error(device, choice->selection), i).message();
         }
         if (!first_miss) {
           first_miss = std::move(choice->selection);
@@ -299,6 +297,8 @@ struct Registry::Impl {
         }
         continue;
       }
+      // A file set names the file the entry came from (a one-file binary: its name).
+      const std::string where = binary.fat->file(i, chosen->entry_index) + ": bundle " + std::to_string(i);
       const std::string entry_where = where + " entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
       const std::shared_ptr<const EntryImage>& image = choice->image;
       log(LogLevel::Info, [&] {
@@ -326,6 +326,10 @@ struct Registry::Impl {
     }
     if (!state.modules.empty()) return {};
     if (!first_miss) return Error(ErrorKind::NotFound, binary.name + ": holds no bundle");
+    if (binary.fat->file_count() > 1) {  // its bundles' files: a group's report lists them
+      return binary.fat->at_bundle(no_fit_error(device, *first_miss), first_miss_index)
+          .with_context("none of its " + std::to_string(count) + " bundles fits");
+    }
     std::string where = binary.name + ": bundle " + std::to_string(first_miss_index);
     if (count > 1)
       where = binary.name + ": none of its " + std::to_string(count) + " bundles fits; bundle " +
@@ -387,6 +391,18 @@ Expected<BinaryHandle> Registry::register_file(const std::string& path) {
 Expected<BinaryHandle> Registry::register_memory(std::span<const std::byte> bytes, std::string name) {
   auto fat = FatBinary::from_memory(bytes, name, impl_->read_options);
   return impl_->add(std::move(fat), std::move(name));
+}
+
+Expected<BinaryHandle> Registry::register_files(std::span<const std::string> paths, std::string name) {
+  if (paths.empty()) return Error(ErrorKind::InvalidArgument, "register_files: no file given");
+  auto fat = FatBinary::open_files(paths, std::move(name), impl_->read_options);
+  if (!fat) return std::move(fat).error();
+  std::string named = fat->name();
+  return impl_->add(std::move(fat), std::move(named));
+}
+
+Expected<BinaryHandle> Registry::register_directory(const std::string& path, const DirectoryScan& scan) {
+  return impl_->add(FatBinary::open_directory(path, scan, impl_->read_options), path);
 }
 
 Expected<BinaryHandle> Registry::register_wrapper(const void* wrapper, std::string name) {

@@ -136,6 +136,12 @@ Expected<Selection> comgr_path(const Device& device, const Bundle& bundle, const
                  "bundles (it answers INVALID_ARGUMENT)" +
                      std::string(kUseBuiltin));
   }
+  if (info.format == BundleFormat::FileGroup) {
+    return Error(ErrorKind::UnsupportedMethod,
+                 "a file set's group of code objects: comgr's lookup reads one buffer, and its entries lie in "
+                 "several files" +
+                     std::string(kUseBuiltin));
+  }
   if (!device.target.processor) return Error(ErrorKind::InvalidArgument, "device has no processor");
   auto loaded = Comgr::load(library);
   if (!loaded) return std::move(loaded).error();

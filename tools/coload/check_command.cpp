@@ -26,6 +26,7 @@ struct Checked {
   std::string id;
   std::optional<Tier> tier;
   std::string error;  ///< the bundle, the selection or the reader failed
+  std::string file;   ///< a file set's: the file the code object came from
   std::optional<CodeObject> code_object;
   std::vector<Violation> violations;
 
@@ -60,7 +61,10 @@ std::string agpr_text(const Kernel& kernel) { return kernel.agpr_count ? std::to
 
 void print_text(const std::string& path, const FatBinary& binary, const Device* device,
                 const std::vector<Checked>& results) {
-  std::printf("%s: %s", path.c_str(), std::string(to_string(binary.layout().kind)).c_str());
+  if (binary.file_count() > 1)
+    std::printf("%s: file set of %zu files", path.c_str(), binary.file_count());
+  else
+    std::printf("%s: %s", path.c_str(), std::string(to_string(binary.layout().kind)).c_str());
   if (device) std::printf(", device %s", device->str().c_str());
   std::printf("\n");
   for (const Checked& checked : results) {
@@ -70,6 +74,7 @@ void print_text(const std::string& path, const FatBinary& binary, const Device* 
         std::printf(" entry %zu %s (%s)", *checked.entry_index, checked.id.c_str(),
                     std::string(to_string(*checked.tier)).c_str());
       }
+      if (!checked.file.empty()) std::printf(" from %s", checked.file.c_str());
     } else {
       std::printf("%s", checked.id.empty() ? "code object" : checked.id.c_str());  // unread: no ID to show
     }
@@ -149,6 +154,10 @@ void write_checked(JsonWriter& json, const Checked& checked) {
   write_optional(json, checked.entry_index);
   json.key("id");
   json.value(checked.id);
+  if (!checked.file.empty()) {  // a file set's; a one-file binary's document keeps its shape
+    json.key("file");
+    json.value(checked.file);
+  }
   json.key("tier");
   if (checked.tier)
     json.value(to_string(*checked.tier));
@@ -223,7 +232,7 @@ void print_json(const std::string& path, const FatBinary& binary, const Device* 
   json.key("file");
   json.value(path);
   json.key("kind");
-  json.value(to_string(binary.layout().kind));
+  json.value(binary.file_count() > 1 ? "file_set" : to_string(binary.layout().kind));
   json.key("device");
   if (device)
     json.value(device->str());
@@ -248,11 +257,10 @@ int run_check(std::span<const std::string> args) {
   bool json = parsed->given(kJson);
   std::optional<std::uint64_t> max_decompressed = parsed->number(kMaxDecompressedBytes);
   std::vector<std::string> files = std::move(parsed->operands);
-  if (files.size() != 1) return usage_error("check: exactly one FILE is required");
+  if (files.empty()) return usage_error("check: a FILE or DIRECTORY is required");
   if (device_options.overridden && device_options.spec.empty()) {
     return usage_error("check: --lds, --co-versions and --extended-isa-compat describe a device: give --device");
   }
-  const std::string& path = files.front();
 
   const Expected<Config>& config = process_config();
   if (!config) return usage_error("environment: " + config.error().message());
@@ -269,12 +277,15 @@ int run_check(std::span<const std::string> args) {
     if (!select_options) return kExitInputError;
   }
 
-  auto binary = FatBinary::open(path, stream_options.read);
+  auto paths = binary_paths(files, *parsed);
+  auto binary = paths ? open_binary(*paths, stream_options.read) : Expected<FatBinary>(paths.error());
   if (!binary) {
     std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
     return kExitInputError;
   }
-  bool bare = binary->layout().kind == SourceKind::CodeObject;
+  const std::string& path = binary->name();
+  const bool set = binary->file_count() > 1;
+  bool bare = !set && binary->layout().kind == SourceKind::CodeObject;
   if (!bare && !device) {
     return usage_error("check: " + path + " is a fat binary: --device SPEC is required to select its code objects");
   }
@@ -306,20 +317,22 @@ int run_check(std::span<const std::string> args) {
         auto charged = budget.charge(selection_bytes(choice->selection) + choice->chosen_bytes().size(),
                                      "its report and chosen entry");
         if (!charged) {
-          print_error(std::move(charged).error().in_bundle(i).in_file(path));
+          print_error(binary->at_bundle(std::move(charged).error(), i));
           over_budget = true;
           return false;
         }
       }
       Checked& checked = results.emplace_back();
       checked.bundle = i;
+      if (set) checked.file = choice ? choice->file : binary->file(i);
       if (!choice) {
         checked.error = choice.error().message();
         return true;
       }
       const Candidate* chosen = choice->selection.chosen();
       if (!chosen) {
-        checked.error = no_fit_error(*device, choice->selection).message();
+        checked.error = set ? binary->at_bundle(no_fit_error(*device, choice->selection), i).message()
+                            : no_fit_error(*device, choice->selection).message();
         return true;
       }
       checked.entry_index = chosen->entry_index;

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "coload/bundle.h"
 #include "coload/config.h"
@@ -40,6 +41,20 @@ std::optional<SelectOptions> cli_select_options(const Config& config);
 
 /// The budget a command's CCOBs share (coload/pipeline.h).
 KeptBytes command_budget(std::uint64_t limit);
+
+/// The files of a command's operands: one path that is no directory, as
+/// given (`set` false); otherwise a file set (docs/loading.md, "File sets")
+/// of every file and each directory's files (those --pattern and
+/// --recursive take, in sorted order), named the directory when it is the
+/// only operand.
+struct BinaryPaths {
+  std::vector<std::string> files;
+  std::string name;  ///< empty: FatBinary::open_files names the set
+  bool set = false;
+};
+Expected<BinaryPaths> binary_paths(std::span<const std::string> operands, const Arguments& parsed);
+/// The binary `paths` names: FatBinary::open or FatBinary::open_files.
+Expected<FatBinary> open_binary(const BinaryPaths& paths, const ReadOptions& options);
 
 /// Prints "coload: <error's message>" to stderr.
 void print_error(const Error& error);

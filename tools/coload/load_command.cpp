@@ -110,8 +110,13 @@ int run_load(std::span<const std::string> args) {
   bool json = parsed->given(kJson);
   DeviceOptions device_options = parsed->device_options();
   std::vector<std::string> files = std::move(parsed->operands);
-  if (files.size() != 1) return usage_error("load: exactly one FILE is required");
-  const std::string& path = files.front();
+  if (files.empty()) return usage_error("load: a FILE or DIRECTORY is required");
+  auto paths = binary_paths(files, *parsed);
+  if (!paths) {
+    print_error(paths.error());
+    return kExitInputError;
+  }
+  std::string path = paths->name.empty() ? files.front() : paths->name;  // a set's, once registered: its name
   const bool dry_run = runtime_name == "dry-run";
   if (dry_run && (device_options.spec.empty() || parse_number(device_options.spec))) {
     return usage_error("load: the dry-run runtime needs --device SPEC (a target ID such as gfx90a)");
@@ -156,7 +161,7 @@ int run_load(std::span<const std::string> args) {
   };
   Registry registry(runtime, *config, std::move(options));
   const Device& device = registry.devices()[*index];
-  auto binary = registry.register_file(path);
+  auto binary = paths->set ? registry.register_files(paths->files, paths->name) : registry.register_file(path);
   if (!binary) {
     // A file that cannot be read is a failed load: --json still prints its document.
     if (json) {
@@ -166,6 +171,7 @@ int run_load(std::span<const std::string> args) {
     }
     return kExitInputError;
   }
+  if (auto name = registry.binary_name(*binary)) path = std::move(*name);
   auto modules = registry.modules(*binary, *index);
   if (json) {
     print_json(path, runtime_name, *index, device, modules);
@@ -177,10 +183,20 @@ int run_load(std::span<const std::string> args) {
   }
   std::printf("%s: loaded on device %zu (%s) with the %s runtime: %zu code object%s\n", path.c_str(), *index,
               device.str().c_str(), runtime_name.c_str(), modules->size(), modules->size() == 1 ? "" : "s");
+  // A file set's modules say their files: each bundle with a choice loaded one module, in bundle order.
+  std::vector<std::string> from;
+  if (paths->set) {
+    auto chosen = registry.choose(*binary, *index, [&](std::size_t, Expected<BundleChoice>& choice) {
+      if (choice && choice->selection.chosen()) from.push_back(" from " + choice->file);
+      return true;
+    });
+    if (!chosen || from.size() != modules->size()) from.clear();
+  }
   for (std::size_t m = 0; m < modules->size(); ++m) {
     const LoadedModule& module = *(*modules)[m];
-    std::printf("code object %zu: v%u, target %s, %zu kernels\n", m, module.code_object().target().code_object_version,
-                module.code_object().target().target.str().c_str(), module.kernels().size());
+    std::printf("code object %zu: v%u, target %s, %zu kernels%s\n", m,
+                module.code_object().target().code_object_version, module.code_object().target().target.str().c_str(),
+                module.kernels().size(), m < from.size() ? from[m].c_str() : "");
     for (const LoadedKernel& kernel : module.kernels()) {
       std::printf("  kernel %s: handle 0x%llx, kernarg %u (align %u), LDS %u, private %u%s\n", kernel.name.c_str(),
                   static_cast<unsigned long long>(kernel.handle), kernel.kernarg_segment_size,

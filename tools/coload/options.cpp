@@ -86,14 +86,23 @@ const OptionSpec kLoadRuntime{.name = "--runtime",
                               .choices = kLoadRuntimes,
                               .fallback = "hsa"};
 
+const OptionSpec kRecursive{.name = "--recursive",
+                            .kind = ValueKind::Flag,
+                            .help = "a DIRECTORY operand takes the files of its subdirectories too"};
+const OptionSpec kPattern{
+    .name = "--pattern",
+    .kind = ValueKind::Text,
+    .value_name = "GLOB",
+    .help = "a DIRECTORY operand takes only the files whose names match GLOB (fnmatch, e.g. '*.co')"};
+
 namespace {
 
 constexpr const OptionSpec* kLsOptions[] = {&kJson, &kMaxDecompressedBytes};
 constexpr const OptionSpec* kExtractOptions[] = {&kTarget, &kRetarget, &kBundle, &kOutput, &kMaxDecompressedBytes};
-constexpr const OptionSpec* kSelectOptions[] = {&kJson, &kOutput, &kMaxDecompressedBytes};
-constexpr const OptionSpec* kCheckOptions[] = {&kJson, &kMaxDecompressedBytes};
+constexpr const OptionSpec* kSelectOptions[] = {&kJson, &kOutput, &kMaxDecompressedBytes, &kRecursive, &kPattern};
+constexpr const OptionSpec* kCheckOptions[] = {&kJson, &kMaxDecompressedBytes, &kRecursive, &kPattern};
 constexpr const OptionSpec* kDevicesOptions[] = {&kDevicesRuntime, &kJson};
-constexpr const OptionSpec* kLoadOptions[] = {&kLoadRuntime, &kJson};
+constexpr const OptionSpec* kLoadOptions[] = {&kLoadRuntime, &kJson, &kRecursive, &kPattern};
 
 constexpr std::string_view kUnknownOrMissing = "unknown option or missing value: ";
 
@@ -128,10 +137,11 @@ const CommandSpec kSelectCommand{
     .summary =
         "For the device --device gives (required), choose the entry of each bundle of FILE to load, and "
         "print every entry with its tier, verdict and reason. Exit 1 when some bundle has no entry for the "
-        "device.",
+        "device. A DIRECTORY or several FILEs are one binary, a file set (docs/loading.md): each choice "
+        "says the file it came from.",
     .device_options = true,
     .options = kSelectOptions,
-    .operands = "FILE",
+    .operands = "FILE...",
     .unknown = kUnknownOrMissing,
 };
 const CommandSpec kCheckCommand{
@@ -139,10 +149,11 @@ const CommandSpec kCheckCommand{
     .summary =
         "Read a code object and check its ELF tables, metadata note, kernel descriptors and kernarg "
         "layouts; with --device, also against the device. A fat binary needs --device (each bundle's entry "
-        "is chosen as `select` does). Exit 1 when anything is wrong.",
+        "is chosen as `select` does). Exit 1 when anything is wrong. A DIRECTORY or several FILEs are one "
+        "binary, a file set (docs/loading.md).",
     .device_options = true,
     .options = kCheckOptions,
-    .operands = "FILE",
+    .operands = "FILE...",
     .unknown = kUnknownOrMissing,
 };
 const CommandSpec kDevicesCommand{
@@ -158,10 +169,11 @@ const CommandSpec kLoadCommand{
     .summary =
         "Select, validate and load FILE's code objects on one device, as a runtime would through coload's "
         "registry, and list each kernel. hsa/hip: --device is an index (default 0) or a target ID of a "
-        "runtime device. dry-run: --device SPEC is required, and the other device options apply to it alone.",
+        "runtime device. dry-run: --device SPEC is required, and the other device options apply to it alone. "
+        "A DIRECTORY or several FILEs are one binary, a file set (docs/loading.md).",
     .device_options = true,
     .options = kLoadOptions,
-    .operands = "FILE",
+    .operands = "FILE...",
     .unknown = kUnknownOrMissing,
 };
 

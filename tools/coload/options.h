@@ -120,6 +120,8 @@ extern const OptionSpec kBundle;
 extern const OptionSpec kRetarget;
 extern const OptionSpec kDevicesRuntime;
 extern const OptionSpec kLoadRuntime;
+extern const OptionSpec kRecursive;
+extern const OptionSpec kPattern;
 
 // The commands.
 extern const CommandSpec kLsCommand;

@@ -41,8 +41,9 @@ class TextReport {
   ~TextReport() { flush(); }
 
   /// Bundle `index`: its choice (null when it could not be read) and why
-  /// nothing was selected, if so.
-  void add(std::size_t index, const BundleChoice* choice, std::string_view error) {
+  /// nothing was selected, if so. `set`: the file set it is of, whose
+  /// files the report names (a one-file binary's report names none).
+  void add(std::size_t index, const BundleChoice* choice, std::string_view error, const FatBinary* set = nullptr) {
     const Candidate* chosen = choice ? choice->selection.chosen() : nullptr;
     char number[24];
     put("bundle ");
@@ -52,14 +53,23 @@ class TextReport {
       put(chosen->id);
       put(" (");
       put(to_string(*chosen->tier));
-      put(")\n");
+      put(")");
+      if (set) {
+        put(" from ");
+        put(choice->file);
+      }
+      put("\n");
     } else {
       put(": nothing selected: ");
       put(error);
       put("\n");
     }
     if (choice) {
-      for (const Candidate& candidate : choice->selection.candidates) add_candidate(candidate);
+      for (const Candidate& candidate : choice->selection.candidates) {
+        add_candidate(candidate, set && choice->bundle && choice->bundle->info().format == BundleFormat::FileGroup
+                                     ? set->file(index, candidate.entry_index)
+                                     : std::string_view());
+      }
     }
   }
 
@@ -86,7 +96,7 @@ class TextReport {
 
   // "  [N] verdict    tier       ID: reason", the fixed-width head written
   // in place: a report line per entry of every bundle.
-  void add_candidate(const Candidate& candidate) {
+  void add_candidate(const Candidate& candidate, std::string_view file) {
     if (kHeadBytes > kSize - used_) flush();
     char* const head = buffer_.get() + used_;
     char* at = head;
@@ -104,6 +114,10 @@ class TextReport {
     *at++ = ' ';
     used_ += static_cast<std::size_t>(at - head);
     put(candidate.id);
+    if (!file.empty()) {  // a file set's group: the entry is that file
+      put(" in ");
+      put(file);
+    }
     put(": ");
     put(candidate.reason);
     put("\n");
@@ -113,7 +127,9 @@ class TextReport {
   std::size_t used_ = 0;
 };
 
-void print_json(const Device& device, Unbundler unbundler, const std::vector<BundleResult>& results) {
+void print_json(const Device& device, Unbundler unbundler, const std::vector<BundleResult>& results,
+                const FatBinary& binary) {
+  const bool set = binary.file_count() > 1;
   JsonWriter json;
   json.begin_object();
   json.key("device");
@@ -126,6 +142,10 @@ void print_json(const Device& device, Unbundler unbundler, const std::vector<Bun
     json.begin_object();
     json.key("index");
     json.value(std::uint64_t{result.index});
+    if (set) {  // a one-file binary's document keeps its shape
+      json.key("file");
+      json.value(result.choice ? result.choice->file : binary.file(result.index));
+    }
     const Candidate* chosen = result.choice ? result.choice->selection.chosen() : nullptr;
     json.key("selected");
     if (chosen) {
@@ -200,8 +220,7 @@ int run_select(std::span<const std::string> args) {
   if (device_options.spec.empty()) {
     return usage_error("select: --device SPEC is required (e.g. gfx90a:sramecc+:xnack-)");
   }
-  if (files.size() != 1) return usage_error("select: exactly one FILE is required");
-  const std::string& path = files.front();
+  if (files.empty()) return usage_error("select: a FILE or DIRECTORY is required");
 
   const Expected<Config>& config = process_config();
   if (!config) return usage_error("environment: " + config.error().message());
@@ -214,7 +233,8 @@ int run_select(std::span<const std::string> args) {
   std::optional<SelectOptions> select_options = cli_select_options(*config);
   if (!select_options) return kExitInputError;
 
-  auto binary = FatBinary::open(path, read_options);
+  auto paths = binary_paths(files, *parsed);
+  auto binary = paths ? open_binary(*paths, read_options) : Expected<FatBinary>(paths.error());
   if (!binary) {
     std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
     return kExitInputError;
@@ -225,6 +245,7 @@ int run_select(std::span<const std::string> args) {
   std::optional<TextReport> text;
   if (!json) text.emplace(*device);
   bool all_selected = true;
+  const bool set = binary->file_count() > 1;
   bool over_budget = false;
   KeptBytes budget = command_budget(read_options.max_decompressed_bytes);
   std::vector<std::size_t> every(binary->bundles().size());
@@ -234,16 +255,17 @@ int run_select(std::span<const std::string> args) {
     if (!choice) {
       error = choice.error().message();
     } else if (!choice->selection.chosen()) {
-      error = no_fit_error(*device, choice->selection).message();
+      error = set ? binary->at_bundle(no_fit_error(*device, choice->selection), i).message()
+                  : no_fit_error(*device, choice->selection).message();
     }
     all_selected = all_selected && error.empty();
-    if (text) text->add(i, choice ? &*choice : nullptr, error);
+    if (text) text->add(i, choice ? &*choice : nullptr, error, set ? &*binary : nullptr);
     // Left in place otherwise: choose_in_binary reuses its storage.
     if (keep && choice && choice->compressed()) {
       auto charged =
           budget.charge(selection_bytes(choice->selection) + choice->streamed.size(), "its report and chosen entry");
       if (!charged) {
-        print_error(std::move(charged).error().in_bundle(i).in_file(path));
+        print_error(binary->at_bundle(std::move(charged).error(), i));
         over_budget = true;
         return false;
       }
@@ -260,7 +282,7 @@ int run_select(std::span<const std::string> args) {
     return kExitInputError;
   }
   if (json)
-    print_json(*device, select_options->unbundler, results);
+    print_json(*device, select_options->unbundler, results, *binary);
   else
     text->flush();
 

@@ -1,0 +1,192 @@
+// A file set: several files opened as one binary (coload/fat_binary.h,
+// FatBinary::open_files; docs/loading.md, "File sets"). Bare code objects
+// with the same kernel names become one bundle (FileGroup) whose entries are
+// those files; every other file adds its own bundles.
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <system_error>
+#include <utility>
+
+#include "bundle/file_group.h"
+#include "codeobject/elf_view.h"
+#include "coload/fat_binary.h"
+#include "common/bytes.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "target/elf_target.h"
+
+namespace coload {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The kernels of a bare code object: its defined, non-local `.kd`
+/// descriptor symbols (what CodeObject::read turns into kernels), from the
+/// ELF's header tables and symbol tables only.
+Expected<std::vector<std::string>> kernel_names(std::span<const std::byte> elf) {
+  auto view = detail::ElfView::open(elf);
+  if (!view) return std::move(view).error();
+  auto layout = view->layout();
+  if (!layout) return std::move(layout).error();
+  auto symbols = detail::read_symbols(elf, *layout);
+  if (!symbols) return std::move(symbols).error();
+  std::vector<std::string> names;
+  for (const detail::ElfSymbol& symbol : *symbols) {
+    if (symbol.type != llvm::ELF::STT_OBJECT || symbol.binding == llvm::ELF::STB_LOCAL ||
+        !detail::is_real_section(symbol.shndx, *layout) || !symbol.name.ends_with(".kd")) {
+      continue;
+    }
+    names.emplace_back(symbol.name.substr(0, symbol.name.size() - 3));
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());  // .symtab and .dynsym list them both
+  return names;
+}
+
+/// A bare code object of the set: its target ID and kernels.
+struct BareObject {
+  std::size_t file = 0;
+  std::string target;
+  std::vector<std::string> kernels;
+};
+
+Error io_error(const std::string& path, std::string_view what, const std::error_code& code) {
+  return Error(ErrorKind::Io, path + ": " + std::string(what) + ": " + code.message());
+}
+
+}  // namespace
+
+Expected<std::vector<std::string>> list_directory(const std::string& path, const DirectoryScan& scan) {
+  std::error_code code;
+  if (!fs::is_directory(path, code)) {
+    if (code) return io_error(path, "cannot open directory", code);
+    return Error(ErrorKind::Io, path + ": not a directory");
+  }
+  std::vector<std::string> files;
+  auto take = [&](const fs::directory_entry& entry) {
+    std::string name = entry.path().filename().string();
+    std::error_code ignored;  // a dangling link or a vanished file is no member
+    if (!entry.is_regular_file(ignored)) return;
+    if (!scan.pattern.empty() && ::fnmatch(scan.pattern.c_str(), name.c_str(), 0) != 0) return;
+    files.push_back(entry.path().string());
+  };
+  auto hidden = [](const fs::directory_entry& entry) { return entry.path().filename().string().starts_with("."); };
+  if (scan.recursive) {
+    // Symbolic links to directories are not followed: a link to an ancestor would loop.
+    fs::recursive_directory_iterator it(path, code), end;
+    for (; !code && it != end; it.increment(code)) {
+      if (hidden(*it)) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      take(*it);
+    }
+  } else {
+    fs::directory_iterator it(path, code), end;
+    for (; !code && it != end; it.increment(code)) {
+      if (!hidden(*it)) take(*it);
+    }
+  }
+  if (code) return io_error(path, "cannot read directory", code);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Expected<FatBinary> FatBinary::open_directory(const std::string& path, const DirectoryScan& scan,
+                                              const ReadOptions& options) {
+  auto files = list_directory(path, scan);
+  if (!files) return std::move(files).error();
+  if (files->empty()) {
+    std::string taken = scan.pattern.empty() ? "no file" : "no file matching \"" + scan.pattern + "\"";
+    return Error(ErrorKind::NotFound, path + ": holds " + taken + (scan.recursive ? "" : " (not recursive)"));
+  }
+  return open_files(*files, path, options);
+}
+
+Expected<FatBinary> FatBinary::open_files(std::span<const std::string> paths, std::string name,
+                                          const ReadOptions& options) {
+  if (paths.empty()) return Error(ErrorKind::InvalidArgument, "a file set needs at least one file");
+  if (name.empty()) {
+    name =
+        paths.size() == 1 ? paths.front() : paths.front() + " and " + std::to_string(paths.size() - 1) + " more files";
+  }
+  if (paths.size() == 1) {
+    auto one = open(paths.front(), options);
+    if (one) one->name_ = std::move(name);
+    return one;
+  }
+  std::vector<File> files;
+  std::vector<BareObject> bare;
+  // Per file, in order: its own bundles (BundleInfo with file-relative offsets) or its bare object.
+  std::vector<std::vector<BundleInfo>> own(paths.size());
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    auto source = Source::map_file(paths[i]);  // its errors name the path
+    if (!source) return std::move(source).error();
+    auto layout = inspect_source(source->bytes());
+    if (!layout) return std::move(layout).error().in_file(paths[i]);
+    if (layout->kind == SourceKind::CodeObject) {
+      auto target = detail::target_id_from_elf_header(source->bytes());
+      if (!target) return std::move(target).error().in_file(paths[i]);
+      auto kernels = kernel_names(source->bytes());
+      if (!kernels) return std::move(kernels).error().in_file(paths[i]);
+      bare.push_back({i, std::move(*target), std::move(*kernels)});
+    } else {
+      auto bundles = scan_bundles(source->reader(), *layout, options);
+      if (!bundles) return std::move(bundles).error().in_file(paths[i]);
+      own[i] = std::move(*bundles);
+    }
+    files.push_back({std::move(*source), std::move(*layout)});
+  }
+
+  // One kernel for one target in two files: which would a device load?
+  std::map<std::pair<std::string_view, std::string_view>, std::size_t> placed;
+  std::map<std::vector<std::string>, std::shared_ptr<Group>> groups;  // by kernel names
+  std::vector<std::shared_ptr<Group>> group_at(paths.size());         // the group a file starts
+  for (const BareObject& object : bare) {
+    auto clash = [&](std::string_view kernel, std::size_t other) {
+      std::string what = kernel.empty() ? "a code object without kernels" : "kernel \"" + std::string(kernel) + "\"";
+      return Error(ErrorKind::Ambiguous, name + ": " + what + " for target " + object.target + " is in both " +
+                                             paths[other] + " and " + paths[object.file] +
+                                             "; one file per kernel and target");
+    };
+    // No kernels: the target alone is the key, so two such objects for one target still clash.
+    std::vector<std::string_view> keys(object.kernels.begin(), object.kernels.end());
+    if (keys.empty()) keys.emplace_back();
+    for (std::string_view kernel : keys) {
+      auto [it, inserted] = placed.try_emplace({kernel, object.target}, object.file);
+      if (!inserted) return clash(kernel, it->second);
+    }
+    std::shared_ptr<Group>& group = groups[object.kernels];
+    if (!group) {
+      group = std::make_shared<Group>();
+      group->kernels = object.kernels;
+      group_at[object.file] = group;
+    }
+    group->files.push_back(object.file);
+    group->ids.push_back("hipv4-amdgcn-amd-amdhsa--" + object.target);
+  }
+
+  // Bundles in the order of their first file.
+  std::vector<BundleInfo> bundles;
+  std::vector<Origin> origins;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    for (BundleInfo& info : own[i]) {
+      info.index = bundles.size();
+      bundles.push_back(std::move(info));
+      origins.push_back({i, nullptr});
+    }
+    if (const std::shared_ptr<Group>& group = group_at[i]) {
+      std::uint64_t size = 0;
+      for (std::size_t file : group->files) size += files[file].source.bytes().size();
+      bundles.push_back({.index = bundles.size(), .offset = 0, .size = size, .format = BundleFormat::FileGroup});
+      origins.push_back({i, group});
+    }
+  }
+  return FatBinary(std::move(name), std::move(files), std::move(bundles), std::move(origins), options);
+}
+
+}  // namespace coload
