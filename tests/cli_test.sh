@@ -231,7 +231,7 @@ expect_exit 0 "help" "$coload" --help
 # table, to stdout and exits 0; it lists each option the command takes.
 device_options="--device --extended-isa-compat --lds --co-versions"
 declare -A command_options=(
-  [ls]="--json --max-decompressed-bytes"
+  [ls]="--json --max-decompressed-bytes --recursive --pattern"
   [extract]="$device_options --target --retarget --bundle -o --max-decompressed-bytes"
   [select]="$device_options --json -o --max-decompressed-bytes --recursive --pattern"
   [check]="$device_options --json --max-decompressed-bytes --recursive --pattern"
@@ -532,6 +532,16 @@ check "check --json a folder: each code object's file" grep -q "\"file\":\"$hsa/
 "$coload" select --device gfx942 "$hsa/gfx942/gemm.co" "$hsa/gfx942/gemm.co" > "$work/set.out" 2>&1
 check "one kernel twice for one target: exit 1" test $? -eq 1
 check "one kernel twice for one target: named" grep -q 'kernel "gemm" for target gfx942 is in both' "$work/set.out"
+"$coload" ls --recursive "$hsa" > "$work/set.out" 2>&1
+check "ls a folder: exit 0" test $? -eq 0
+check "ls a folder: one file set" grep -qx "$hsa: file set of 11 files, 3 bundles" "$work/set.out"
+check "ls a folder: a grouped entry names its file" \
+  grep -q "^  entry 3: hipv4-amdgcn-amd-amdhsa--gfx942 .* file://$hsa/gfx942/fmha_fwd.co#offset=0&size=" "$work/set.out"
+"$coload" ls --json --recursive --pattern 'gemm*.co' "$hsa" > "$work/set.out" 2>&1
+check "ls --json a folder: each entry's file" grep -q "\"file\":\"$hsa/gfx950/gemm_lds96.co\"" "$work/set.out"
+"$coload" ls "$hsa/gfx942/gemm.co" "$hsa/gfx90a/gemm.co" > "$work/set.out" 2>&1
+check "ls several files: one listing each, as before" test "$(grep -c ': code_object, 1 bundle' "$work/set.out")" -eq 2
+expect_exit 1 "ls a folder without --recursive: no file directly in it" "$coload" ls "$hsa"
 expect_exit 1 "select in a folder with no match" "$coload" select --device gfx942 --pattern '*.hsaco' "$hsa"
 expect_exit 1 "select in a missing file of a set" "$coload" select --device gfx942 "$hsa/gfx942/gemm.co" "$hsa/absent.co"
 

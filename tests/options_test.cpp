@@ -175,13 +175,14 @@ TEST(HelpText, ListsEachOptionOfTheTableOnce) {
     return own;
   };
   const std::vector<Case> cases = {
-      {&kLsCommand, {"--json", "--max-decompressed-bytes N"}},
+      {&kLsCommand, {"--json", "--max-decompressed-bytes N", "--recursive", "--pattern GLOB"}},
       {&kExtractCommand,
        with_device({"--target ID", "--retarget", "--bundle N", "-o OUT", "--max-decompressed-bytes N"})},
-      {&kSelectCommand, with_device({"--json", "-o OUT", "--max-decompressed-bytes N"})},
-      {&kCheckCommand, with_device({"--json", "--max-decompressed-bytes N"})},
+      {&kSelectCommand,
+       with_device({"--json", "-o OUT", "--max-decompressed-bytes N", "--recursive", "--pattern GLOB"})},
+      {&kCheckCommand, with_device({"--json", "--max-decompressed-bytes N", "--recursive", "--pattern GLOB"})},
       {&kDevicesCommand, {"--runtime hsa|hip", "--json"}},
-      {&kLoadCommand, with_device({"--runtime hsa|hip|dry-run", "--json"})},
+      {&kLoadCommand, with_device({"--runtime hsa|hip|dry-run", "--json", "--recursive", "--pattern GLOB"})},
   };
   for (const Case& c : cases) {
     std::string help = help_text(*c.command);

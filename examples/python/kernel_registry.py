@@ -47,7 +47,10 @@ def device_index(registry: coload.Registry, device: str) -> int:
 def run(arguments: argparse.Namespace) -> int:
     """Loads the kernel on the device and checks the dispatch; prints what it found."""
     dry_run = arguments.runtime == "dry-run"
-    with coload.Registry(runtime=arguments.runtime, devices=arguments.device if dry_run else None) as registry:
+    # The refusals are this program's answers (printed below): the registry's own warnings would repeat them.
+    with coload.Registry(
+        runtime=arguments.runtime, devices=arguments.device if dry_run else None, log_level="error"
+    ) as registry:
         device = 0 if dry_run else device_index(registry, arguments.device)
         print(f"device: {registry.device_name(device)}")
         kernels = registry.register_directory(arguments.folder, "*.co", recursive=True)

@@ -2,6 +2,7 @@
 // the tables are kept: a host image's CCOBs are streamed, on one thread per
 // core, and none is held whole.
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -76,8 +77,9 @@ Expected<ListedBundle> list_bundle(const FatBinary& binary, std::size_t index, c
   ListedBundle listed;
   if (info.format == BundleFormat::Compressed) {
     auto nothing = [](std::span<const BundleEntry>) { return std::optional<std::size_t>(); };
-    auto streamed = extract_from_compressed_bundle(binary.source().bytes(), info, nothing, {.read = read});
-    if (!streamed) return std::move(streamed).error().in_file(binary.source().name());
+    const Source& source = binary.source_of(index);
+    auto streamed = extract_from_compressed_bundle(source.bytes(), info, nothing, {.read = read});
+    if (!streamed) return std::move(streamed).error().in_file(source.name());
     listed.streamed = std::move(streamed->heads);
     return listed;
   }
@@ -87,8 +89,19 @@ Expected<ListedBundle> list_bundle(const FatBinary& binary, std::size_t index, c
   return listed;
 }
 
+/// Where bundle `i`'s entry `e` lies: its file (a file set's member) and the
+/// path its URI names.
+const std::string& entry_file(const std::string& path, const FatBinary& binary, std::size_t i, std::size_t e) {
+  return binary.file_count() > 1 ? binary.file(i, e) : path;
+}
+
 void print_header(const std::string& path, const FatBinary& binary) {
   const SourceLayout& layout = binary.layout();
+  if (binary.file_count() > 1) {
+    std::printf("%s: file set of %zu files, %zu bundle%s\n", path.c_str(), binary.file_count(), binary.bundles().size(),
+                binary.bundles().size() == 1 ? "" : "s");
+    return;
+  }
   std::printf("%s: %s, %zu bundle%s", path.c_str(), std::string(to_string(layout.kind)).c_str(),
               binary.bundles().size(), binary.bundles().size() == 1 ? "" : "s");
   if (layout.kind == SourceKind::HostImage) {
@@ -118,7 +131,7 @@ void print_bundle(const std::string& path, const FatBinary& binary, std::size_t 
     std::printf("  entry %zu: %-48.*s offset %s size %s", e, static_cast<int>(id.size()), id.data(),
                 hex(offset).c_str(), hex(size).c_str());
     if (info.format != BundleFormat::Compressed && size > 0) {
-      std::printf("  %s", entry_uri(path, info.offset + offset, size).c_str());
+      std::printf("  %s", entry_uri(entry_file(path, binary, i, e), info.offset + offset, size).c_str());
     }
     std::printf("\n");
   });
@@ -181,8 +194,12 @@ void write_json(JsonWriter& json, const Listing& listing) {
     json.begin_array();
     if (bundle) {
       for_each_entry(*bundle,
-                     [&](std::size_t, std::string_view id, std::uint64_t offset, std::uint64_t size, bool is_host) {
+                     [&](std::size_t e, std::string_view id, std::uint64_t offset, std::uint64_t size, bool is_host) {
                        json.begin_object();
+                       if (binary.file_count() > 1) {  // a file set's; a one-file listing keeps its shape
+                         json.key("file");
+                         json.value(binary.file(i, e));
+                       }
                        json.key("id");
                        json.value(id);
                        json.key("offset");
@@ -193,7 +210,7 @@ void write_json(JsonWriter& json, const Listing& listing) {
                        json.value(is_host);
                        json.key("uri");
                        if (info.format != BundleFormat::Compressed) {
-                         json.value(entry_uri(listing.path, info.offset + offset, size));
+                         json.value(entry_uri(entry_file(listing.path, binary, i, e), info.offset + offset, size));
                        } else {
                          json.null();
                        }
@@ -224,8 +241,16 @@ int run_ls(std::span<const std::string> args) {
 
   int status = kExitOk;
   std::vector<Listing> listings;
+  std::error_code not_a_directory;
   for (const std::string& path : files) {
-    auto binary = FatBinary::open(path, options);
+    // A directory is one binary, a file set; several FILEs stay one listing each.
+    Expected<FatBinary> binary = Error(ErrorKind::Io, "not opened");
+    if (std::filesystem::is_directory(path, not_a_directory)) {
+      auto paths = binary_paths(std::span(&path, 1), *parsed);
+      binary = paths ? open_binary(*paths, options) : Expected<FatBinary>(std::move(paths).error());
+    } else {
+      binary = FatBinary::open(path, options);
+    }
     if (!binary) {
       std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
       status = kExitInputError;

@@ -97,7 +97,7 @@ const OptionSpec kPattern{
 
 namespace {
 
-constexpr const OptionSpec* kLsOptions[] = {&kJson, &kMaxDecompressedBytes};
+constexpr const OptionSpec* kLsOptions[] = {&kJson, &kMaxDecompressedBytes, &kRecursive, &kPattern};
 constexpr const OptionSpec* kExtractOptions[] = {&kTarget, &kRetarget, &kBundle, &kOutput, &kMaxDecompressedBytes};
 constexpr const OptionSpec* kSelectOptions[] = {&kJson, &kOutput, &kMaxDecompressedBytes, &kRecursive, &kPattern};
 constexpr const OptionSpec* kCheckOptions[] = {&kJson, &kMaxDecompressedBytes, &kRecursive, &kPattern};
@@ -112,8 +112,9 @@ const CommandSpec kLsCommand{
     .name = "ls",
     .summary =
         "List every bundle of each FILE (a host executable or shared library with a .hip_fatbin section, a "
-        "bundle file, or a bare code object) and each of its entries. --json gives an object for one FILE, "
-        "an array of them for several.",
+        "bundle file, or a bare code object) and each of its entries. A DIRECTORY is listed as one binary, "
+        "a file set (docs/loading.md), whose grouped entries name their files. --json gives an object for "
+        "one FILE, an array of them for several.",
     .device_options = false,
     .options = kLsOptions,
     .operands = "FILE...",
