@@ -99,10 +99,11 @@ def _select_in_registry(
         binary = _register(registry, path)
         choices = registry.choose(binary, 0)
         lines = [f"device {registry.device_name(0)}"]
+        file_set = os.path.isdir(path)  # as `coload select`: only a file set's choices say their file
         for choice in choices:
             if choice.chosen:
                 tier = choice.tier.name.lower() if choice.tier is not None else "-"
-                source = f" from {choice.file}" if choice.file else ""
+                source = f" from {choice.file}" if choice.file and file_set else ""
                 lines.append(f"bundle {choice.bundle}: selected {choice.entry_id} ({tier}){source}")
             else:
                 lines.append(f"bundle {choice.bundle}: nothing selected: {choice.message}")

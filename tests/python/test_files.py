@@ -46,10 +46,10 @@ def test_register_files_and_duplicates(tmp_path: Path) -> None:
     with coload.Registry(runtime="dry-run", devices="gfx90a,gfx942", ignore_environment=True) as registry:
         binary = registry.register_files(paths)
         assert registry.lookup_kernel(binary, 1, SAXPY).kernarg_segment_size == 288
-        twice = registry.register_files([paths[0], fixture("co/gfx90a.co")])
-        with pytest.raises(coload.Error) as caught:  # the same kernel twice for one target
-            registry.load(twice, 0)
+        with pytest.raises(coload.Ambiguous) as caught:  # the same kernel twice for one target, at registration
+            registry.register_files([paths[0], fixture("co/gfx90a.co")])
         assert str(paths[0]) in caught.value.message and "co/gfx90a.co" in caught.value.message
+        assert 'kernel "_Z12scale_doublePddx" for target gfx90a is in both' in caught.value.message
         with pytest.raises(coload.Io):
             registry.register_files([tmp_path / "missing.co"])
 
