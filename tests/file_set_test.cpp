@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "code_object_test_support.h"
 #include "coload/fat_binary.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
@@ -205,6 +206,36 @@ TEST_F(FileSetTest, ListsOfFilesAndTheirErrors) {
   std::vector<Chosen> chosen = choices(*single, 1);
   ASSERT_EQ(chosen.size(), 1u);
   EXPECT_EQ(chosen[0].file, one[0]);
+}
+
+// Kernel sets that overlap without being equal stay separate bundles; a
+// kernel both define comes from the better fit (exact features before Any),
+// whatever the path order.
+TEST_F(FileSetTest, AKernelTwoBundlesDefineComesFromTheBetterFit) {
+  auto write = [](const std::string& path, const std::vector<std::string>& kernels, std::uint32_t e_flags) {
+    code_object_test::Meta meta;
+    meta.kernels.clear();
+    for (const std::string& kernel : kernels) meta.kernels.push_back({.name = kernel, .symbol = kernel + ".kd"});
+    testing::ElfSpec spec = code_object_test::valid_spec(meta);
+    spec.e_flags = e_flags;
+    std::vector<std::byte> bytes = testing::write_amdgpu_elf(spec);
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  };
+  ScratchDirectory scratch;
+  constexpr std::uint32_t kGfx90a = 0x3f;
+  const std::string any = (scratch.path() / "a_any.co").string(), exact = (scratch.path() / "b_exact.co").string();
+  write(any, {"a"}, kGfx90a | testing::kXnackAny | testing::kSrameccAny);
+  write(exact, {"a", "b"}, kGfx90a | testing::kXnackOff | testing::kSrameccOn);
+  auto binary = registry.register_files(std::vector<std::string>{any, exact});
+  ASSERT_TRUE(Succeeds(binary));
+  auto modules = registry.modules(*binary, 0);  // gfx90a:sramecc+:xnack-: both fit, natively
+  ASSERT_TRUE(Succeeds(modules));
+  ASSERT_EQ(modules->size(), 2u);
+  auto a = registry.lookup_kernel(*binary, 0, "a");
+  ASSERT_TRUE(Succeeds(a));
+  const LoadedModule& second = *(*modules)[1];
+  EXPECT_EQ(*a, &second.kernels()[0]) << "a comes from the exact build, b_exact.co";
+  EXPECT_EQ(second.code_object().target().target.str(), "gfx90a:sramecc+:xnack-");
 }
 
 }  // namespace

@@ -191,6 +191,9 @@ class Registry {
 
   /// The kernel named `kernel` (its `.name`) of `binary` on device `device`,
   /// loading the binary there first if this is the pair's first request.
+  /// When several loaded modules define it (two bundles of one binary), the
+  /// one whose code fits the device best: the better tier, then exact
+  /// features before ones left Any, then the first in bundle order.
   /// Errors: NotFound for an unknown handle, for a binary with no entry for
   /// the device (no_fit_error's message with the binary and bundle) or for a
   /// kernel none of the loaded modules has (naming kernel and binary);

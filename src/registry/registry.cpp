@@ -51,6 +51,20 @@ using registry::EntryImage;
 using registry::StringMap;
 using registry::TransformedImage;
 
+/// How well a chosen entry fits, as the tiers order it (docs/selection.md):
+/// the tier first, then exact features before ones left Any. Two bundles of
+/// one binary can both define a kernel (a file set's overlapping kernel sets,
+/// a template instantiated in two translation units): the lookup takes the
+/// better fit, the first bundle's on a tie.
+unsigned fit_rank(const Candidate& chosen) {
+  unsigned any = 0;
+  if (chosen.code_object) {
+    any = (chosen.code_object->target.xnack == FeatureState::Any) +
+          (chosen.code_object->target.sramecc == FeatureState::Any);
+  }
+  return static_cast<unsigned>(*chosen.tier) * 3 + any;
+}
+
 /// What one (binary, device) pair loaded. Members are destroyed bottom-up:
 /// the kernel index, then the modules (unloading), then the images they read.
 struct DeviceState {
@@ -60,9 +74,13 @@ struct DeviceState {
     const LoadedKernel* loaded = nullptr;
     const LoadedModule* module = nullptr;
     std::size_t index = 0;  ///< in module->kernels()
+    unsigned rank = 0;      ///< the module's fit_rank
   };
   std::vector<std::shared_ptr<const void>> images;  // EntryImage or TransformedImage
   std::vector<std::unique_ptr<LoadedModule>> modules;
+  /// How well each module's code fits the device, index for index: lower is
+  /// better (fit_rank). A kernel two modules define comes from the better one.
+  std::vector<unsigned> ranks;
   StringMap<KernelSlot> kernels;
   /// How many bundles had no entry for the device, and why the first did: a
   /// kernel missing later is most likely in one of them. One message, not
@@ -217,14 +235,18 @@ struct Registry::Impl {
       });
       state.kernels.clear();
       state.modules.clear();  // unload before releasing the images
+      state.ranks.clear();
       state.images.clear();
       state.error = std::move(result).error();
       return;
     }
-    for (const auto& module : state.modules) {
+    for (std::size_t m = 0; m < state.modules.size(); ++m) {
+      const LoadedModule* module = state.modules[m].get();
       std::span<const LoadedKernel> kernels = module->kernels();
       for (std::size_t i = 0; i < kernels.size(); ++i) {
-        state.kernels.try_emplace(kernels[i].name, DeviceState::KernelSlot{&kernels[i], module.get(), i});
+        const DeviceState::KernelSlot slot{&kernels[i], module, i, state.ranks[m]};
+        auto [at, inserted] = state.kernels.try_emplace(kernels[i].name, slot);
+        if (!inserted && slot.rank < at->second.rank) at->second = slot;
       }
     }
   }
@@ -315,6 +337,7 @@ struct Registry::Impl {
         counters.add(counters.modules_loaded);
         state.images.push_back(std::move(*transformed));
         state.modules.push_back(std::move(*module));
+        state.ranks.push_back(fit_rank(*chosen));
         continue;
       }
       if (auto admitted = admit(image->code_object, device, entry_where); !admitted) return admitted.error();
@@ -323,6 +346,7 @@ struct Registry::Impl {
       counters.add(counters.modules_loaded);
       state.images.push_back(image);
       state.modules.push_back(std::move(*module));
+      state.ranks.push_back(fit_rank(*chosen));
     }
     if (!state.modules.empty()) return {};
     if (!first_miss) return Error(ErrorKind::NotFound, binary.name + ": holds no bundle");
