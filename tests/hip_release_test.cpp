@@ -31,6 +31,7 @@ using code_object_test::MetaKernel;
 using testing::Contains;
 using testing::FailsWith;
 using testing::FakeHip;
+using testing::hip_options;
 using testing::Succeeds;
 
 constexpr int kFileNotFound = 301;  // hipErrorFileNotFound
@@ -81,7 +82,7 @@ class HipReleaseTest : public ::testing::Test {
     return f;
   }
   static std::shared_ptr<Runtime> open(int major) {
-    auto runtime = open_hip_runtime(HipOptions{library_of(major)});
+    auto runtime = open_hip_runtime(hip_options(library_of(major)));
     EXPECT_TRUE(Succeeds(runtime));
     return runtime ? std::shared_ptr<Runtime>(std::move(*runtime)) : nullptr;
   }
@@ -91,7 +92,7 @@ class HipReleaseTest : public ::testing::Test {
 // starts HIP, is never called, nor is any other function.
 TEST_F(HipReleaseTest, AWrongMajorIsRefusedBeforeHipStarts) {
   const FakeHip& hip8 = fake(8);
-  auto runtime = open_hip_runtime(HipOptions{library_of(8)});
+  auto runtime = open_hip_runtime(hip_options(library_of(8)));
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::UnsupportedVersion));
   EXPECT_TRUE(Contains(runtime.error().message(), "is HIP 8 (its SONAME libcoload_test_hip.so.8; not started)"));
   EXPECT_TRUE(Contains(runtime.error().message(), "libcoload_test_hip.so.8.0.0"));

@@ -23,6 +23,7 @@ namespace {
 
 using testing::Bytes;
 using testing::FailsWith;
+using testing::hip_options;
 using testing::Succeeds;
 
 const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
@@ -48,7 +49,7 @@ class HipRuntimeTest : public ::testing::Test {
     EXPECT_EQ(fake.counter("module_loads"), fake.counter("module_unloads"));
   }
 
-  Expected<std::unique_ptr<Runtime>> open() { return open_hip_runtime(HipOptions{kTestHip}); }
+  Expected<std::unique_ptr<Runtime>> open() { return open_hip_runtime(hip_options(kTestHip)); }
 
   /// Two devices: gfx90a (wave64) and gfx1100 (wave32).
   void two_devices() {
@@ -169,7 +170,7 @@ TEST_F(HipRuntimeTest, UnknownArchNameIsLeftOutAndNamed) {
   Fixture fixture = gfx90a();
   EXPECT_TRUE(Succeeds((*runtime)->load(0, fixture.image(), fixture.code_object)));
 
-  HipOptions named{kTestHip};
+  HipOptions named = hip_options(kTestHip);
   named.devices = std::vector<int>{1, 0};
   auto refused = open_hip_runtime(named);
   ASSERT_TRUE(FailsWith(refused, ErrorKind::NotFound));
@@ -191,7 +192,7 @@ TEST_F(HipRuntimeTest, ArchNameWithoutFeatureModesHasNoSuchModes) {
 
 TEST_F(HipRuntimeTest, GenericArchNameIsMalformed) {
   fake.add_device("gfx9-generic", 65536, 64);
-  HipOptions named{kTestHip};
+  HipOptions named = hip_options(kTestHip);
   named.devices = std::vector<int>{0};
   auto runtime = open_hip_runtime(named);
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::Malformed));
@@ -214,7 +215,7 @@ TEST_F(HipRuntimeTest, AttributeFailureNamesTheFunction) {
 }
 
 TEST_F(HipRuntimeTest, LibraryWithoutHipIsUnsupportedVersion) {
-  auto runtime = open_hip_runtime(HipOptions{"libz.so.1"});
+  auto runtime = open_hip_runtime(hip_options("libz.so.1"));
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::UnsupportedVersion));
   EXPECT_TRUE(Contains(runtime.error().message(), "lacks hipGetErrorName"));
 }
@@ -350,7 +351,7 @@ TEST_F(HipRuntimeTest, LoadsFromManyThreads) {
 }
 
 Expected<std::unique_ptr<Runtime>> open_on(std::vector<int> ordinals) {
-  HipOptions options{kTestHip};
+  HipOptions options = hip_options(kTestHip);
   options.devices = std::move(ordinals);
   return open_hip_runtime(options);
 }
@@ -394,7 +395,7 @@ TEST_F(HipRuntimeTest, ACallersOrdinalOutOfRangeOrRepeatedIsInvalidArgument) {
 // libamdhip64.so.6 or .so.5 would be opened.
 TEST_F(HipRuntimeTest, TheProcesssCopyOfTheLibraryIsUsed) {
   two_devices();
-  auto runtime = open_hip_runtime(HipOptions{"libcoload_test_hip.so"});
+  auto runtime = open_hip_runtime(hip_options("libcoload_test_hip.so"));
   ASSERT_TRUE(Succeeds(runtime));
   EXPECT_EQ((*runtime)->devices().size(), 2u);
 }
@@ -432,7 +433,7 @@ TEST(HipRealRuntime, NoGpuIsAClearError) {
   void* probe = dlopen("libamdhip64.so.5", RTLD_NOW | RTLD_LOCAL);
   if (!probe) GTEST_SKIP() << "libamdhip64.so.5 is not installed (package libamdhip64-5)";
   dlclose(probe);
-  auto runtime = open_hip_runtime(HipOptions{"libamdhip64.so.5"});
+  auto runtime = open_hip_runtime(hip_options("libamdhip64.so.5"));
   if (runtime) GTEST_SKIP() << "a GPU is present: " << (*runtime)->devices().size() << " devices";
   ASSERT_TRUE(FailsWith(runtime, ErrorKind::NotFound));
   EXPECT_TRUE(Contains(runtime.error().message(), "no AMD GPU"));

@@ -12,6 +12,8 @@
 
 #include "support/fake_hip/fake_hip.h"
 
+#include "coload/runtime.h"
+
 namespace coload::testing {
 
 /// Asserts that `text` contains `part`, printing both otherwise.
@@ -55,5 +57,12 @@ struct FakeHip {
     return f;
   }
 };
+
+/// HipOptions naming `library`, the other fields their defaults.
+inline HipOptions hip_options(std::string library) {
+  HipOptions options;
+  options.library = std::move(library);
+  return options;
+}
 
 }  // namespace coload::testing
