@@ -19,7 +19,7 @@
 
 #include "coload/coload.h"
 
-static coload_registry* registry;  /* reachable until exit: nothing leaks */
+static coload_registry* registry; /* reachable until exit: nothing leaks */
 static coload_binary binary;
 static int destroy_in_destructor;
 
