@@ -15,8 +15,7 @@ void require(bool condition) {
   if (!condition) __builtin_trap();
 }
 
-/// Any and Unsupported constrain nothing (docs/selection.md), and an
-/// always-on xnack is implied by the processor: none of them is printed.
+/// Any and Unsupported constrain nothing (docs/selection.md): neither is printed.
 bool unconstrained(coload::FeatureState state) {
   return state == coload::FeatureState::Any || state == coload::FeatureState::Unsupported;
 }
@@ -26,19 +25,16 @@ bool writable(const coload::Processor& processor, bool xnack) {
 }
 
 /// str() must print the On/Off states and parse back to them. Objects whose
-/// e_flags set a feature the target ID cannot spell (xnack- on an always-on
-/// xnack processor, sramecc on a processor without the mode) have no target
-/// ID text; for them only the printing is checked.
+/// e_flags set a feature the target ID cannot spell (xnack on or off on an
+/// always-on xnack processor, printed as ROCr names it; sramecc on a
+/// processor without the mode) have no target ID text; for them only the
+/// printing is checked.
 void check_round_trip(const coload::TargetId& target) {
   const coload::Processor& processor = *target.processor;
   std::string text = target.str();
   require(text.starts_with(processor.name));
 
-  bool always_on_xnack = processor.xnack == coload::XnackSupport::AlwaysOn;
-  auto printed = [&](coload::FeatureState state, bool xnack) {
-    if (unconstrained(state)) return false;
-    return !(xnack && always_on_xnack && state == coload::FeatureState::On);
-  };
+  auto printed = [&](coload::FeatureState state, bool) { return !unconstrained(state); };
   bool spellable = true;
   for (bool xnack : {false, true}) {
     coload::FeatureState state = xnack ? target.xnack : target.sramecc;
