@@ -6,6 +6,10 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#ifndef __HIP_PLATFORM_AMD__
+#define __HIP_PLATFORM_AMD__ 1
+#endif
+#include <hip/hip_runtime_api.h>  // the entry points' types: calls through dlsym must use them (UBSan)
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -98,7 +102,7 @@ TEST_F(HipReleaseTest, AWrongMajorIsRefusedBeforeHipStarts) {
   EXPECT_TRUE(Contains(runtime.error().message(), "libcoload_test_hip.so.8.0.0"));
   EXPECT_EQ(hip8.counter("init"), 0);
   // Asked directly, the version call does count as starting HIP.
-  auto get_version = reinterpret_cast<int (*)(int*)>(dlsym(hip8.handle, "hipRuntimeGetVersion"));
+  auto get_version = reinterpret_cast<decltype(&hipRuntimeGetVersion)>(dlsym(hip8.handle, "hipRuntimeGetVersion"));
   int version = 0;
   ASSERT_EQ(get_version(&version), 0);
   EXPECT_EQ(version, 80000000);
@@ -224,8 +228,8 @@ TEST_F(HipReleaseTest, HandedTheMappingHip6FailsAsFileNotFound) {
   for (auto [major, release] : {std::pair{6, "6.2"}, std::pair{5, "5.2"}}) {
     SCOPED_TRACE(release);
     const FakeHip& hip = fake(major, release);
-    auto load = reinterpret_cast<int (*)(void**, const void*)>(dlsym(hip.handle, "hipModuleLoadData"));
-    auto unload = reinterpret_cast<int (*)(void*)>(dlsym(hip.handle, "hipModuleUnload"));
+    auto load = reinterpret_cast<decltype(&hipModuleLoadData)>(dlsym(hip.handle, "hipModuleLoadData"));
+    auto unload = reinterpret_cast<decltype(&hipModuleUnload)>(dlsym(hip.handle, "hipModuleUnload"));
     TempDir dir;
     const auto file = dir.path / "kernels.co";
     const auto bytes = code_object("gfx1100", 4);
@@ -235,7 +239,7 @@ TEST_F(HipReleaseTest, HandedTheMappingHip6FailsAsFileNotFound) {
     void* mapped = mmap(nullptr, bytes.size(), PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     ASSERT_NE(mapped, MAP_FAILED);
-    void* module = nullptr;
+    hipModule_t module = nullptr;
     // The path holds a space: CLR's /proc/self/maps reading cuts it there.
     const int spaced = load(&module, mapped);
     std::filesystem::remove(file);

@@ -304,6 +304,7 @@ TEST(HsaReleases, TheRuntimesBuildVersionOutranksTheFileName) {
 
 // An unknown GPU among known ones: left out, named in a warning the registry logs; the others work.
 TEST(HsaReleases, AnUnknownGpuIsLeftOutAndWarnedTheOthersWork) {
+  const auto generic_only = bundle({{"gfx9-generic:xnack-", generic_v6()}});  // outlives the registry
   Release rocm64(kReleases[3]);
   rocm64.script(std::string(kGfx906) + "; gpu gfx9999; gpu gfx90a:sramecc+:xnack- wave=32");
   auto runtime = rocm64.open();
@@ -323,7 +324,6 @@ TEST(HsaReleases, AnUnknownGpuIsLeftOutAndWarnedTheOthersWork) {
   EXPECT_EQ(warnings[1],
             "hsa: HSA agent 2 (GPU 2): HSA_AGENT_INFO_WAVEFRONT_SIZE is 32 but gfx90a runs wave64 only; this GPU is "
             "left out");
-  const auto generic_only = bundle({{"gfx9-generic:xnack-", generic_v6()}});
   auto binary = registry.register_memory(generic_only, "generic.hipfb");
   ASSERT_TRUE(Succeeds(binary));
   EXPECT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "k")));
