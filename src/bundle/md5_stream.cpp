@@ -1,19 +1,17 @@
 #include "bundle/md5_stream.h"
 
+// MD5_Init/Update/Final are deprecated in OpenSSL 3.0 in favour of EVP, and
+// kept: EVP_MD_fetch would load the provider machinery for the same
+// assembly (bundle/md5_stream.h).
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/md5.h>
 #include <sched.h>
 
 #include <cstring>
 #include <system_error>
 
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/Support/MD5.h"
-
 namespace coload::detail {
 namespace {
-
-llvm::ArrayRef<std::uint8_t> as_array(const std::byte* data, std::size_t size) {
-  return {reinterpret_cast<const std::uint8_t*>(data), size};
-}
 
 // On one CPU a helper only adds its copies and switches (~8 % on large.ccob).
 bool may_run_on_two_cpus() {
@@ -23,7 +21,8 @@ bool may_run_on_two_cpus() {
 
 }  // namespace
 
-Md5Stream::Md5Stream(std::uint64_t expected_size) : md5_(std::make_unique<llvm::MD5>()) {
+Md5Stream::Md5Stream(std::uint64_t expected_size) : md5_(std::make_unique<MD5_CTX>()) {
+  MD5_Init(md5_.get());
   if (expected_size < kThreadedFrom || !may_run_on_two_cpus()) return;
   ring_ = std::make_unique_for_overwrite<std::byte[]>(kSlots * kSlotBytes);
   try {
@@ -48,7 +47,7 @@ void Md5Stream::close_and_join() {
 
 void Md5Stream::update(Bytes chunk) {
   if (!helper_.joinable()) {
-    md5_->update(as_array(chunk.data(), chunk.size()));
+    MD5_Update(md5_.get(), chunk.data(), chunk.size());
     return;
   }
   while (!chunk.empty()) {
@@ -83,7 +82,7 @@ void Md5Stream::hash_slots() {
       if (hashed_ == handed_) return;  // closing, nothing left
       size = sizes_[slot];
     }
-    md5_->update(as_array(ring_.get() + slot * kSlotBytes, size));
+    MD5_Update(md5_.get(), ring_.get() + slot * kSlotBytes, size);
     {
       std::lock_guard lock(mutex_);
       ++hashed_;
@@ -97,7 +96,11 @@ std::uint64_t Md5Stream::low() {
     if (filled_ > 0) hand_over();
     close_and_join();  // the helper hashes every slot handed over first
   }
-  return md5_->final().low();
+  unsigned char digest[MD5_DIGEST_LENGTH];
+  MD5_Final(digest, md5_.get());
+  std::uint64_t low = 0;
+  for (int i = 7; i >= 0; --i) low = low << 8 | digest[i];
+  return low;
 }
 
 }  // namespace coload::detail
