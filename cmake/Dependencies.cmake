@@ -1,4 +1,4 @@
-# LLVM 22 (static, private), libzstd and zlib, all from Debian packages.
+# LLVM 22 (static, private), libzstd, zlib and libcrypto, all from Debian packages.
 # LLVMConfigVersion accepts only an exact major.minor, so check the major by hand.
 find_package(LLVM REQUIRED CONFIG HINTS /usr/lib/llvm-22/lib/cmake/llvm NO_DEFAULT_PATH)
 if(NOT LLVM_VERSION_MAJOR EQUAL 22)
@@ -21,6 +21,15 @@ find_package(ZLIB REQUIRED)
 # Their archives, which the -dev packages ship, for the coload tool's static link.
 find_library(COLOAD_ZSTD_ARCHIVE NAMES libzstd.a)
 find_library(COLOAD_ZLIB_ARCHIVE NAMES libz.a)
+
+# libcrypto's MD5 block function (bundle/md5_stream.h), always from its
+# archive (libssl-dev): that one member is linked in and hidden like LLVM, so
+# neither libcoload.so nor the tool loads libcrypto.so.3 or needs libssl3.
+find_path(COLOAD_CRYPTO_INCLUDE_DIR openssl/md5.h REQUIRED)
+find_library(COLOAD_CRYPTO_ARCHIVE NAMES libcrypto.a REQUIRED)
+add_library(coload_crypto INTERFACE)
+target_include_directories(coload_crypto SYSTEM INTERFACE ${COLOAD_CRYPTO_INCLUDE_DIR})
+target_link_libraries(coload_crypto INTERFACE ${COLOAD_CRYPTO_ARCHIVE} ${CMAKE_DL_LIBS})
 
 # Toolchain programs that build the test fixtures.
 find_program(COLOAD_CLANG NAMES clang-22 HINTS ${LLVM_TOOLS_BINARY_DIR})

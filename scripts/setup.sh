@@ -12,8 +12,8 @@ packages=(
   llvm-22-dev llvm-22 clang-22 lld-22 clang-tools-22 libclang-rt-22-dev
   # LLVM 19's bundler writes the CCOB v2 fixtures
   clang-19 clang-tools-19
-  # compression
-  libzstd-dev zstd zlib1g-dev
+  # compression; libssl-dev for libcrypto's MD5 (linked from its archive)
+  libzstd-dev zstd zlib1g-dev libssl-dev
   # ROCm 5.2.3 runtimes and comgr (loader and differential tests)
   libhsa-runtime-dev libamdhip64-dev libamd-comgr-dev
   # tests and benchmarks; clang-format-22 checks the sources' layout

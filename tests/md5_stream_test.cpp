@@ -1,6 +1,7 @@
-// detail::Md5Stream: on the calling thread and on its helper, the digest is
-// LLVM's MD5 of the bytes, however they are cut into chunks; the helper is
-// joined whether or not the digest is taken, and not started on one CPU. In coload_concurrency_test, so
+// detail::Md5Stream: on the calling thread and on its helper, the digest
+// (libcrypto's) is LLVM's MD5 of the bytes (what wrote the stored hashes),
+// however they are cut into chunks; the helper is joined whether or not the
+// digest is taken, and not started on one CPU. In coload_concurrency_test, so
 // scripts/test.sh runs it under TSan too.
 #include "bundle/md5_stream.h"
 
@@ -46,11 +47,13 @@ std::uint64_t hash_in_chunks(const testing::Bytes& bytes, std::uint64_t expected
 
 TEST(Md5Stream, EitherWayTheDigestIsLlvmsMd5) {
   constexpr std::size_t kSlot = Md5Stream::kSlotBytes;
+  // 55, 56, 63, 64, 65: where MD5's padding and length field cross a 64-byte block.
   for (std::size_t size :
-       {std::size_t{0}, std::size_t{1}, kSlot - 1, kSlot, kSlot + 1, Md5Stream::kSlots * kSlot, 5 * kSlot + 7}) {
+       {std::size_t{0}, std::size_t{1}, std::size_t{55}, std::size_t{56}, std::size_t{63}, std::size_t{64},
+        std::size_t{65}, kSlot - 1, kSlot, kSlot + 1, Md5Stream::kSlots * kSlot, 5 * kSlot + 7}) {
     testing::Bytes bytes = content(size);
     const std::uint64_t want = testing::ccob_hash(bytes);
-    for (std::size_t chunk : {std::size_t{1} << 30, std::size_t{4096}, std::size_t{100'003}, kSlot}) {
+    for (std::size_t chunk : {std::size_t{1} << 30, std::size_t{4096}, std::size_t{100'003}, kSlot, std::size_t{7}}) {
       std::string label = std::to_string(size) + " bytes in chunks of " + std::to_string(chunk);
       bool threaded = true;
       EXPECT_EQ(hash_in_chunks(bytes, 0, chunk, threaded), want) << label;

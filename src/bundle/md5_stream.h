@@ -1,14 +1,19 @@
 // Internal: the MD5 of a decompressed CCOB as it streams by, for its stored
 // hash (the first 8 bytes of the digest).
 //
-// MD5 runs at ~600 MiB/s, libzstd at ~4 GiB/s: hashed on the decoding
-// thread, a large bundle's first check takes the sum of both, almost all of
-// it MD5. From kThreadedFrom bytes on, the hash runs on a helper thread fed
-// through a ring of kSlots copies of kSlotBytes, so the check takes about as
-// long as the MD5 alone; the ring bounds the memory it adds (1 MiB) and makes
-// the decoder wait when the hash falls behind. Below that size, when the
-// process may run on one CPU only, or when no thread can be started, it
-// hashes on the calling thread, as before.
+// The MD5 is libcrypto's (OpenSSL's assembly block function), linked
+// statically and privately (cmake/Dependencies.cmake): not through EVP,
+// whose providers, library context and configuration file a library has no
+// use for, nor MD5_Update/Final (md5_stream.cpp says why). It runs 1.26x as fast as LLVM's portable C (610
+// against 483 MiB/s here, docs/performance.md, issue 27) and still several
+// times slower than libzstd decodes, so, hashed on the decoding thread, a
+// large bundle's first check takes the sum of both, most of it MD5. From
+// kThreadedFrom bytes on, the hash runs on a helper thread fed through a ring
+// of kSlots copies of kSlotBytes, so the check takes about as long as the MD5
+// alone; the ring bounds the memory it adds (1 MiB) and makes the decoder
+// wait when the hash falls behind. Below that size, when the process may run
+// on one CPU only, or when no thread can be started, it hashes on the calling
+// thread, as before.
 #pragma once
 
 #include <condition_variable>
@@ -19,11 +24,9 @@
 
 #include "common/bytes.h"
 
-namespace llvm {
-class MD5;
-}
-
 namespace coload::detail {
+
+class Md5;  // OpenSSL's MD5 block function, with its padding (md5_stream.cpp)
 
 class Md5Stream {
  public:
@@ -40,7 +43,7 @@ class Md5Stream {
 
   void update(Bytes chunk);
   /// Hashes what is left and returns the digest's first 8 bytes as a
-  /// little-endian number (llvm::MD5::MD5Result::low()). Call once.
+  /// little-endian number (as llvm::MD5::MD5Result::low(), what the CCOB stores). Call once.
   std::uint64_t low();
   /// Whether a helper thread hashes.
   bool threaded() const { return helper_.joinable(); }
@@ -50,7 +53,7 @@ class Md5Stream {
   void hand_over();       // passes the filling slot to the helper
   void close_and_join();  // no more slots: the helper hashes what it has and ends
 
-  std::unique_ptr<llvm::MD5> md5_;
+  std::unique_ptr<Md5> md5_;
   std::unique_ptr<std::byte[]> ring_;
   std::size_t filling_ = 0;  // slot the decoder writes
   std::size_t filled_ = 0;   // bytes in it
