@@ -1,7 +1,6 @@
-// The CCOB hash check (issue 27, docs/performance.md): libcrypto's MD5
-// (MD5_*, whose block function detail::Md5Stream calls) against LLVM's, and
-// the first verified selection of the realistic CCOBs against that MD5 alone
-// over their content.
+// The CCOB hash check (issue 27, docs/performance.md): libcrypto's MD5 (what
+// detail::Md5Stream uses) against LLVM's, and the first verified selection of
+// the realistic CCOBs against that MD5 alone over their content.
 //
 //   Md5/llvm           MD5_Init/Update/Final (coload) vs llvm::MD5 (peer),
 //                      64 MiB in 256 KiB updates (Md5Stream's slot)

@@ -1,68 +1,16 @@
 #include "bundle/md5_stream.h"
 
+// MD5_Init/Update/Final are deprecated in OpenSSL 3.0 in favour of EVP, and
+// kept: EVP_MD_fetch would load the provider machinery for the same
+// assembly (bundle/md5_stream.h).
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/md5.h>
 #include <sched.h>
 
-#include <algorithm>
-#include <array>
 #include <cstring>
 #include <system_error>
 
-// OpenSSL's x86-64 MD5 block function (crypto/md5/asm/md5-x86_64.pl), which
-// MD5_Update calls: it hashes `blocks` 64-byte blocks into the state words
-// A, B, C, D, the first 16 bytes of `state`. Called directly because
-// MD5_Update/Final bring OPENSSL_cleanse, whose archive member runs a CPUID
-// probe at every start of a process or load of libcoload.so (~20 us here,
-// docs/performance.md, issue 27); this member needs nothing else. No public
-// header declares it: a libcrypto without it fails the link.
-extern "C" void ossl_md5_block_asm_data_order(std::uint32_t* state, const void* data, std::size_t blocks);
-
 namespace coload::detail {
-
-/// MD5 (RFC 1321) around OpenSSL's block function: the buffering of partial
-/// blocks and the final padding.
-class Md5 {
- public:
-  void update(const std::byte* data, std::size_t size) {
-    if (size == 0) return;  // `data` may be null
-    length_ += size;
-    if (filled_ > 0) {
-      std::size_t take = std::min(size, kBlock - filled_);
-      std::memcpy(tail_.data() + filled_, data, take);
-      filled_ += take;
-      data += take;
-      size -= take;
-      if (filled_ < kBlock) return;
-      ossl_md5_block_asm_data_order(state_.data(), tail_.data(), 1);
-      filled_ = 0;
-    }
-    if (size >= kBlock) ossl_md5_block_asm_data_order(state_.data(), data, size / kBlock);
-    filled_ = size % kBlock;
-    std::memcpy(tail_.data(), data + size - filled_, filled_);
-  }
-
-  /// Pads, and returns the digest's first 8 bytes as a little-endian number:
-  /// the state words A and B, which the digest stores little-endian.
-  std::uint64_t low() {
-    const std::uint64_t bits = length_ * 8;
-    const std::byte one{0x80};
-    update(&one, 1);
-    const std::array<std::byte, kBlock> zeros{};
-    update(zeros.data(), (kBlock + kLengthAt - filled_) % kBlock);
-    std::array<std::byte, 8> length;
-    for (std::size_t i = 0; i < length.size(); ++i) length[i] = std::byte(static_cast<std::uint8_t>(bits >> (8 * i)));
-    update(length.data(), length.size());
-    return std::uint64_t{state_[1]} << 32 | state_[0];
-  }
-
- private:
-  static constexpr std::size_t kBlock = 64;
-  static constexpr std::size_t kLengthAt = 56;  // where the bit count starts in the last block
-  std::array<std::uint32_t, 4> state_{0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476};
-  std::uint64_t length_ = 0;  // bytes hashed
-  std::array<std::byte, kBlock> tail_{};
-  std::size_t filled_ = 0;  // bytes of tail_ in use
-};
-
 namespace {
 
 // On one CPU a helper only adds its copies and switches (~8 % on large.ccob).
@@ -73,7 +21,8 @@ bool may_run_on_two_cpus() {
 
 }  // namespace
 
-Md5Stream::Md5Stream(std::uint64_t expected_size) : md5_(std::make_unique<Md5>()) {
+Md5Stream::Md5Stream(std::uint64_t expected_size) : md5_(std::make_unique<MD5_CTX>()) {
+  MD5_Init(md5_.get());
   if (expected_size < kThreadedFrom || !may_run_on_two_cpus()) return;
   ring_ = std::make_unique_for_overwrite<std::byte[]>(kSlots * kSlotBytes);
   try {
@@ -98,7 +47,7 @@ void Md5Stream::close_and_join() {
 
 void Md5Stream::update(Bytes chunk) {
   if (!helper_.joinable()) {
-    md5_->update(chunk.data(), chunk.size());
+    MD5_Update(md5_.get(), chunk.data(), chunk.size());
     return;
   }
   while (!chunk.empty()) {
@@ -133,7 +82,7 @@ void Md5Stream::hash_slots() {
       if (hashed_ == handed_) return;  // closing, nothing left
       size = sizes_[slot];
     }
-    md5_->update(ring_.get() + slot * kSlotBytes, size);
+    MD5_Update(md5_.get(), ring_.get() + slot * kSlotBytes, size);
     {
       std::lock_guard lock(mutex_);
       ++hashed_;
@@ -147,7 +96,11 @@ std::uint64_t Md5Stream::low() {
     if (filled_ > 0) hand_over();
     close_and_join();  // the helper hashes every slot handed over first
   }
-  return md5_->low();
+  unsigned char digest[MD5_DIGEST_LENGTH];
+  MD5_Final(digest, md5_.get());
+  std::uint64_t low = 0;
+  for (int i = 7; i >= 0; --i) low = low << 8 | digest[i];
+  return low;
 }
 
 }  // namespace coload::detail

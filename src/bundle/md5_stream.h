@@ -1,10 +1,10 @@
 // Internal: the MD5 of a decompressed CCOB as it streams by, for its stored
 // hash (the first 8 bytes of the digest).
 //
-// The MD5 is libcrypto's (OpenSSL's assembly block function), linked
-// statically and privately (cmake/Dependencies.cmake): not through EVP,
-// whose providers, library context and configuration file a library has no
-// use for, nor MD5_Update/Final (md5_stream.cpp says why). It runs 1.26x as fast as LLVM's portable C (610
+// The MD5 is libcrypto's (OpenSSL's assembly), linked statically and
+// privately (cmake/Dependencies.cmake), through MD5_Init/Update/Final rather
+// than EVP: the same code without EVP's providers, library context and
+// configuration file. It runs 1.26x as fast as LLVM's portable C (610
 // against 483 MiB/s here, docs/performance.md, issue 27) and still several
 // times slower than libzstd decodes, so, hashed on the decoding thread, a
 // large bundle's first check takes the sum of both, most of it MD5. From
@@ -24,9 +24,9 @@
 
 #include "common/bytes.h"
 
-namespace coload::detail {
+struct MD5state_st;  // OpenSSL's MD5_CTX
 
-class Md5;  // OpenSSL's MD5 block function, with its padding (md5_stream.cpp)
+namespace coload::detail {
 
 class Md5Stream {
  public:
@@ -53,7 +53,7 @@ class Md5Stream {
   void hand_over();       // passes the filling slot to the helper
   void close_and_join();  // no more slots: the helper hashes what it has and ends
 
-  std::unique_ptr<Md5> md5_;
+  std::unique_ptr<MD5state_st> md5_;
   std::unique_ptr<std::byte[]> ring_;
   std::size_t filling_ = 0;  // slot the decoder writes
   std::size_t filled_ = 0;   // bytes in it
