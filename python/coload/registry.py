@@ -204,9 +204,11 @@ class Registry:
         Every dispatch of its kernels must have finished. Closing twice does nothing."""
         with self._lock:
             handle, self._handle = self._handle, None
-            self._binaries.clear()
+            # Held until the registry is gone: register_memory's bytes must outlive what read them.
+            binaries, self._binaries = self._binaries, {}
         if handle is not None:
             lib.call("coload_registry_destroy", handle)
+        binaries.clear()
 
     def __enter__(self) -> Registry:
         return self
@@ -311,8 +313,9 @@ class Registry:
             lib.call("coload_unregister", self._live(), binary.handle)
             return
         with self._lock:
-            self._binaries.pop(binary, None)
+            held = self._binaries.pop(binary, None)  # its bytes outlive the unregistering
         lib.call("coload_unregister", self._live(), binary)
+        del held
 
     # -- loading and looking up ---------------------------------------------
     def load(self, binary: Binary | int, device: int) -> None:
