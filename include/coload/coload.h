@@ -309,8 +309,11 @@ coload_status coload_unregister(coload_registry* registry, coload_binary binary)
 
 /** Looks `kernel_name` up in `binary` for device `device`, loading the binary
  *  there on first use. Errors: COLOAD_ERROR_NOT_FOUND (no code object fits,
- *  unknown kernel or binary), COLOAD_ERROR_INVALID_ARGUMENT (device out of
- *  range), and whatever reading, validating or loading reports. */
+ *  unknown kernel or binary), COLOAD_ERROR_UNSUPPORTED_VERSION (code for the
+ *  device is there but the runtime's release cannot load it: its code object
+ *  version or a generic target; the message names the release),
+ *  COLOAD_ERROR_INVALID_ARGUMENT (device out of range), and whatever reading,
+ *  validating or loading reports. */
 coload_status coload_lookup_kernel(coload_registry* registry, coload_binary binary, size_t device,
                                    const char* kernel_name, coload_kernel_info* out);
 
@@ -320,7 +323,8 @@ coload_status coload_lookup_kernel(coload_registry* registry, coload_binary bina
  *  find it loaded. For a caller that wants to know whether a binary loads
  *  on a device before it needs a kernel by name. Errors: those of
  *  coload_lookup_kernel but an unknown kernel: COLOAD_ERROR_NOT_FOUND (no
- *  code object fits, unknown binary), COLOAD_ERROR_INVALID_ARGUMENT (device
+ *  code object fits, unknown binary), COLOAD_ERROR_UNSUPPORTED_VERSION (only
+ *  the runtime's release stands in the way), COLOAD_ERROR_INVALID_ARGUMENT (device
  *  out of range), and whatever reading, validating or loading reports (a
  *  validation error names the kernel, the field, the value and the limit).
  *  Threads: as coload_lookup_kernel. */
