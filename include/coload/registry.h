@@ -197,7 +197,8 @@ class Registry {
   /// Errors: NotFound for an unknown handle, for a binary with no entry for
   /// the device (no_fit_error's message with the binary and bundle) or for a
   /// kernel none of the loaded modules has (naming kernel and binary);
-  /// InvalidArgument for a device out of range; otherwise the first error of
+  /// UnsupportedVersion when only the runtime's release stands in the way
+  /// (no_fit_error); InvalidArgument for a device out of range; otherwise the first error of
   /// reading, selecting, reading the code object, or Runtime::load.
   Expected<const LoadedKernel*> lookup_kernel(BinaryHandle binary, std::size_t device, std::string_view kernel);
   /// As lookup_kernel, but a copy taken while the binary is held: safe even
