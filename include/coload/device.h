@@ -39,6 +39,8 @@ struct Device {
 
   std::string str() const { return target.str(); }
   bool accepts_code_object_version(unsigned version) const;
+  /// code_object_versions as refusals print them: "4, 5, 6".
+  std::string code_object_versions_text() const;
   /// runtime_release, or "the runtime" without one.
   std::string runtime_name() const { return runtime_release.empty() ? "the runtime" : runtime_release; }
 };

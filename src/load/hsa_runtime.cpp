@@ -16,13 +16,6 @@
 namespace coload {
 namespace {
 
-/// "4, 5, 6".
-std::string join_versions(const std::vector<unsigned>& versions) {
-  std::string text;
-  for (unsigned version : versions) text += (text.empty() ? "" : ", ") + std::to_string(version);
-  return text;
-}
-
 using hsa::call;
 using hsa::HsaLibrary;
 using hsa::symbol_info;
@@ -201,7 +194,7 @@ class HsaRuntime final : public Runtime {
       return Error(ErrorKind::UnsupportedVersion, error.message())
           .with_context(what + ": " + device.runtime_name() + " does not load code object version " +
                         std::to_string(target.code_object_version) + " (it loads " +
-                        join_versions(device.code_object_versions) + ")");
+                        device.code_object_versions_text() + ")");
     }
     if (error.kind() == ErrorKind::InvalidArgument) return error.with_context(what + " does not run on this agent");
     return error;

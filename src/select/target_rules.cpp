@@ -24,12 +24,6 @@ bool contains(std::initializer_list<std::string_view> list, std::string_view nam
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
-std::string list_versions(const std::vector<unsigned>& versions) {
-  std::string text;
-  for (unsigned version : versions) text += (text.empty() ? "versions " : ", ") + std::to_string(version);
-  return text;
-}
-
 std::string feature_summary(const TargetId& code) {
   if (exact_features(code) > 0) return "features match exactly (" + code.str() + ")";
   if (code.xnack == FeatureState::Any || code.sramecc == FeatureState::Any) return "runs in any feature mode";
@@ -159,7 +153,7 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
     unsigned highest = device.code_object_versions.empty() ? 0 : device.code_object_versions.back();
     return reject(ErrorKind::UnsupportedVersion, "code_object_version", code.code_object_version, highest,
                   "code object version " + std::to_string(code.code_object_version) + "; " + device.runtime_name() +
-                      " loads " + list_versions(device.code_object_versions));
+                      " loads versions " + device.code_object_versions_text());
   }
   // ROCr names an xnack-on object of an always-on processor "gfx1250:xnack+"
   // and refuses it unless it names the device so too (docs/selection.md,

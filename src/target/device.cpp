@@ -10,6 +10,12 @@ bool Device::accepts_code_object_version(unsigned version) const {
   return std::find(code_object_versions.begin(), code_object_versions.end(), version) != code_object_versions.end();
 }
 
+std::string Device::code_object_versions_text() const {
+  std::string text;
+  for (unsigned version : code_object_versions) text += (text.empty() ? "" : ", ") + std::to_string(version);
+  return text;
+}
+
 Expected<std::vector<unsigned>> parse_code_object_versions(std::string_view text) {
   const std::string_view whole = text;
   std::vector<unsigned> versions;

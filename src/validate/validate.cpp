@@ -23,12 +23,6 @@ constexpr std::uint64_t kMaxPacketGroupSegment = std::numeric_limits<std::uint32
 
 std::string prefix(const Kernel& kernel) { return "kernel \"" + kernel.name + "\": "; }
 
-std::string list(const std::vector<unsigned>& versions) {
-  std::string text;
-  for (unsigned version : versions) text += (text.empty() ? "" : ", ") + std::to_string(version);
-  return text;
-}
-
 std::string dims(const std::array<std::uint32_t, 3>& size) {
   return std::to_string(size[0]) + "x" + std::to_string(size[1]) + "x" + std::to_string(size[2]);
 }
@@ -101,7 +95,7 @@ class Validator {
     add(ErrorKind::UnsupportedVersion, "", "code_object_version", version, highest,
         "code_object_version " + std::to_string(version) + " is not loaded by " +
             (device_.runtime_release.empty() ? "the runtime of " : device_.runtime_release + " on ") + device_.str() +
-            " (it loads versions " + list(device_.code_object_versions) + ")");
+            " (it loads versions " + device_.code_object_versions_text() + ")");
   }
 
   // The selector's target rules (native, opt-in equivalent, generic family);
