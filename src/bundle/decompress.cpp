@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bundle/window_memory.h"
+#include "source/read_pages.h"
 
 namespace coload::detail {
 namespace {
@@ -111,6 +112,7 @@ Expected<std::uint64_t> decode_zstd_in_place(ZSTD_DCtx* context, std::span<std::
   const std::uint64_t expected = from.written + output.size();
   std::size_t read = from.read;
   std::size_t written = 0;
+  ReadPages pages(payload);
   for (;;) {  // a frame per pass
     std::size_t status = ZSTD_decompressBegin(context);
     if (ZSTD_isError(status)) return zstd_error(status, expected, read);
@@ -120,6 +122,7 @@ Expected<std::uint64_t> decode_zstd_in_place(ZSTD_DCtx* context, std::span<std::
                                                  payload.data() + read, need);
       if (ZSTD_isError(made)) return zstd_error(made, expected, read);
       read += need;
+      pages.read_to(read);
       if (made > 0) sink.write(Bytes(output.data() + written, made));
       written += made;
       if (sink.done()) return static_cast<std::uint64_t>(read);
@@ -168,12 +171,14 @@ Expected<std::uint64_t> decode_zstd(Bytes payload, std::uint64_t expected, Strea
     return decode_zstd_in_scratch(context.get(), payload, {}, expected, end, sink);
   }
   auto buffer = std::make_unique<std::byte[]>(kChunkSize);
+  ReadPages pages(payload);
   ZSTD_inBuffer in{payload.data(), payload.size(), 0};
   std::uint64_t produced = 0;
   for (;;) {
     ZSTD_outBuffer out{buffer.get(), kChunkSize, 0};
     std::size_t status = ZSTD_decompressStream(context.get(), &out, &in);
     if (ZSTD_isError(status)) return zstd_error(status, expected, in.pos);
+    pages.read_to(in.pos);
     produced += out.pos;
     if (produced > expected) return size_mismatch("zstd", produced, expected, in.pos);
     if (out.pos > 0) sink.write(Bytes(buffer.get(), out.pos));
@@ -197,6 +202,7 @@ Expected<std::uint64_t> decode_zlib(Bytes payload, std::uint64_t expected, Strea
   if (inflateInit(&stream) != Z_OK) return Error(ErrorKind::LimitExceeded, "zlib payload: cannot allocate a decoder");
   std::unique_ptr<z_stream, decltype(&inflateEnd)> guard(&stream, &inflateEnd);
   auto buffer = std::make_unique<Bytef[]>(kChunkSize);
+  ReadPages pages(payload);
   std::uint64_t consumed = 0;
   std::uint64_t produced = 0;
   int status = Z_OK;
@@ -212,6 +218,7 @@ Expected<std::uint64_t> decode_zlib(Bytes payload, std::uint64_t expected, Strea
     stream.avail_out = kChunkSize;
     status = inflate(&stream, Z_NO_FLUSH);
     std::uint64_t at = consumed - stream.avail_in;
+    pages.read_to(static_cast<std::size_t>(at));
     if (status == Z_NEED_DICT || status == Z_DATA_ERROR || status == Z_STREAM_ERROR || status == Z_MEM_ERROR) {
       return Error(ErrorKind::CorruptData, std::string("zlib payload: ") +
                                                (stream.msg ? stream.msg : "error " + std::to_string(status)) +

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/bytes.h"
+#include "source/read_pages.h"
 
 namespace coload {
 
@@ -97,7 +98,10 @@ Source& Source::operator=(Source&& other) noexcept {
 Source::~Source() { release(); }
 
 void Source::release() {
-  if (mapping_ != nullptr) munmap(mapping_, mapped_size_);
+  if (mapping_ != nullptr) {
+    if (mapped_size_ >= 2 * detail::ReadPages::kStep) detail::forget_file_mapping(mapping_);
+    munmap(mapping_, mapped_size_);
+  }
   mapping_ = nullptr;
   mapped_size_ = 0;
   bytes_ = {};
@@ -144,6 +148,8 @@ Expected<Source> Source::map_file(const std::string& path) {
     ::close(fd);
     return io_error(path, "cannot map", saved);
   }
+  // Noted, so that a decoder may give back the pages of a large payload it has read.
+  if (size >= 2 * detail::ReadPages::kStep) detail::note_file_mapping(mapping, size);
   std::shared_ptr<const detail::OpenFile> file;
   if (size > kKeepOpenAbove)
     file = std::make_shared<const detail::OpenFile>(fd);
