@@ -6,9 +6,22 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/md5.h>
 #include <sched.h>
+#include <string.h>  // explicit_bzero
 
 #include <cstring>
 #include <system_error>
+
+// MD5_Final wipes its context with OPENSSL_cleanse. In libcrypto's archive
+// that function shares a member (x86_64cpuid.o) with OpenSSL's CPU probe, an
+// .init entry (OPENSSL_cpuid_setup: CPUID, ~20 us in a VM, and a getenv)
+// that would then run at every load of libcoload.so into a host process and
+// every start of the tool. The MD5 assembly consults no CPU flags, so this
+// weak definition resolves the reference and keeps that member out; a
+// program that links it for something else gets OpenSSL's own
+// (docs/performance.md, "What it costs").
+extern "C" __attribute__((weak, visibility("hidden"))) void OPENSSL_cleanse(void* pointer, std::size_t length) {
+  explicit_bzero(pointer, length);
+}
 
 namespace coload::detail {
 namespace {
