@@ -25,7 +25,9 @@
 //                     checks) vs comgr 5.2.3 amd_comgr_get_data_metadata plus
 //                     a walk of every node; per-kernel counters
 //   Registry*         cold first lookup (fresh registry, dry-run runtime;
-//                     plain and compressed host image) and
+//                     plain and compressed host image), the first verified
+//                     use of the compressed image vs decoding and hashing its
+//                     CCOBs alone on as many threads (RegistryFirstUse), and
 //                     warm lookups, 1 and 16 threads (absolute; target < 1 us)
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
