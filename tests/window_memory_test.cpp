@@ -1,6 +1,7 @@
 #include "bundle/window_memory.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -35,6 +38,40 @@ class WindowMemory : public ::testing::Test {
 };
 
 std::uintptr_t block_of(void* buffer) { return reinterpret_cast<std::uintptr_t>(buffer) - 64; }
+
+// The resident bytes of the mapping that holds `at` (/proc/self/smaps).
+std::uint64_t resident_bytes(const void* at) {
+  std::ifstream smaps("/proc/self/smaps");
+  auto address = reinterpret_cast<std::uintptr_t>(at);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long begin = 0, end = 0, kib = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2) {
+      inside = begin <= address && address < end;
+    } else if (inside && std::sscanf(line.c_str(), "Rss: %lu kB", &kib) == 1) {
+      return std::uint64_t{kib} << 10;
+    }
+  }
+  ADD_FAILURE() << "no mapping holds " << at;
+  return 0;
+}
+
+TEST_F(WindowMemory, PopulateFaultsInTheWholePagesInsideTheRange) {
+  constexpr std::size_t kSize = 8 * kMiB;
+  void* mapping = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapping, MAP_FAILED);
+  madvise(mapping, kSize, MADV_NOHUGEPAGE);  // 4 KiB pages even where THP is "always"
+  auto* bytes = static_cast<std::byte*>(mapping);
+  ASSERT_EQ(resident_bytes(bytes), 0u);
+  detail::window_memory::populate(bytes + 100, detail::window_memory::kPopulateFrom - 1);  // too small: left alone
+  EXPECT_EQ(resident_bytes(bytes), 0u);
+  detail::window_memory::populate(bytes + 100, kSize - 200);
+  // Every page but the two the range shares with its neighbours.
+  std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(resident_bytes(bytes), kSize - 2 * page);
+  EXPECT_TRUE(std::all_of(bytes, bytes + kSize, [](std::byte b) { return b == std::byte{0}; }));
+  munmap(mapping, kSize);
+}
 
 TEST_F(WindowMemory, LargeBuffersStartOnAHugePageAndAreKeptWhenReleased) {
   void* buffer = allocate(nullptr, 3 * kMiB);

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -151,5 +152,14 @@ void release(void*, void* buffer) {
 std::size_t kept_bytes() { return kept_mappings().bytes(); }
 
 void drop_kept() { kept_mappings().drop(); }
+
+void populate(void* bytes, std::size_t size) {
+  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto begin = reinterpret_cast<std::uintptr_t>(bytes);
+  std::uintptr_t first = (begin + page - 1) / page * page;
+  std::uintptr_t last = (begin + size) / page * page;
+  // Fails before Linux 5.14 (EINVAL): the pages are then faulted as written.
+  if (last >= first + kPopulateFrom) madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE);
+}
 
 }  // namespace coload::detail::window_memory

@@ -30,6 +30,13 @@ inline constexpr std::size_t kKeptBytes = std::size_t{64} << 20;
 void* allocate(void* opaque, std::size_t size);
 void release(void* opaque, void* buffer);
 
+/// Faults in the whole pages inside `bytes` (memory of the caller's, such
+/// as a large vector it is about to fill) with one call, where the first
+/// writes would fault once per 4 KiB page: 2 800 faults for an 11 MB
+/// entry. Nothing else changes; a range under kPopulateFrom is left alone.
+inline constexpr std::size_t kPopulateFrom = std::size_t{64} << 10;
+void populate(void* bytes, std::size_t size);
+
 /// Bytes of the kept (released, reusable) mappings.
 std::size_t kept_bytes();
 /// Unmaps the kept mappings.

@@ -16,6 +16,7 @@
 
 #include "bundle/ccob_decode.h"
 #include "bundle/plain_table.h"
+#include "bundle/window_memory.h"
 #include "common/bytes.h"
 #include "select/rank.h"
 
@@ -188,7 +189,10 @@ class SelectingSink final : public detail::DecodeSink {
         slot.head.insert(slot.head.end(), data.begin(), data.begin() + more);
       }
       if (keep_current_ && keep_chosen_) {
-        if (buffer_.empty()) buffer_.reserve(std::min<std::uint64_t>(slot.size, 64u << 20));
+        if (buffer_.empty()) {
+          buffer_.reserve(std::min<std::uint64_t>(slot.size, 64u << 20));
+          detail::window_memory::populate(buffer_.data(), buffer_.capacity());
+        }
         buffer_.insert(buffer_.end(), data.begin(), data.begin() + take);
       }
       data = data.subspan(take);

@@ -161,7 +161,9 @@ int extract_for_device(const std::string& path, const std::string& output, std::
         std::fprintf(stderr, "coload: %s: %s is a %s fit for %s; written unchanged\n", where.c_str(),
                      candidate->id.c_str(), tier.c_str(), device->str().c_str());
       }
-      chosen.push_back({i, std::vector<std::byte>(bytes.begin(), bytes.end())});
+      // A streamed entry is the choice's own vector: taken, not copied.
+      chosen.push_back(
+          {i, choice->bundle ? std::vector<std::byte>(bytes.begin(), bytes.end()) : std::move(choice->streamed)});
     }
     return true;
   };
