@@ -1,4 +1,4 @@
-// The CCOB hash check (issue 27, docs/performance.md): libcrypto's MD5 (what
+// The CCOB hash check (issue 27, docs/first-check.md): libcrypto's MD5 (what
 // detail::Md5Stream uses) against LLVM's, and the first verified selection of
 // the realistic CCOBs against that MD5 alone over their content.
 //

@@ -18,7 +18,7 @@
 // every start of the tool. The MD5 assembly consults no CPU flags, so this
 // weak definition resolves the reference and keeps that member out; a
 // program that links it for something else gets OpenSSL's own
-// (docs/performance.md, "What it costs").
+// (docs/first-check.md, "No CPU probe").
 extern "C" __attribute__((weak, visibility("hidden"))) void OPENSSL_cleanse(void* pointer, std::size_t length) {
   explicit_bzero(pointer, length);
 }

@@ -1,5 +1,5 @@
 // Internal: giving the pages of a large compressed payload back once its
-// decoder has read them (docs/performance.md, "The input's pages").
+// decoder has read them (docs/first-check.md, "The input's pages").
 //
 // A CCOB streamed out of a file coload mapped would otherwise keep its whole
 // payload resident beside the window it decodes into (25 MB beside 74 MiB
