@@ -39,23 +39,45 @@ inline std::vector<std::byte> read_file(const std::string& path) {
   return bytes;
 }
 
+// The two sides' times over a benchmark's iterations, reported as
+// coload_us, peer_us and speedup.
+class PairedTimes {
+ public:
+  template <class Side>
+  void coload(Side&& side) {
+    coload_ns_ += time(side);
+  }
+  template <class Side>
+  void peer(Side&& side) {
+    peer_ns_ += time(side);
+  }
+  void report(benchmark::State& state) const {
+    double n = static_cast<double>(state.iterations());
+    state.counters["coload_us"] = coload_ns_ / n / 1e3;
+    state.counters["peer_us"] = peer_ns_ / n / 1e3;
+    state.counters["speedup"] = peer_ns_ / coload_ns_;
+  }
+
+ private:
+  template <class Side>
+  static double time(Side&& side) {
+    auto start = Clock::now();
+    side();
+    return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+  }
+  double coload_ns_ = 0;
+  double peer_ns_ = 0;
+};
+
 // Runs coload's side and the peer's side once per iteration, timing each.
 template <class Coload, class Peer>
 void paired(benchmark::State& state, Coload&& coload, Peer&& peer) {
-  double coload_ns = 0, peer_ns = 0;
+  PairedTimes times;
   for (auto _ : state) {
-    auto t0 = Clock::now();
-    coload();
-    auto t1 = Clock::now();
-    peer();
-    auto t2 = Clock::now();
-    coload_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
-    peer_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
+    times.coload(coload);
+    times.peer(peer);
   }
-  double n = static_cast<double>(state.iterations());
-  state.counters["coload_us"] = coload_ns / n / 1e3;
-  state.counters["peer_us"] = peer_ns / n / 1e3;
-  state.counters["speedup"] = peer_ns / coload_ns;
+  times.report(state);
 }
 
 inline const coload::Device& gfx90a() {

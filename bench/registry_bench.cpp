@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -179,28 +178,22 @@ void BM_RegistryFirstUse(benchmark::State& state) {
   if (!fat) std::abort();
   const CcobPayloads ccobs = payloads_of(*fat);
   const std::size_t threads = coload::decode_threads(*fat, every_bundle(*fat), coload::Unbundler::Builtin);
-  double coload_ns = 0, peer_ns = 0;
+  PairedTimes times;
   for (auto _ : state) {
     state.PauseTiming();
     auto registry = make_registry();
     auto handle = registry->register_file(file);
     if (!handle) std::abort();
     state.ResumeTiming();
-    auto t0 = Clock::now();
-    if (!registry->lookup_kernel(*handle, 0, names.front())) std::abort();
-    auto t1 = Clock::now();
-    decode_and_hash(ccobs, threads);
-    auto t2 = Clock::now();
+    times.coload([&] {
+      if (!registry->lookup_kernel(*handle, 0, names.front())) std::abort();
+    });
+    times.peer([&] { decode_and_hash(ccobs, threads); });
     state.PauseTiming();
     registry.reset();
     state.ResumeTiming();
-    coload_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
-    peer_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
   }
-  double n = static_cast<double>(state.iterations());
-  state.counters["coload_us"] = coload_ns / n / 1e3;
-  state.counters["peer_us"] = peer_ns / n / 1e3;
-  state.counters["speedup"] = peer_ns / coload_ns;
+  times.report(state);
   state.counters["ccobs"] = static_cast<double>(ccobs.payloads.size());
   state.counters["threads"] = static_cast<double>(threads);
 }
