@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <new>
 #include <vector>
 
 namespace coload::detail {
@@ -36,7 +37,10 @@ void note_file_mapping(const void* begin, std::size_t size) {
   auto at = reinterpret_cast<std::uintptr_t>(begin);
   NotedMappings& all = noted();
   std::lock_guard lock(all.mutex);
-  all.mappings.push_back({at, at + size});
+  try {
+    all.mappings.push_back({at, at + size});
+  } catch (const std::bad_alloc&) {  // not noted: its pages are never advised
+  }
 }
 
 void forget_file_mapping(const void* begin) {

@@ -18,6 +18,7 @@
 namespace coload::detail {
 
 /// Source::map_file: `begin` maps a whole file read-only and privately.
+/// Never throws (a mapping that cannot be noted is never advised).
 void note_file_mapping(const void* begin, std::size_t size);
 /// Source::release, before it unmaps `begin`.
 void forget_file_mapping(const void* begin);
