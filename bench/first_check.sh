@@ -99,5 +99,7 @@ for v in 2 3; do
   limit=$(((window + entry) / 1024 + 8192))
   echo "window + entry + 8 MiB:          $limit KiB (window $window bytes)"
   echo "verified selection, RSS growth:  $growth KiB (coload_stream_rss)"
-  echo "verified extract, peak RSS:      $peak KiB (whole process: binary and the $(($(stat -c %s "$ccob") / 1024)) KiB input mapped too)"
+  verdict="within the limit"
+  ((peak <= limit)) || verdict="OVER the limit"
+  echo "verified extract, peak RSS:      $peak KiB (whole process, the input mapped: $verdict)"
 done
