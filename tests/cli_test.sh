@@ -226,6 +226,20 @@ expect_exit 1 "extract of an absent target" "$coload" extract --target gfx000 -o
 "$coload" extract --target host-x86_64-unknown-linux-gnu- --bundle 0 -o "$work/host.out" \
   "$fixtures/bundles/bundler_plain.hipfb"
 check "extract of the host entry writes an empty file" test -f "$work/host.out" -a ! -s "$work/host.out"
+# An existing output ends as the entry alone, whether longer or shorter, and
+# stays the same file (a hard link to it sees the entry too); a pipe takes
+# the bytes as they are.
+IFS=$'\t' read -r fixture bundle id expected < <(grep -v '^#' "$fixtures/manifest.tsv" | head -1)
+{ cat "$fixtures/$expected"; head -c 100000 /dev/zero; } > "$work/over.co"
+ln -f "$work/over.co" "$work/over.link"
+"$coload" extract --target "$id" --bundle "$bundle" -o "$work/over.co" "$fixtures/$fixture"
+check "extract over a longer file leaves exactly the entry" cmp -s "$work/over.co" "$fixtures/$expected"
+check "extract over a file writes that file (its hard link sees the entry)" cmp -s "$work/over.link" "$fixtures/$expected"
+head -c 10 "$fixtures/$expected" > "$work/short.co"
+"$coload" extract --target "$id" --bundle "$bundle" -o "$work/short.co" "$fixtures/$fixture"
+check "extract over a shorter file leaves exactly the entry" cmp -s "$work/short.co" "$fixtures/$expected"
+"$coload" extract --target "$id" --bundle "$bundle" -o /dev/stdout "$fixtures/$fixture" | cat > "$work/piped.co"
+check "extract -o /dev/stdout through a pipe writes the entry" cmp -s "$work/piped.co" "$fixtures/$expected"
 expect_exit 0 "help" "$coload" --help
 # `coload COMMAND --help` (or -h) prints that command's usage, from its option
 # table, to stdout and exits 0; it lists each option the command takes.

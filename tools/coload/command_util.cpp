@@ -1,4 +1,8 @@
 // Helpers the subcommands share: choosing in bundles, output files.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -69,15 +73,34 @@ Expected<FatBinary> open_binary(const BinaryPaths& paths, const ReadOptions& opt
 void print_error(const Error& error) { std::fprintf(stderr, "coload: %s\n", error.message().c_str()); }
 
 bool write_file(const std::string& path, std::span<const std::byte> bytes) {
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) {
+  // Not O_TRUNC: over an existing file, truncating first frees its pages and
+  // blocks only for the write to take them again (3.6 ms of an 11 MB entry's
+  // 6.5 here, docs/first-check.md). The bytes go over the old ones and the
+  // file is cut to their length after, so it ends the same, same inode.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
     std::fprintf(stderr, "coload: %s: cannot create: %s\n", path.c_str(), std::strerror(errno));
     return false;
   }
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
-  ok = (std::fclose(file) == 0) && ok;
-  if (!ok) std::fprintf(stderr, "coload: %s: write failed: %s\n", path.c_str(), std::strerror(errno));
-  return ok;
+  int error = 0;  // the first failure's errno
+  for (std::span<const std::byte> left = bytes; error == 0 && !left.empty();) {
+    ssize_t wrote = ::write(fd, left.data(), left.size());
+    if (wrote > 0) {
+      left = left.subspan(static_cast<std::size_t>(wrote));
+    } else if (wrote == 0 || errno != EINTR) {
+      error = wrote == 0 ? EIO : errno;
+    }
+  }
+  struct stat info{};
+  // A pipe or a device (-o /dev/stdout) has no length to cut.
+  if (error == 0 && ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
+      static_cast<std::uint64_t>(info.st_size) != bytes.size() &&
+      ::ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) {
+    error = errno;
+  }
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) std::fprintf(stderr, "coload: %s: write failed: %s\n", path.c_str(), std::strerror(error));
+  return error == 0;
 }
 
 }  // namespace coload::cli
