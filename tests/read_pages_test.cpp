@@ -49,7 +49,10 @@ struct LargeCcob {
   Bytes ccob;
   std::filesystem::path path;
 
-  explicit LargeCcob(Payload payload, const char* name) : path(std::filesystem::temp_directory_path() / name) {
+  // The file is the process's own: ctest runs each instance in a process of its own, two at once.
+  explicit LargeCcob(Payload payload, const char* name)
+      : path(std::filesystem::temp_directory_path() /
+             (std::string(name) + "." + std::to_string(::getpid()) + "." + std::to_string(static_cast<int>(payload)))) {
     Bytes plain = testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu", {}},
                                                {"hipv4-amdgcn-amd-amdhsa--gfx942", gfx942},
                                                {"hipv4-amdgcn-amd-amdhsa--gfx90a", gfx90a}});
@@ -86,7 +89,7 @@ Expected<StreamSelection> select_gfx90a(const FatBinary& binary) {
 class ReadPagesTest : public ::testing::TestWithParam<Payload> {};
 
 TEST_P(ReadPagesTest, AMappedFilesPayloadIsGivenBackAsItIsRead) {
-  LargeCcob input(GetParam(), "coload_read_pages_test.ccob");
+  LargeCcob input(GetParam(), "coload_read_pages_test");
   ASSERT_GT(input.ccob.size(), 2 * kEntrySize);  // incompressible: the payload is the entries
   auto binary = FatBinary::open(input.path.string());
   ASSERT_TRUE(Succeeds(binary));
@@ -106,7 +109,7 @@ TEST_P(ReadPagesTest, AMappedFilesPayloadIsGivenBackAsItIsRead) {
 }
 
 TEST_P(ReadPagesTest, LentMemoryIsNeverAdvised) {
-  LargeCcob input(GetParam(), "coload_read_pages_lent.ccob");
+  LargeCcob input(GetParam(), "coload_read_pages_lent");
   // Anonymous memory would read back as zeros once advised.
   const Bytes copy = input.ccob;
   auto binary = FatBinary::from_memory(input.ccob);
