@@ -39,6 +39,9 @@ struct DirectoryScan {
 /// followed; hidden entries ("." first) are skipped. Errors: Io naming the
 /// directory that cannot be opened or read, or a `path` that is no directory.
 Expected<std::vector<std::string>> list_directory(const std::string& path, const DirectoryScan& scan = {});
+/// The members of the file set directory `path` makes: list_directory's,
+/// or NotFound naming the directory (and the pattern) when it takes no file.
+Expected<std::vector<std::string>> list_set_members(const std::string& path, const DirectoryScan& scan = {});
 
 /// An opened fat binary: a bundle file, a bare code object or a host image;
 /// or a file set, several such files as one binary.
@@ -64,8 +67,8 @@ class FatBinary {
   /// both files, the kernel and the target.
   static Expected<FatBinary> open_files(std::span<const std::string> paths, std::string name,
                                         const ReadOptions& options = {});
-  /// open_files of list_directory(path, scan), named `path`. Errors:
-  /// list_directory's; NotFound for a directory with no file `scan` takes.
+  /// open_files of list_set_members(path, scan), named `path`. Errors:
+  /// list_set_members'.
   static Expected<FatBinary> open_directory(const std::string& path, const DirectoryScan& scan = {},
                                             const ReadOptions& options = {});
 

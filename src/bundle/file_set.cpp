@@ -96,14 +96,19 @@ Expected<std::vector<std::string>> list_directory(const std::string& path, const
   return files;
 }
 
-Expected<FatBinary> FatBinary::open_directory(const std::string& path, const DirectoryScan& scan,
-                                              const ReadOptions& options) {
+Expected<std::vector<std::string>> list_set_members(const std::string& path, const DirectoryScan& scan) {
   auto files = list_directory(path, scan);
-  if (!files) return std::move(files).error();
-  if (files->empty()) {
+  if (files && files->empty()) {
     std::string taken = scan.pattern.empty() ? "no file" : "no file matching \"" + scan.pattern + "\"";
     return Error(ErrorKind::NotFound, path + ": holds " + taken + (scan.recursive ? "" : " (not recursive)"));
   }
+  return files;
+}
+
+Expected<FatBinary> FatBinary::open_directory(const std::string& path, const DirectoryScan& scan,
+                                              const ReadOptions& options) {
+  auto files = list_set_members(path, scan);
+  if (!files) return std::move(files).error();
   return open_files(*files, path, options);
 }
 

@@ -51,13 +51,8 @@ Expected<BinaryPaths> binary_paths(std::span<const std::string> operands, const 
       continue;
     }
     paths.set = true;
-    auto listed = list_directory(operand, scan);
+    auto listed = list_set_members(operand, scan);
     if (!listed) return std::move(listed).error();
-    if (listed->empty()) {
-      return Error(ErrorKind::NotFound, operand + ": holds no file" +
-                                            (scan.pattern.empty() ? "" : " matching \"" + scan.pattern + "\"") +
-                                            (scan.recursive ? "" : " (not recursive)"));
-    }
     paths.files.insert(paths.files.end(), listed->begin(), listed->end());
   }
   paths.set = paths.set || paths.files.size() > 1;
