@@ -418,7 +418,6 @@ Expected<BinaryHandle> Registry::register_memory(std::span<const std::byte> byte
 }
 
 Expected<BinaryHandle> Registry::register_files(std::span<const std::string> paths, std::string name) {
-  if (paths.empty()) return Error(ErrorKind::InvalidArgument, "register_files: no file given");
   auto fat = FatBinary::open_files(paths, std::move(name), impl_->read_options);
   if (!fat) return std::move(fat).error();
   std::string named = fat->name();
