@@ -92,6 +92,12 @@ TEST_F(FileSetTest, OneBundlePerKernelAndTheFileEachDeviceLoads) {
     ASSERT_TRUE(Succeeds(modules));
     EXPECT_EQ(modules->size(), row.arch == "gfx950" ? 3u : 2u);
     EXPECT_EQ((*modules)[0]->code_object().target().target.str().find(row.arch.substr(0, 5)), 0u);
+    // The file each module came from, as the choices named them.
+    std::vector<std::string> expected = {object(row.arch, "fmha_fwd"), object(row.arch, "gemm")};
+    if (row.arch == "gfx950") expected.push_back(chosen[2].file);
+    auto files = registry.module_files(*binary, row.device);
+    ASSERT_TRUE(Succeeds(files));
+    EXPECT_EQ(*files, expected);
   }
 }
 

@@ -237,6 +237,9 @@ class Registry {
   /// The modules loaded for (binary, device), loading them first if needed;
   /// in bundle order. Valid as lookup_kernel's pointers are. Same errors.
   Expected<std::vector<const LoadedModule*>> modules(BinaryHandle binary, std::size_t device);
+  /// The file each of modules()' modules came from, index for index: a file
+  /// set's member (FatBinary::file), or the binary's name. Same errors.
+  Expected<std::vector<std::string>> module_files(BinaryHandle binary, std::size_t device);
   /// The pipeline (coload::choose_in_binary) over every bundle of `binary`
   /// for device `device`, with this registry's options (unbundler, hotswap
   /// allowlist, hash check, byte cap, decode threads): for a runtime that

@@ -78,9 +78,14 @@ struct DeviceState {
   };
   std::vector<std::shared_ptr<const void>> images;  // EntryImage or TransformedImage
   std::vector<std::unique_ptr<LoadedModule>> modules;
-  /// How well each module's code fits the device, index for index: lower is
-  /// better (fit_rank). A kernel two modules define comes from the better one.
-  std::vector<unsigned> ranks;
+  /// Where each module came from, index for index.
+  struct Origin {
+    /// How well its code fits the device: lower is better (fit_rank). A
+    /// kernel two modules define comes from the better one.
+    unsigned rank = 0;
+    std::string file;  ///< FatBinary::file of its entry
+  };
+  std::vector<Origin> origins;
   StringMap<KernelSlot> kernels;
   /// How many bundles had no entry for the device, and why the first did: a
   /// kernel missing later is most likely in one of them. One message, not
@@ -235,7 +240,7 @@ struct Registry::Impl {
       });
       state.kernels.clear();
       state.modules.clear();  // unload before releasing the images
-      state.ranks.clear();
+      state.origins.clear();
       state.images.clear();
       state.error = std::move(result).error();
       return;
@@ -244,7 +249,7 @@ struct Registry::Impl {
       const LoadedModule* module = state.modules[m].get();
       std::span<const LoadedKernel> kernels = module->kernels();
       for (std::size_t i = 0; i < kernels.size(); ++i) {
-        const DeviceState::KernelSlot slot{&kernels[i], module, i, state.ranks[m]};
+        const DeviceState::KernelSlot slot{&kernels[i], module, i, state.origins[m].rank};
         auto [at, inserted] = state.kernels.try_emplace(kernels[i].name, slot);
         if (!inserted && slot.rank < at->second.rank) at->second = slot;
       }
@@ -320,7 +325,8 @@ struct Registry::Impl {
         continue;
       }
       // A file set names the file the entry came from (a one-file binary: its name).
-      const std::string where = binary.fat->file(i, chosen->entry_index) + ": bundle " + std::to_string(i);
+      const std::string& file = binary.fat->file(i, chosen->entry_index);
+      const std::string where = file + ": bundle " + std::to_string(i);
       const std::string entry_where = where + " entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
       const std::shared_ptr<const EntryImage>& image = choice->image;
       log(LogLevel::Info, [&] {
@@ -337,7 +343,7 @@ struct Registry::Impl {
         counters.add(counters.modules_loaded);
         state.images.push_back(std::move(*transformed));
         state.modules.push_back(std::move(*module));
-        state.ranks.push_back(fit_rank(*chosen));
+        state.origins.push_back({fit_rank(*chosen), file});
         continue;
       }
       if (auto admitted = admit(image->code_object, device, entry_where); !admitted) return admitted.error();
@@ -346,7 +352,7 @@ struct Registry::Impl {
       counters.add(counters.modules_loaded);
       state.images.push_back(image);
       state.modules.push_back(std::move(*module));
-      state.ranks.push_back(fit_rank(*chosen));
+      state.origins.push_back({fit_rank(*chosen), file});
     }
     if (!state.modules.empty()) return {};
     if (!first_miss) return Error(ErrorKind::NotFound, binary.name + ": holds no bundle");
@@ -557,6 +563,15 @@ Expected<std::vector<const LoadedModule*>> Registry::modules(BinaryHandle binary
   std::vector<const LoadedModule*> modules;
   for (const auto& module : (*state)->modules) modules.push_back(module.get());
   return modules;
+}
+
+Expected<std::vector<std::string>> Registry::module_files(BinaryHandle binary, std::size_t device) {
+  std::shared_ptr<Binary> held;
+  auto state = impl_->state(binary, device, held);
+  if (!state) return std::move(state).error();
+  std::vector<std::string> files;
+  for (const DeviceState::Origin& origin : (*state)->origins) files.push_back(origin.file);
+  return files;
 }
 
 Expected<void> Registry::choose(BinaryHandle binary, std::size_t device, const ChoiceTaker& take) {

@@ -183,14 +183,12 @@ int run_load(std::span<const std::string> args) {
   }
   std::printf("%s: loaded on device %zu (%s) with the %s runtime: %zu code object%s\n", path.c_str(), *index,
               device.str().c_str(), runtime_name.c_str(), modules->size(), modules->size() == 1 ? "" : "s");
-  // A file set's modules say their files: each bundle with a choice loaded one module, in bundle order.
+  // A file set's modules say their files.
   std::vector<std::string> from;
   if (paths->set) {
-    auto chosen = registry.choose(*binary, *index, [&](std::size_t, Expected<BundleChoice>& choice) {
-      if (choice && choice->selection.chosen()) from.push_back(" from " + choice->file);
-      return true;
-    });
-    if (!chosen || from.size() != modules->size()) from.clear();
+    if (auto files = registry.module_files(*binary, *index)) {
+      for (const std::string& file : *files) from.push_back(" from " + file);
+    }
   }
   for (std::size_t m = 0; m < modules->size(); ++m) {
     const LoadedModule& module = *(*modules)[m];
