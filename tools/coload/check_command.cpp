@@ -277,8 +277,7 @@ int run_check(std::span<const std::string> args) {
     if (!select_options) return kExitInputError;
   }
 
-  auto paths = binary_paths(files, *parsed);
-  auto binary = paths ? open_binary(*paths, stream_options.read) : Expected<FatBinary>(paths.error());
+  auto binary = open_operands(files, *parsed, stream_options.read);
   if (!binary) {
     std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
     return kExitInputError;
@@ -331,8 +330,7 @@ int run_check(std::span<const std::string> args) {
       }
       const Candidate* chosen = choice->selection.chosen();
       if (!chosen) {
-        checked.error = set ? binary->at_bundle(no_fit_error(*device, choice->selection), i).message()
-                            : no_fit_error(*device, choice->selection).message();
+        checked.error = no_fit_message(*binary, i, *device, choice->selection);
         return true;
       }
       checked.entry_index = chosen->entry_index;

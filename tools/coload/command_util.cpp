@@ -60,9 +60,19 @@ Expected<BinaryPaths> binary_paths(std::span<const std::string> operands, const 
   return paths;
 }
 
-Expected<FatBinary> open_binary(const BinaryPaths& paths, const ReadOptions& options) {
-  if (!paths.set) return FatBinary::open(paths.files.front(), options);
-  return FatBinary::open_files(paths.files, paths.name, options);
+Expected<FatBinary> open_operands(std::span<const std::string> operands, const Arguments& parsed,
+                                  const ReadOptions& options) {
+  auto paths = binary_paths(operands, parsed);
+  if (!paths) return std::move(paths).error();
+  if (!paths->set) return FatBinary::open(paths->files.front(), options);
+  return FatBinary::open_files(paths->files, paths->name, options);
+}
+
+std::string no_fit_message(const FatBinary& binary, std::size_t index, const Device& device,
+                           const Selection& selection) {
+  Error error = no_fit_error(device, selection);
+  if (binary.file_count() > 1) return binary.at_bundle(std::move(error), index).message();
+  return error.message();
 }
 
 void print_error(const Error& error) { std::fprintf(stderr, "coload: %s\n", error.message().c_str()); }

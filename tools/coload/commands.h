@@ -53,8 +53,15 @@ struct BinaryPaths {
   bool set = false;
 };
 Expected<BinaryPaths> binary_paths(std::span<const std::string> operands, const Arguments& parsed);
-/// The binary `paths` names: FatBinary::open or FatBinary::open_files.
-Expected<FatBinary> open_binary(const BinaryPaths& paths, const ReadOptions& options);
+/// The binary a command's operands name (binary_paths): FatBinary::open of
+/// the one file, or FatBinary::open_files of the set.
+Expected<FatBinary> open_operands(std::span<const std::string> operands, const Arguments& parsed,
+                                  const ReadOptions& options);
+/// Why bundle `index` of `binary` has nothing for `device`: a file set's
+/// report names the bundle and its files (FatBinary::at_bundle), a one-file
+/// binary's only the selection.
+std::string no_fit_message(const FatBinary& binary, std::size_t index, const Device& device,
+                           const Selection& selection);
 
 /// Prints "coload: <error's message>" to stderr.
 void print_error(const Error& error);

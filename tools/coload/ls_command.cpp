@@ -246,8 +246,7 @@ int run_ls(std::span<const std::string> args) {
     // A directory is one binary, a file set; several FILEs stay one listing each.
     Expected<FatBinary> binary = Error(ErrorKind::Io, "not opened");
     if (std::filesystem::is_directory(path, not_a_directory)) {
-      auto paths = binary_paths(std::span(&path, 1), *parsed);
-      binary = paths ? open_binary(*paths, options) : Expected<FatBinary>(std::move(paths).error());
+      binary = open_operands(std::span(&path, 1), *parsed, options);
     } else {
       binary = FatBinary::open(path, options);
     }

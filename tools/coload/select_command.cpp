@@ -233,8 +233,7 @@ int run_select(std::span<const std::string> args) {
   std::optional<SelectOptions> select_options = cli_select_options(*config);
   if (!select_options) return kExitInputError;
 
-  auto paths = binary_paths(files, *parsed);
-  auto binary = paths ? open_binary(*paths, read_options) : Expected<FatBinary>(paths.error());
+  auto binary = open_operands(files, *parsed, read_options);
   if (!binary) {
     std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
     return kExitInputError;
@@ -255,8 +254,7 @@ int run_select(std::span<const std::string> args) {
     if (!choice) {
       error = choice.error().message();
     } else if (!choice->selection.chosen()) {
-      error = set ? binary->at_bundle(no_fit_error(*device, choice->selection), i).message()
-                  : no_fit_error(*device, choice->selection).message();
+      error = no_fit_message(*binary, i, *device, choice->selection);
     }
     all_selected = all_selected && error.empty();
     if (text) text->add(i, choice ? &*choice : nullptr, error, set ? &*binary : nullptr);
