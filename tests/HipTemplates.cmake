@@ -78,3 +78,18 @@ foreach(entry IN LISTS COLOAD_TEMPLATE_DEVICES)
   set_tests_properties(hip_templates_${label} PROPERTIES ENVIRONMENT "${environment}"
                        PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")
 endforeach()
+
+# The same registrations recorded with no HIP runtime (RECORD_ONLY) and
+# replayed into a dry-run registry, as bench/ does: every wrapper and
+# function accepted; of the 116 distinct stubs (104 units' own kernels and
+# 12 shared templates), those with code for the device resolve.
+add_executable(hip_templates_replay hip_templates_replay.c)
+target_link_libraries(hip_templates_replay PRIVATE coload_record_registrations coload ${CMAKE_DL_LIBS})
+set_target_properties(hip_templates_replay PROPERTIES ENABLE_EXPORTS ON C_STANDARD 11)
+add_dependencies(hip_templates_replay hip_templates)
+foreach(case IN ITEMS "gfx942;90;26" "gfx1101;38;78")
+  list(GET case 0 device)
+  add_test(NAME hip_templates_replay_${device} COMMAND hip_templates_replay $<TARGET_FILE:hip_templates> ${case})
+  set_tests_properties(hip_templates_replay_${device} PROPERTIES ENVIRONMENT "${COLOAD_TEST_ENVIRONMENT}"
+                       PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")
+endforeach()
