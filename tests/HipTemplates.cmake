@@ -93,3 +93,9 @@ foreach(case IN ITEMS "gfx942;90;26" "gfx1101;38;78")
   set_tests_properties(hip_templates_replay_${device} PROPERTIES ENVIRONMENT "${COLOAD_TEST_ENVIRONMENT}"
                        PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")
 endforeach()
+
+# The wrappers are found without running a constructor: coload's host-image
+# reader follows .hipFatBinSegment's relocations to the 104 bundles.
+add_test(NAME hip_templates_wrappers_listed COMMAND coload_cli ls $<TARGET_FILE:hip_templates>)
+set_tests_properties(hip_templates_wrappers_listed PROPERTIES
+  PASS_REGULAR_EXPRESSION "host_image, 104 bundles in \\.hip_fatbin at [^\n]* from wrappers")
