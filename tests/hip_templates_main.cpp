@@ -330,11 +330,16 @@ int check_ambiguous(Library& library, const StderrLog& log, const Launch& shared
   expect(log.since(mark).rfind(ambiguous, 0) == 0,
          "the shared stub registered again for another kernel of its binary: ambiguous");
 
-  // The C API: the same wrapper registered again as another binary.
+  // The C API: the bundle of the serving unit registered again from memory, another binary.
   coload_registry* registry = hip_layer_registry();
+  const void* image = nullptr;
+  std::memcpy(&image, static_cast<const char*>(wrappers[wrapper].wrapper) + 8,
+              sizeof image);  // {magic, version, binary}
+  size_t size = 0;
   coload_binary again = 0;
-  expect(coload_register_wrapper(registry, wrappers[wrapper].wrapper, "again", &again) == COLOAD_OK,
-         "a wrapper registered a second time is another binary");
+  expect(coload_bundle_size(image, COLOAD_AVAILABLE_MAPPED, &size) == COLOAD_OK &&
+             coload_register_memory(registry, image, size, "the serving unit's bundle again", &again) == COLOAD_OK,
+         "the serving unit's bundle registered again from memory: another binary");
   expect(coload_register_function(registry, again, stub, other) == COLOAD_ERROR_AMBIGUOUS,
          "coload_register_function: the shared stub for another name in another binary is COLOAD_ERROR_AMBIGUOUS");
   expect(coload_register_function(registry, again, stub, name.c_str()) == COLOAD_OK,
@@ -343,7 +348,7 @@ int check_ambiguous(Library& library, const StderrLog& log, const Launch& shared
   library.launch(shared.unit, shared.index, log, &launch);
   std::string why;
   expect(library.reached_expected(launch, &why), "a later registration on a tie changes nothing: " + why);
-  expect(coload_unregister(registry, again) == COLOAD_OK, "the second binary unregisters");
+  expect(coload_unregister(registry, again) == COLOAD_OK, "that binary unregisters");
   library.launch(shared.unit, shared.index, log, &launch);
   expect(library.reached_expected(launch, &why), "and the stub still reaches the same code: " + why);
   return 0;
