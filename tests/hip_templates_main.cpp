@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,16 +61,24 @@ using LaunchFn = int (*)(int index, KernelRow* row);
 struct DeviceRanks {
   const char* label;
   int rank[4];
+  /// The 772 template launches by the group whose code served them (on a
+  /// tie the first registrant wins: on gfx942 and gfx1100, the slots whose
+  /// first fitting registrant is a group 3 unit are served by group 3), and
+  /// the launches refused: the own kernels of the 26 units of each group
+  /// with no code for the device.
+  size_t served[4];
+  size_t refused;
 };
 constexpr DeviceRanks kDevices[] = {
-    {"gfx90a-xnack-off", {0, 2, 0, 0}},                             // xnack+ code never runs on xnack-
-    {"gfx90a-xnack-on", {0, 2, 1, 0}},                              // exact xnack+ before "any"
-    {"gfx942", {6, 2, 0, 2}},                                       // native before generic; groups 1 and 3 tie
-    {"gfx950", {6, 0, 0, 0}},                                       // gfx9-4-generic only
-    {"gfx1100", {6, 0, 2, 2}},                                      // groups 2 and 3 tie
-    {"gfx1101", {6, 0, 0, 0}},                                      // gfx11-generic only
-    {"gfx1030", {6, 0, 0, 2}},          {"gfx1031", {6, 0, 0, 0}},  // gfx1030 code is no fit without the opt-in
-    {"gfx1031-extended", {6, 0, 0, 4}},  // COLOAD_EXTENDED_ISA_COMPAT=all: equivalent before generic
+    {"gfx90a-xnack-off", {0, 2, 0, 0}, {0, 772, 0, 0}, 78},  // xnack+ code never runs on xnack-
+    {"gfx90a-xnack-on", {0, 2, 1, 0}, {0, 0, 772, 0}, 52},   // exact xnack+ before "any"
+    {"gfx942", {6, 2, 0, 2}, {0, 639, 0, 133}, 26},          // native before generic; groups 1 and 3 tie
+    {"gfx950", {6, 0, 0, 0}, {772, 0, 0, 0}, 78},            // gfx9-4-generic only
+    {"gfx1100", {6, 0, 2, 2}, {0, 0, 593, 179}, 26},         // groups 2 and 3 tie
+    {"gfx1101", {6, 0, 0, 0}, {772, 0, 0, 0}, 78},           // gfx11-generic only
+    {"gfx1030", {6, 0, 0, 2}, {0, 0, 0, 772}, 52},
+    {"gfx1031", {6, 0, 0, 0}, {772, 0, 0, 0}, 78},           // gfx1030 code is no fit without the opt-in
+    {"gfx1031-extended", {6, 0, 0, 4}, {0, 0, 0, 772}, 52},  // COLOAD_EXTENDED_ISA_COMPAT=all: equivalent first
 };
 
 int failures = 0;
@@ -86,6 +95,7 @@ class StderrLog {
   StderrLog() : file_(std::tmpfile()) {
     if (file_) dup2(fileno(file_), STDERR_FILENO);
   }
+  bool capturing() const { return file_ != nullptr; }
   long mark() const { return file_ ? lseek(fileno(file_), 0, SEEK_END) : 0; }
   std::string since(long mark) const {
     std::string text;
@@ -155,7 +165,7 @@ class Library {
     out->unit = unit;
     out->index = index;
     long mark = log.mark();
-    if (launchers_[unit](index, reinterpret_cast<KernelRow*>(&out->row)) == 0) return false;
+    if (launchers_[unit](index, &out->row) == 0) return false;
     std::memset(&out->seen, 0, sizeof out->seen);
     hip_layer_last_launch(&out->seen);
     out->reported = log.since(mark);
@@ -237,60 +247,7 @@ class Library {
   std::vector<size_t> unit_of_wrapper_, wrapper_of_unit_;
 };
 
-}  // namespace
-
-int check_registrations(Library& library, const std::vector<Launch>& launches);
-int check_ambiguous(Library& library, const StderrLog& log, const Launch& shared);
-int check_unregister_chain(Library& library, const StderrLog& log, const Launch& shared);
-
-int main(int argc, char** argv) {
-  const DeviceRanks* device = nullptr;
-  for (const DeviceRanks& candidate : kDevices) {
-    if (argc == 3 && std::strcmp(argv[2], candidate.label) == 0) device = &candidate;
-  }
-  if (!device) {
-    std::fprintf(stderr, "usage: hip_templates_app LIBRARY DEVICE_LABEL (a label of kDevices)\n");
-    return 2;
-  }
-  StderrLog log;
-  Library library(*device);
-  if (!library.open(argv[1], log)) {
-    std::printf("some checks FAILED\n");
-    return 1;
-  }
-  std::vector<Launch> launches;
-  Launch launch;
-  for (size_t unit = 0; unit < kUnits; ++unit) {
-    for (int index = 0; library.launch(unit, index, log, &launch); ++index) launches.push_back(launch);
-  }
-  library.index_registrations(launches);
-  check_registrations(library, launches);
-
-  size_t reached = 0, refused = 0, misses = 0;
-  std::string why;
-  for (const Launch& each : launches) {
-    bool holds = library.reached_expected(each, &why);
-    if (!holds && ++misses <= 20) expect(false, why);  // the first 20 say enough
-    (each.seen.status == 0 ? reached : refused) += holds ? 1 : 0;
-  }
-  expect(reached + refused == launches.size(), std::to_string(launches.size()) +
-                                                   " launches: " + std::to_string(reached) +
-                                                   " reached the best-fitting registrant's code, " +
-                                                   std::to_string(refused) + " refused where no registrant has code");
-
-  const Launch& shared = launches[1];  // unit 0's tpl_block_reduce<float, 256>: every unit registered it
-  check_ambiguous(library, log, shared);
-  check_unregister_chain(library, log, shared);
-
-  long mark = log.mark();
-  dlclose(library.handle());
-  expect(hip_layer_binary_count() == 0, "dlclose unregistered every remaining wrapper");
-  expect(log.since(mark).empty() && record_registration_errors() == 0, "nothing reported while unloading");
-  std::printf("%s\n", failures == 0 ? "all checks passed" : "some checks FAILED");
-  return failures == 0 ? 0 : 1;
-}
-
-int check_registrations(Library& library, const std::vector<Launch>& launches) {
+void check_registrations(Library& library, const std::vector<Launch>& launches) {
   size_t wrappers = 0, functions = 0;
   record_wrappers(&wrappers);
   record_functions(&functions);
@@ -310,10 +267,9 @@ int check_registrations(Library& library, const std::vector<Launch>& launches) {
   expect(shared == kSharedStubs && shared_registrations == kRegistrations - kUnits,
          std::to_string(shared) + " stubs registered by several wrappers, in " + std::to_string(shared_registrations) +
              " registrations");
-  return 0;
 }
 
-int check_ambiguous(Library& library, const StderrLog& log, const Launch& shared) {
+void check_ambiguous(Library& library, const StderrLog& log, const Launch& shared) {
   const void* stub = shared.row.stub;
   const std::string name = library.name_of(stub);
   size_t unit = library.expected_unit(stub);
@@ -351,10 +307,9 @@ int check_ambiguous(Library& library, const StderrLog& log, const Launch& shared
   expect(coload_unregister(registry, again) == COLOAD_OK, "that binary unregisters");
   library.launch(shared.unit, shared.index, log, &launch);
   expect(library.reached_expected(launch, &why), "and the stub still reaches the same code: " + why);
-  return 0;
 }
 
-int check_unregister_chain(Library& library, const StderrLog& log, const Launch& shared) {
+void check_unregister_chain(Library& library, const StderrLog& log, const Launch& shared) {
   const void* stub = shared.row.stub;
   std::string why;
   Launch launch;
@@ -388,5 +343,62 @@ int check_unregister_chain(Library& library, const StderrLog& log, const Launch&
     library.launch(first_gone, 0, log, &own);
     expect(own.seen.status == kInvalidDeviceFunction, "the first unregistered unit's own kernel is forgotten");
   }
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const DeviceRanks* device = nullptr;
+  for (const DeviceRanks& candidate : kDevices) {
+    if (argc == 3 && std::strcmp(argv[2], candidate.label) == 0) device = &candidate;
+  }
+  if (!device) {
+    std::fprintf(stderr, "usage: hip_templates_app LIBRARY DEVICE_LABEL (a label of kDevices)\n");
+    return 2;
+  }
+  StderrLog log;
+  expect(log.capturing(), "stderr goes to a temporary file, read back after each step");
+  Library library(*device);
+  if (!library.open(argv[1], log)) {
+    std::printf("some checks FAILED\n");
+    return 1;
+  }
+  std::vector<Launch> launches;
+  Launch launch;
+  for (size_t unit = 0; unit < kUnits; ++unit) {
+    for (int index = 0; library.launch(unit, index, log, &launch); ++index) launches.push_back(launch);
+  }
+  library.index_registrations(launches);
+  check_registrations(library, launches);
+
+  size_t reached = 0, refused = 0, misses = 0, served_by_group[4] = {};
+  std::string why;
+  for (const Launch& each : launches) {
+    bool holds = library.reached_expected(each, &why);
+    if (!holds && ++misses <= 20) expect(false, why);  // the first 20 say enough
+    (each.seen.status == 0 ? reached : refused) += holds ? 1 : 0;
+    if (each.seen.status == 0 && each.index != 0 && each.row.elem_size != 0) {  // a template: which group served it
+      size_t unit = each.seen.kernel.group_segment_size / each.row.elem_size - each.row.base_elems;
+      if (unit < kUnits) ++served_by_group[unit % 4];
+    }
+  }
+  expect(reached + refused == launches.size() && refused == device->refused,
+         std::to_string(launches.size()) + " launches: " + std::to_string(reached) +
+             " reached the best-fitting registrant's code, " + std::to_string(refused) +
+             " refused where no registrant has code");
+  const size_t* served = served_by_group;
+  expect(std::equal(served, served + 4, device->served),
+         "template launches served by groups 0-3: " + std::to_string(served[0]) + " " + std::to_string(served[1]) +
+             " " + std::to_string(served[2]) + " " + std::to_string(served[3]));
+
+  const Launch& shared = launches[1];  // unit 0's tpl_block_reduce<float, 256>: every unit registered it
+  check_ambiguous(library, log, shared);
+  check_unregister_chain(library, log, shared);
+
+  long mark = log.mark();
+  dlclose(library.handle());
+  expect(hip_layer_binary_count() == 0, "dlclose unregistered every remaining wrapper");
+  expect(log.since(mark).empty() && record_registration_errors() == 0, "nothing reported while unloading");
+  std::printf("%s\n", failures == 0 ? "all checks passed" : "some checks FAILED");
+  return failures == 0 ? 0 : 1;
 }
