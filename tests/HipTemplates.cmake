@@ -78,6 +78,16 @@ foreach(entry IN LISTS COLOAD_TEMPLATE_DEVICES)
   set_tests_properties(hip_templates_${label} PROPERTIES ENVIRONMENT "${environment}"
                        PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")
 endforeach()
+# The same through the test HSA library (ROCr's call sequence, a kernel
+# object per unit): gfx90a, whose code is group 1's (v5). Generic code
+# objects are not run there: coload takes the test ROCr, versioned 1.14, for
+# one that loads none.
+add_test(NAME hip_templates_hsa_gfx90a-xnack-off
+  COMMAND hip_templates_app $<TARGET_FILE:hip_templates> gfx90a-xnack-off)
+set_tests_properties(hip_templates_hsa_gfx90a-xnack-off PROPERTIES
+  ENVIRONMENT "HIP_LAYER_RUNTIME=hsa;HIP_LAYER_LIBRARY=$<TARGET_FILE:coload_test_hsa>;COLOAD_TEST_HSA_SCRIPT=gpu gfx90a:sramecc+:xnack- lds=65536;${COLOAD_TEST_ENVIRONMENT}"
+  PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")
+add_dependencies(hip_templates_app coload_test_hsa)
 
 # The same registrations recorded with no HIP runtime (RECORD_ONLY) and
 # replayed into a dry-run registry, as bench/ does: every wrapper and

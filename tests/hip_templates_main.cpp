@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -390,6 +391,21 @@ int main(int argc, char** argv) {
   expect(std::equal(served, served + 4, device->served),
          "template launches served by groups 0-3: " + std::to_string(served[0]) + " " + std::to_string(served[1]) +
              " " + std::to_string(served[2]) + " " + std::to_string(served[3]));
+
+  // A runtime that loads (HSA) hands each unit's kernel its own handle; the dry-run runtime gives 0.
+  const char* runtime = std::getenv("HIP_LAYER_RUNTIME");
+  if (runtime && std::strcmp(runtime, "dry-run") != 0) {
+    std::set<uint64_t> own_handles;
+    size_t own_launched = 0, zero = 0;
+    for (const Launch& each : launches) {
+      if (each.seen.status != 0) continue;
+      zero += each.seen.kernel.handle == 0 ? 1 : 0;
+      if (each.index == 0) ++own_launched, own_handles.insert(each.seen.kernel.handle);
+    }
+    expect(
+        zero == 0 && own_handles.size() == own_launched,
+        "every launch has a runtime handle; the " + std::to_string(own_launched) + " units' own kernels, each its own");
+  }
 
   const Launch& shared = launches[1];  // unit 0's tpl_block_reduce<float, 256>: every unit registered it
   check_ambiguous(library, log, shared);
