@@ -35,10 +35,6 @@
 #include "hip_layer.h"
 #include "record_registrations.h"
 
-extern "C" void __hipRegisterFunction(void** handle, const void* host_stub, char* device_function,
-                                      const char* device_name, unsigned thread_limit, void* tid, void* bid,
-                                      void* block_dim, void* grid_dim, int* wave_size);
-
 namespace {
 
 constexpr size_t kUnits = 104;
@@ -94,7 +90,12 @@ void expect(bool holds, const std::string& what) {
 class StderrLog {
  public:
   StderrLog() : file_(std::tmpfile()) {
-    if (file_) dup2(fileno(file_), STDERR_FILENO);
+    if (!file_) return;
+    // A sanitizer's report still goes to the real stderr (the function exists in sanitizer builds only).
+    using set_report_fd = void (*)(void*);
+    if (auto set = reinterpret_cast<set_report_fd>(dlsym(RTLD_DEFAULT, "__sanitizer_set_report_fd")))
+      set(reinterpret_cast<void*>(static_cast<intptr_t>(dup(STDERR_FILENO))));
+    dup2(fileno(file_), STDERR_FILENO);
   }
   bool capturing() const { return file_ != nullptr; }
   long mark() const { return file_ ? lseek(fileno(file_), 0, SEEK_END) : 0; }

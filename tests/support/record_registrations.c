@@ -12,8 +12,9 @@
 
 typedef void** (*register_fat_binary_fn)(const void*);
 typedef void (*unregister_fat_binary_fn)(void**);
-typedef void (*register_function_fn)(void**, const void*, char*, const char*, unsigned, void*, void*, void*, void*,
-                                     int*);
+/* The next definition's types must be these exactly (UBSan's -fsanitize=function checks calls through pointers). */
+typedef void (*register_function_fn)(void**, const void*, char*, const char*, unsigned, void*, void*, struct dim3*,
+                                     struct dim3*, int*);
 typedef void (*register_var_fn)(void**, char*, char*, const char*, int, size_t, int, int);
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -166,7 +167,7 @@ int record_unregister(size_t index) {
 }
 
 void __hipRegisterFunction(void** handle, const void* host_stub, char* device_function, const char* device_name,
-                           unsigned thread_limit, void* tid, void* bid, void* block_dim, void* grid_dim,
+                           unsigned thread_limit, void* tid, void* bid, struct dim3* block_dim, struct dim3* grid_dim,
                            int* wave_size) {
   pthread_mutex_lock(&lock);
   size_t index = wrapper_of(handle);

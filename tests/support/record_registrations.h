@@ -52,6 +52,16 @@ typedef struct recorded_var {
   const char* device_name; /**< copied */
 } recorded_var;
 
+/* The entry points clang's host code calls, defined by record_registrations.c. */
+struct dim3; /* HIP's {x, y, z}; only pointers to it pass through */
+void** __hipRegisterFatBinary(const void* wrapper);
+void __hipUnregisterFatBinary(void** handle);
+void __hipRegisterFunction(void** handle, const void* host_stub, char* device_function, const char* device_name,
+                           unsigned thread_limit, void* tid, void* bid, struct dim3* block_dim, struct dim3* grid_dim,
+                           int* wave_size);
+void __hipRegisterVar(void** handle, char* host_variable, char* device_address, const char* device_name, int external,
+                      size_t size, int constant, int global);
+
 /** Forgets everything recorded (freeing the shim's own handles) and sets the mode. */
 void record_registrations_start(record_mode mode);
 /** The wrappers registered since the start, in call order; *count their number. */
