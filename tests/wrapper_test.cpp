@@ -214,5 +214,28 @@ TEST(RegisterWrapper, EachWrapperOfALoadedLibraryIsItsOwnBinary) {
   ::dlclose(handle);
 }
 
+TEST(RegisterWrapper, RegisteringReadsOnlyTheRecordAndTheImageIsCheckedAtFirstUse) {
+  Registry registry(open_dry_run_runtime({testing::device("gfx1100"), testing::device("gfx90a")}), Config{});
+  // A record pointing at no image at all: registering reads none of it, as
+  // CLR's does; the first lookup measures it and fails, naming the wrapper,
+  // and every later use (any device) gets the same answer without reading again.
+  std::vector<std::byte> zeros(4096);
+  WrapperRecord record{.binary = zeros.data()};
+  auto binary = registry.register_wrapper(&record, "tu.o");
+  ASSERT_TRUE(Succeeds(binary));
+  EXPECT_EQ(registry.stats().bundles_read, 0u);
+  auto kernel = registry.lookup_kernel(*binary, 0, "k");
+  ASSERT_TRUE(FailsAtField(kernel, ErrorKind::BadMagic, "magic", 0));
+  EXPECT_NE(kernel.error().message().find("__hip_fatbin_wrapper at 0x"), std::string::npos) << kernel.error().message();
+  zeros[0] = std::byte{'_'};  // were it read again, the error would change
+  auto again = registry.lookup_kernel(*binary, 1, "k");
+  EXPECT_TRUE(FailsAtField(again, ErrorKind::BadMagic, "magic", 0));
+  EXPECT_EQ(again.error().message(), kernel.error().message());
+  // A bad record is still refused at registration.
+  WrapperRecord bad_magic{.magic = 0x46504948, .binary = zeros.data()};
+  EXPECT_TRUE(FailsAtField(registry.register_wrapper(&bad_magic), ErrorKind::BadMagic, "magic", 0, 0x46504948));
+  EXPECT_TRUE(Succeeds(registry.unregister(*binary)));
+}
+
 }  // namespace
 }  // namespace coload

@@ -244,42 +244,49 @@ coload_status coload_register_directory(coload_registry* registry, const char* p
                                         coload_binary* out);
 /** Registers the fat binary of a `__hip_fatbin_wrapper`, the pointer a HIP
  *  runtime's __hipRegisterFatBinary receives: {uint32_t magic 0x48495046
- *  "HIPF", uint32_t version 1, const void* binary, void* reserved}. The
- *  image `binary` points at (a plain bundle, a CCOB or a bare code object) is
- *  measured from its own headers, and every byte read lies within the
- *  mapping that holds it (the loaded segment, else /proc/self/maps): a bad
- *  pointer is an error here, never a fault. The bytes stay the caller's and
- *  must stay mapped until coload_unregister. One wrapper is one binary,
- *  loaded lazily like any other. `name` (may be null: "__hip_fatbin_wrapper
- *  at 0x…") appears in error messages. Errors: COLOAD_ERROR_OUT_OF_BOUNDS
- *  (the wrapper or its binary in no readable mapping, or an image whose
- *  headers reach past its mapping: the message names the field),
- *  COLOAD_ERROR_TRUNCATED (a wrapper record cut by the end of its mapping),
- *  COLOAD_ERROR_BAD_MAGIC, COLOAD_ERROR_UNSUPPORTED_VERSION,
- *  COLOAD_ERROR_MALFORMED (a null binary), and the image headers' errors. */
+ *  "HIPF", uint32_t version 1, const void* binary, void* reserved}. Only the
+ *  record is read here, within the mapping that holds it, and `binary` must
+ *  lie in a readable mapping. At the binary's first use the image (a plain
+ *  bundle, a CCOB or a bare code object) is measured from its own headers,
+ *  every byte read within the mapping that holds it (the loaded segment,
+ *  else /proc/self/maps): an image whose headers reach past it fails that use
+ *  and every later one (COLOAD_ERROR_OUT_OF_BOUNDS naming the field, or the
+ *  headers' errors), never a fault. The bytes stay the caller's and must
+ *  stay mapped until coload_unregister. One wrapper is one binary, loaded
+ *  lazily like any other. `name` (may be null: "__hip_fatbin_wrapper at
+ *  0x…") appears in error messages. Errors: COLOAD_ERROR_OUT_OF_BOUNDS (the
+ *  wrapper or its binary in no readable mapping), COLOAD_ERROR_TRUNCATED (a
+ *  wrapper record cut by the end of its mapping), COLOAD_ERROR_BAD_MAGIC,
+ *  COLOAD_ERROR_UNSUPPORTED_VERSION, COLOAD_ERROR_MALFORMED (a null binary). */
 coload_status coload_register_wrapper(coload_registry* registry, const void* wrapper, const char* name,
                                       coload_binary* out);
 
 /** Records that `host_stub` (the address a HIP program launches a kernel
  *  by, as __hipRegisterFunction receives it with `device_name`) stands for
  *  the kernel named `device_name` of `binary`. Lookups by the stub then
- *  resolve within that binary only: two translation units with kernels of
- *  the same name (internal linkage) each reach their own. Nothing is loaded.
- *  Registering a stub again for the same kernel of the same binary is
- *  COLOAD_OK; for another one, COLOAD_ERROR_AMBIGUOUS. The stub is forgotten
- *  when its binary is unregistered. Errors: COLOAD_ERROR_NOT_FOUND (unknown
- *  binary), COLOAD_ERROR_NULL_ARGUMENT, COLOAD_ERROR_INVALID_ARGUMENT (an
- *  empty name). */
+ *  resolve within the binaries that registered it only: two translation
+ *  units with kernels of the same name (internal linkage) each reach their
+ *  own. Several binaries may register one stub for the same name (a
+ *  template's stub, one COMDAT function for every translation unit that
+ *  instantiated it); for another name it is COLOAD_ERROR_AMBIGUOUS. The same
+ *  binary again is COLOAD_OK. Nothing is loaded. A binary's registrations
+ *  are forgotten when it is unregistered. Errors: COLOAD_ERROR_NOT_FOUND
+ *  (unknown binary), COLOAD_ERROR_NULL_ARGUMENT, COLOAD_ERROR_INVALID_ARGUMENT
+ *  (an empty name). */
 coload_status coload_register_function(coload_registry* registry, coload_binary binary, const void* host_stub,
                                        const char* device_name);
-/** coload_lookup_kernel for the binary and kernel `host_stub` stands for
- *  (loading the binary on `device` first if needed). Errors:
- *  COLOAD_ERROR_NOT_FOUND for a stub never registered, or whose binary was
- *  unregistered; then coload_lookup_kernel's. */
+/** The kernel `host_stub` stands for on `device`: of the binaries that
+ *  registered it, the one whose code fits the device best (the tier, then
+ *  exact features before "any"; the first registration on a tie), loading
+ *  binaries on `device` first if needed (docs/embedding.md, "Host stubs").
+ *  Errors: COLOAD_ERROR_NOT_FOUND for a stub never registered, or whose
+ *  binaries were all unregistered; COLOAD_ERROR_INVALID_ARGUMENT for a
+ *  device out of range; when none has the kernel for the device, the first
+ *  binary's coload_lookup_kernel error. */
 coload_status coload_lookup_function(coload_registry* registry, const void* host_stub, size_t device,
                                      coload_kernel_info* out);
 
-/** coload_check_dispatch for the binary and kernel `host_stub` stands for:
+/** coload_check_dispatch for the kernel coload_lookup_function resolves to:
  *  what a runtime's hipLaunchKernel checks before it launches. Errors: those
  *  of coload_lookup_function, then coload_check_dispatch's. */
 coload_status coload_check_function_dispatch(coload_registry* registry, const void* host_stub, size_t device,

@@ -18,8 +18,9 @@
 // Cost of registering: the fat binary's headers are read (FatBinary::open /
 // from_memory) and nothing else: no bundle is decompressed (except measuring
 // a CCOB v1, which has no size field), no code object is read, nothing is
-// loaded. Nothing happens in static constructors: a Registry does work only
-// when called.
+// loaded. A wrapper's registration reads only the wrapper's record; its
+// image's headers are read at first use. Nothing happens in static
+// constructors: a Registry does work only when called.
 //
 // Host images: a host image holds several bundles (one per translation
 // unit). For a device, every bundle with an entry for it is loaded, and a
@@ -176,10 +177,13 @@ class Registry {
   /// `scan` takes, then register_files'.
   Expected<BinaryHandle> register_directory(const std::string& path, const DirectoryScan& scan = {});
   /// Registers the image a `__hip_fatbin_wrapper` points at (one wrapper,
-  /// one binary, as __hipRegisterFatBinary receives it), measured within the
-  /// mapping that holds it (coload/wrapper.h); the image stays the caller's,
-  /// mapped until unregister. `name` (default "__hip_fatbin_wrapper at
-  /// 0x…") appears in errors. Errors: wrapped_image's, then register_memory's.
+  /// one binary, as __hipRegisterFatBinary receives it). Only the record is
+  /// read and checked (wrapper_reach, coload/wrapper.h); the image is
+  /// measured within the mapping that holds it, and its bundles located, at
+  /// the binary's first use, whose error (wrapped_image_in's, then
+  /// register_memory's) every later use of it returns. The image stays the
+  /// caller's, mapped until unregister. `name` (default
+  /// "__hip_fatbin_wrapper at 0x…") appears in errors. Errors: wrapper_reach's.
   Expected<BinaryHandle> register_wrapper(const void* wrapper, std::string name = {});
   /// Unloads the binary's modules on every device and releases its bytes,
   /// once lookups of it already running on other threads have returned.
@@ -207,21 +211,29 @@ class Registry {
   Expected<LoadedKernel> lookup_kernel_copy(BinaryHandle binary, std::size_t device, std::string_view kernel);
   /// Records that host stub `host_stub` (the address a HIP program launches
   /// by, as __hipRegisterFunction receives it) stands for the kernel named
-  /// `kernel` of `binary`: lookup_function then resolves it within that
-  /// binary only, so two translation units' kernels of the same name stay
-  /// apart. Nothing is loaded. Registering the same stub again for the same
-  /// kernel of the same binary does nothing. Errors: NotFound for an unknown
-  /// binary; Ambiguous when the stub already stands for another kernel or
-  /// binary; InvalidArgument for a null stub or an empty name. The stub is
-  /// forgotten when its binary is unregistered.
+  /// `kernel` of `binary`: lookup_function then resolves it within the
+  /// binaries that registered it only, so two translation units' kernels of
+  /// the same name and different stubs stay apart. Several binaries may
+  /// register one stub for the same kernel (a template's stub is one COMDAT
+  /// function for every TU that instantiated it). Nothing is loaded; the
+  /// same binary again does nothing. Errors: NotFound for an unknown binary;
+  /// Ambiguous (field "device_name") when the stub already stands for
+  /// another kernel; InvalidArgument for a null stub or an empty name. A
+  /// binary's registrations are forgotten when it is unregistered.
   Expected<void> register_function(BinaryHandle binary, const void* host_stub, std::string kernel);
-  /// lookup_kernel for the binary and kernel `host_stub` stands for.
-  /// Errors: NotFound for a stub never registered (or whose binary was
-  /// unregistered), then lookup_kernel's.
+  /// The kernel `host_stub` stands for on `device`: of the binaries that
+  /// registered it (loading each as lookup_kernel does, in registration
+  /// order, until one has native code with exact features), the one whose
+  /// code fits the device best (as lookup_kernel ranks modules), the first
+  /// registration on a tie. Remembered per device until a binary registers
+  /// the stub or is unregistered. Errors: NotFound for a stub never
+  /// registered (or whose binaries were all unregistered); InvalidArgument
+  /// for a device out of range; when no binary has the kernel for the
+  /// device, the first one's lookup_kernel error.
   Expected<const LoadedKernel*> lookup_function(const void* host_stub, std::size_t device);
   /// As lookup_function, a copy taken while the binary is held (lookup_kernel_copy).
   Expected<LoadedKernel> lookup_function_copy(const void* host_stub, std::size_t device);
-  /// check_dispatch for the binary and kernel `host_stub` stands for.
+  /// check_dispatch for the kernel lookup_function resolves `host_stub` to.
   Expected<void> check_function_dispatch(const void* host_stub, std::size_t device, const Dispatch& dispatch);
   /// coload::check_dispatch for the kernel lookup_kernel finds (its metadata
   /// from the module that has it), loading first if needed; checked while

@@ -43,12 +43,22 @@ Expected<std::span<const std::byte>> readable_bytes_at(const void* address);
 /// the header parsers' errors.
 Expected<BundleInfo> measure_image(std::span<const std::byte> bytes, const ReadOptions& options = {});
 
-/// The image a `__hip_fatbin_wrapper` at `wrapper` points at, measured by
-/// measure_image within the mapping that holds it. Errors: those of
+/// What a `__hip_fatbin_wrapper` at `wrapper` reaches: the bytes from its
+/// `binary` pointer to the end of the mapping that holds them. The record is
+/// checked; no byte of the image is read (a runtime registering a library's
+/// wrappers touches none of its device code, as CLR does). Errors: those of
 /// readable_bytes_at (for the wrapper, then its binary); Truncated (field
 /// "wrapper") when fewer than 24 bytes of the record are readable; BadMagic
 /// ("magic", offset 0), UnsupportedVersion ("version", offset 4), Malformed
-/// ("binary", offset 8) for a null binary; measure_image's errors.
+/// ("binary", offset 8) for a null binary. Each names the wrapper.
+Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper);
+
+/// The image within `reach` (wrapper_reach of `wrapper`), measured by
+/// measure_image. Errors: measure_image's, naming the wrapper.
+Expected<std::span<const std::byte>> wrapped_image_in(const void* wrapper, std::span<const std::byte> reach,
+                                                      const ReadOptions& options = {});
+
+/// wrapper_reach, then wrapped_image_in: the image a wrapper points at.
 Expected<std::span<const std::byte>> wrapped_image(const void* wrapper, const ReadOptions& options = {});
 
 }  // namespace coload

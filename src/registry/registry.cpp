@@ -6,12 +6,9 @@
 // object is admitted (coload::admit) before the runtime sees it.
 //
 //   Registry::Impl  the runtime, the devices, the handle -> Binary map
-//                   (shared_mutex: lookups share it, register/unregister own it).
-//   Binary          one registration: its FatBinary, one BundleSlot per
-//                   bundle and one DeviceSlot per device.
-//   DeviceSlot      the modules loaded for one (binary, device): built once
-//                   under its own mutex, then read lock-free behind an
-//                   acquire/release flag.
+//                   (shared_mutex: lookups share it, register/unregister own
+//                   it) and the host stubs (host_stubs.h); Binary and
+//                   DeviceSlot are in binary_state.h.
 #include "coload/registry.h"
 
 #include <algorithm>
@@ -39,88 +36,22 @@
 #include "coload/validate.h"
 #include "coload/wrapper.h"
 #include "common/bytes.h"
+#include "registry/binary_state.h"
 #include "registry/host_stubs.h"
 #include "registry/registry_parts.h"
 
 namespace coload {
 namespace {
 
+using registry::Binary;
 using registry::BundleSlot;
 using registry::Choice;
+using registry::DeviceSlot;
+using registry::DeviceState;
 using registry::EntryImage;
+using registry::fit_rank;
 using registry::StringMap;
 using registry::TransformedImage;
-
-/// How well a chosen entry fits, as the tiers order it (docs/selection.md):
-/// the tier first, then exact features before ones left Any. Two bundles of
-/// one binary can both define a kernel (a file set's overlapping kernel sets,
-/// a template instantiated in two translation units): the lookup takes the
-/// better fit, the first bundle's on a tie.
-unsigned fit_rank(const Candidate& chosen) {
-  unsigned any = 0;
-  if (chosen.code_object) {
-    any = (chosen.code_object->target.xnack == FeatureState::Any) +
-          (chosen.code_object->target.sramecc == FeatureState::Any);
-  }
-  return static_cast<unsigned>(*chosen.tier) * 3 + any;
-}
-
-/// What one (binary, device) pair loaded. Members are destroyed bottom-up:
-/// the kernel index, then the modules (unloading), then the images they read.
-struct DeviceState {
-  /// A kernel as a lookup finds it, and where: check_dispatch reads its
-  /// metadata from that module without searching the others.
-  struct KernelSlot {
-    const LoadedKernel* loaded = nullptr;
-    const LoadedModule* module = nullptr;
-    std::size_t index = 0;  ///< in module->kernels()
-    unsigned rank = 0;      ///< the module's fit_rank
-  };
-  std::vector<std::shared_ptr<const void>> images;  // EntryImage or TransformedImage
-  std::vector<std::unique_ptr<LoadedModule>> modules;
-  /// Where each module came from, index for index.
-  struct Origin {
-    /// How well its code fits the device: lower is better (fit_rank). A
-    /// kernel two modules define comes from the better one.
-    unsigned rank = 0;
-    std::string file;  ///< FatBinary::file of its entry
-  };
-  std::vector<Origin> origins;
-  StringMap<KernelSlot> kernels;
-  /// How many bundles had no entry for the device, and why the first did: a
-  /// kernel missing later is most likely in one of them. One message, not
-  /// one per bundle: each lists its bundle's entries.
-  std::size_t skipped = 0;
-  std::string first_skipped;
-  std::optional<Error> error;
-};
-
-struct DeviceSlot {
-  std::mutex mutex;
-  std::atomic<bool> ready{false};
-  DeviceState state;  // written once under `mutex`, then read-only
-};
-
-struct Binary {
-  /// Set by unregister: told once everything below is destroyed (declared
-  /// first, so destroyed last). The waiter holds only the future.
-  struct Release {
-    std::optional<std::promise<void>> promise;
-    ~Release() {
-      if (promise) promise->set_value();
-    }
-  } release;
-  std::string name;
-  std::shared_ptr<const FatBinary> fat;
-  std::vector<std::unique_ptr<BundleSlot>> bundles;
-  std::vector<std::unique_ptr<DeviceSlot>> devices;  // destroyed first
-
-  ~Binary() {
-    // Modules before the bytes, whatever the member order says.
-    devices.clear();
-    bundles.clear();
-  }
-};
 
 // "; 2 bundles have no code object for this device, e.g. <why>".
 std::string skipped_note(std::size_t skipped, const std::string& first) {
@@ -209,16 +140,55 @@ struct Registry::Impl {
     if (!fat) return std::move(fat).error();
     auto binary = std::make_shared<Binary>();
     binary->name = std::move(name);
-    binary->fat = std::make_shared<const FatBinary>(std::move(*fat));
-    for (std::size_t i = 0; i < binary->fat->bundles().size(); ++i) {
-      binary->bundles.push_back(std::make_unique<BundleSlot>());
-    }
-    for (std::size_t i = 0; i < devices.size(); ++i) binary->devices.push_back(std::make_unique<DeviceSlot>());
+    set_fat(*binary, std::move(*fat));
+    binary->opened.store(true, std::memory_order_relaxed);
+    return add(std::move(binary));
+  }
+
+  /// A wrapper's registration: `reach` (wrapper_reach) is opened at first use.
+  Expected<BinaryHandle> add_wrapper(const void* wrapper, std::span<const std::byte> reach, std::string name) {
+    auto binary = std::make_shared<Binary>();
+    binary->name = std::move(name);
+    binary->wrapper = wrapper;
+    binary->reach = reach;
+    return add(std::move(binary));
+  }
+
+  Expected<BinaryHandle> add(std::shared_ptr<Binary> binary) {
+    binary->devices = std::make_unique<DeviceSlot[]>(devices.size());
     counters.add(counters.binaries_registered);
     std::unique_lock lock(binaries_mutex);
     BinaryHandle handle{next_handle++};
     binaries.emplace(handle.value, std::move(binary));
     return handle;
+  }
+
+  static void set_fat(Binary& binary, FatBinary fat) {
+    binary.fat = std::make_shared<const FatBinary>(std::move(fat));
+    for (std::size_t i = 0; i < binary.fat->bundles().size(); ++i) {
+      binary.bundles.push_back(std::make_unique<BundleSlot>());
+    }
+  }
+
+  /// Opens a wrapper's image once (measured, its bundles located); every
+  /// later use gets the same answer. Errors: wrapped_image_in's, then
+  /// FatBinary::from_memory's.
+  Expected<void> open(Binary& binary) const {
+    if (!binary.opened.load(std::memory_order_acquire)) {
+      std::lock_guard lock(binary.open_mutex);
+      if (!binary.opened.load(std::memory_order_relaxed)) {
+        auto image = wrapped_image_in(binary.wrapper, binary.reach, read_options);
+        auto fat = image ? FatBinary::from_memory(*image, binary.name, read_options) : std::move(image).error();
+        if (fat) {
+          set_fat(binary, std::move(*fat));
+        } else {
+          binary.open_error = std::move(fat).error();
+        }
+        binary.opened.store(true, std::memory_order_release);
+      }
+    }
+    if (binary.open_error) return *binary.open_error;
+    return {};
   }
 
   Expected<std::shared_ptr<Binary>> find(BinaryHandle handle) const {
@@ -367,6 +337,36 @@ struct Registry::Impl {
     return no_fit_error(device, *first_miss).with_context(where);
   }
 
+  /// The kernel `host_stub` stands for on `device`, valid while `binary` is
+  /// held: of the binaries that registered it, the one whose module fits the
+  /// device best (fit_rank), the first registration on a tie. A binary with
+  /// no code for the device is passed over; its error is the answer only
+  /// when none resolves. `generation` is the stub record's, for remember().
+  Expected<const DeviceState::KernelSlot*> resolve(const void* host_stub, std::size_t device,
+                                                   std::shared_ptr<Binary>& binary, std::uint64_t& generation) {
+    auto stub = stubs->find(host_stub);
+    if (!stub) return std::move(stub).error();
+    generation = stub->generation;
+    if (device >= devices.size()) return device_out_of_range(device);
+    const DeviceState::KernelSlot* best = nullptr;
+    std::optional<Error> first_error;
+    for (BinaryHandle handle : stub->binaries) {
+      std::shared_ptr<Binary> registered;
+      auto found = kernel(handle, device, stub->kernel, registered);
+      if (!found) {
+        if (!first_error) first_error = std::move(found).error();
+        continue;
+      }
+      if (!best || (*found)->rank < best->rank) {
+        best = *found;
+        binary = std::move(registered);
+      }
+      if (best->rank == 0) break;  // native code with exact features: nothing fits better
+    }
+    if (!best) return std::move(*first_error);
+    return best;
+  }
+
   /// The kernel `name` of (binary, device), valid while `binary` is held.
   Expected<const DeviceState::KernelSlot*> kernel(BinaryHandle handle, std::size_t device, std::string_view name,
                                                   std::shared_ptr<Binary>& binary) {
@@ -378,6 +378,19 @@ struct Registry::Impl {
                                           " for device " + std::to_string(device) + " (" + devices[device].str() +
                                           "; " + std::to_string((*state)->kernels.size()) + " kernels loaded)" +
                                           skipped_note((*state)->skipped, (*state)->first_skipped));
+  }
+
+  /// coload::check_dispatch of the kernel in `slot`, found in `binary` (held).
+  Expected<void> check_dispatch(const DeviceState::KernelSlot& slot, const Binary& binary, std::size_t device,
+                                const Dispatch& dispatch) const {
+    // Runtimes list a module's kernels in metadata order; search only when one does not.
+    const std::string& name = slot.loaded->name;
+    std::span<const Kernel> listed = slot.module->code_object().kernels();
+    const Kernel* metadata = slot.index < listed.size() && listed[slot.index].name == name
+                                 ? &listed[slot.index]
+                                 : slot.module->code_object().find_kernel(name);
+    if (!metadata) return Error(ErrorKind::NotFound, "kernel \"" + name + "\" has no metadata in " + binary.name);
+    return coload::check_dispatch(*metadata, devices[device], dispatch);
   }
 
   Error device_out_of_range(std::size_t device) const {
@@ -392,7 +405,8 @@ struct Registry::Impl {
     if (!found) return std::move(found).error();
     binary = std::move(*found);
     if (device >= devices.size()) return device_out_of_range(device);
-    DeviceSlot& slot = *binary->devices[device];
+    if (auto opened = open(*binary); !opened) return std::move(opened).error();
+    DeviceSlot& slot = binary->devices[device];
     if (!slot.ready.load(std::memory_order_acquire)) {
       std::lock_guard lock(slot.mutex);
       if (!slot.ready.load(std::memory_order_relaxed)) {
@@ -435,10 +449,10 @@ Expected<BinaryHandle> Registry::register_directory(const std::string& path, con
 }
 
 Expected<BinaryHandle> Registry::register_wrapper(const void* wrapper, std::string name) {
-  auto image = wrapped_image(wrapper, impl_->read_options);
-  if (!image) return std::move(image).error();
+  auto reach = wrapper_reach(wrapper);
+  if (!reach) return std::move(reach).error();
   if (name.empty()) name = "__hip_fatbin_wrapper at " + detail::hex(reinterpret_cast<std::uintptr_t>(wrapper));
-  return register_memory(*image, std::move(name));
+  return impl_->add_wrapper(wrapper, *reach, std::move(name));
 }
 
 Expected<void> Registry::unregister(BinaryHandle binary) {
@@ -487,38 +501,38 @@ Expected<void> Registry::register_function(BinaryHandle binary, const void* host
   if (!impl_->binaries.contains(binary.value)) {
     return unknown_binary(binary);
   }
-  return impl_->stubs->add(host_stub, binary, std::move(kernel));
+  return impl_->stubs->add(host_stub, binary, kernel);
 }
 
 Expected<const LoadedKernel*> Registry::lookup_function(const void* host_stub, std::size_t device) {
   const LoadedKernel* before = nullptr;
   if (impl_->stubs->found_before(host_stub, device, [&](const LoadedKernel& kernel) { before = &kernel; }))
     return before;
-  auto stub = impl_->stubs->find(host_stub);
-  if (!stub) return std::move(stub).error();
   std::shared_ptr<Binary> held;
-  auto found = impl_->kernel((*stub)->binary, device, (*stub)->kernel, held);
+  std::uint64_t generation = 0;
+  auto found = impl_->resolve(host_stub, device, held, generation);
   if (!found) return std::move(found).error();
-  impl_->stubs->remember(host_stub, **stub, device, (*found)->loaded);
+  impl_->stubs->remember(host_stub, generation, device, (*found)->loaded);
   return (*found)->loaded;
 }
 
 Expected<LoadedKernel> Registry::lookup_function_copy(const void* host_stub, std::size_t device) {
   LoadedKernel copy;  // copied under the stubs' lock: an unregister waits for it before freeing the kernel
   if (impl_->stubs->found_before(host_stub, device, [&](const LoadedKernel& kernel) { copy = kernel; })) return copy;
-  auto stub = impl_->stubs->find(host_stub);
-  if (!stub) return std::move(stub).error();
   std::shared_ptr<Binary> held;  // copied while held, as lookup_kernel_copy
-  auto found = impl_->kernel((*stub)->binary, device, (*stub)->kernel, held);
+  std::uint64_t generation = 0;
+  auto found = impl_->resolve(host_stub, device, held, generation);
   if (!found) return std::move(found).error();
-  impl_->stubs->remember(host_stub, **stub, device, (*found)->loaded);
+  impl_->stubs->remember(host_stub, generation, device, (*found)->loaded);
   return *(*found)->loaded;
 }
 
 Expected<void> Registry::check_function_dispatch(const void* host_stub, std::size_t device, const Dispatch& dispatch) {
-  auto stub = impl_->stubs->find(host_stub);
-  if (!stub) return std::move(stub).error();
-  return check_dispatch((*stub)->binary, device, (*stub)->kernel, dispatch);
+  std::shared_ptr<Binary> held;
+  std::uint64_t generation = 0;
+  auto found = impl_->resolve(host_stub, device, held, generation);
+  if (!found) return std::move(found).error();
+  return impl_->check_dispatch(**found, *held, device, dispatch);
 }
 
 Expected<void> Registry::check_dispatch(BinaryHandle binary, std::size_t device, std::string_view kernel,
@@ -526,16 +540,7 @@ Expected<void> Registry::check_dispatch(BinaryHandle binary, std::size_t device,
   std::shared_ptr<Binary> held;
   auto found = impl_->kernel(binary, device, kernel, held);
   if (!found) return std::move(found).error();
-  const DeviceState::KernelSlot& slot = **found;
-  // Runtimes list a module's kernels in metadata order; search only when one does not.
-  std::span<const Kernel> listed = slot.module->code_object().kernels();
-  const Kernel* metadata = slot.index < listed.size() && listed[slot.index].name == kernel
-                               ? &listed[slot.index]
-                               : slot.module->code_object().find_kernel(kernel);
-  if (!metadata) {
-    return Error(ErrorKind::NotFound, "kernel \"" + std::string(kernel) + "\" has no metadata in " + held->name);
-  }
-  return coload::check_dispatch(*metadata, impl_->devices[device], dispatch);
+  return impl_->check_dispatch(**found, *held, device, dispatch);
 }
 
 Expected<LoadedGlobal> Registry::lookup_global(BinaryHandle binary, std::size_t device, std::string_view name) {
@@ -579,6 +584,7 @@ Expected<void> Registry::choose(BinaryHandle binary, std::size_t device, const C
   if (!found) return std::move(found).error();
   const Binary& held = **found;
   if (device >= impl_->devices.size()) return impl_->device_out_of_range(device);
+  if (auto opened = impl_->open(**found); !opened) return std::move(opened).error();
   if (impl_->hotswap_error) return impl_->hotswap_error->with_context(held.name);
   std::vector<std::size_t> every(held.fat->bundles().size());
   std::iota(every.begin(), every.end(), std::size_t{0});

@@ -93,40 +93,59 @@ Expected<std::span<const std::byte>> readable_bytes_at(const void* address) {
   return std::span<const std::byte>(static_cast<const std::byte*>(address), end - search.address);
 }
 
-Expected<std::span<const std::byte>> wrapped_image(const void* wrapper, const ReadOptions& options) {
-  const auto address = reinterpret_cast<std::uintptr_t>(wrapper);
-  auto in_wrapper = [address](Error error) {
-    return std::move(error).with_context("__hip_fatbin_wrapper at " + hex(address));
-  };
+namespace {
+
+Error in_wrapper(Error error, const void* wrapper) {
+  return std::move(error).with_context("__hip_fatbin_wrapper at " + hex(reinterpret_cast<std::uintptr_t>(wrapper)));
+}
+
+}  // namespace
+
+Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper) {
   auto record = readable_bytes_at(wrapper);
-  if (!record) return in_wrapper(std::move(record).error());
+  if (!record) return in_wrapper(std::move(record).error(), wrapper);
   if (record->size() < kHipFatbinWrapperSize) {
     return in_wrapper(Error(ErrorKind::Truncated,
                             "only " + std::to_string(record->size()) + " bytes of the 24-byte record are readable")
-                          .at_field("wrapper", 0, record->size(), kHipFatbinWrapperSize));
+                          .at_field("wrapper", 0, record->size(), kHipFatbinWrapperSize),
+                      wrapper);
   }
   auto magic = detail::load_le<std::uint32_t>(record->data());
   if (magic != kHipFatbinWrapperMagic) {
     return in_wrapper(Error(ErrorKind::BadMagic, "magic " + hex(magic) + " at offset 0x0 is not HIPF (0x48495046)")
-                          .at_field("magic", 0, magic));
+                          .at_field("magic", 0, magic),
+                      wrapper);
   }
   auto version = detail::load_le<std::uint32_t>(record->data() + 4);
   if (version != kHipFatbinWrapperVersion) {
     return in_wrapper(
         Error(ErrorKind::UnsupportedVersion, "version " + std::to_string(version) + " at offset 0x4 is not 1")
-            .at_field("version", 4, version));
+            .at_field("version", 4, version),
+        wrapper);
   }
   const void* binary = nullptr;
   std::memcpy(&binary, record->data() + kHipFatbinWrapperBinaryAt, sizeof binary);
   if (binary == nullptr) {
     return in_wrapper(
-        Error(ErrorKind::Malformed, "binary at offset 0x8 is null").at_field("binary", kHipFatbinWrapperBinaryAt, 0));
+        Error(ErrorKind::Malformed, "binary at offset 0x8 is null").at_field("binary", kHipFatbinWrapperBinaryAt, 0),
+        wrapper);
   }
   auto bytes = readable_bytes_at(binary);
-  if (!bytes) return in_wrapper(std::move(bytes).error());
-  auto image = measure_image(*bytes, options);
-  if (!image) return in_wrapper(std::move(image).error());
-  return bytes->first(image->size);
+  if (!bytes) return in_wrapper(std::move(bytes).error(), wrapper);
+  return *bytes;
+}
+
+Expected<std::span<const std::byte>> wrapped_image_in(const void* wrapper, std::span<const std::byte> reach,
+                                                      const ReadOptions& options) {
+  auto image = measure_image(reach, options);
+  if (!image) return in_wrapper(std::move(image).error(), wrapper);
+  return reach.first(image->size);
+}
+
+Expected<std::span<const std::byte>> wrapped_image(const void* wrapper, const ReadOptions& options) {
+  auto reach = wrapper_reach(wrapper);
+  if (!reach) return std::move(reach).error();
+  return wrapped_image_in(wrapper, *reach, options);
 }
 
 }  // namespace coload
