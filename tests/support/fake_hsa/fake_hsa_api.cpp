@@ -273,11 +273,12 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t execu
   if (!agent || !agent->gpu) return HSA_STATUS_ERROR_INVALID_AGENT;
 
   // As ROCr's loader: the size the reader was given is not used; the ELF is
-  // read as far as its own headers say (ElfSize). Reading past the caller's
-  // bytes is counted here and faults under ASan.
+  // read whole, as far as its own headers say (InitAsHandle, ElfSize).
+  // Reading past the caller's bytes is counted here and faults under ASan.
   const std::byte* data = view->second.data;
   const std::size_t size = coload::fake::elf_extent(data);
   if (size > view->second.size) ++s.counters["read_past_size"];
+  const ReaderView taken{data, size, checksum(data, size)};  // every byte ROCr takes
   std::uint16_t machine = 0;
   std::uint32_t e_flags = 0;
   if (size < 64 || !read_at(data, size, 18, &machine) || machine != 224 || !read_at(data, size, 0x30, &e_flags)) {
@@ -304,7 +305,7 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t execu
     found->second.symbols[key] = loaded;
     s.symbol_handles[loaded.handle] = loaded;
   }
-  found->second.readers[reader.handle] = view->second;
+  found->second.readers[reader.handle] = taken;
   if (loaded) loaded->handle = s.next_handle++;
   return HSA_STATUS_SUCCESS;
 }
