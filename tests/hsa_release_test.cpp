@@ -16,6 +16,7 @@
 #include "coload/config.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
+#include "common/bytes.h"
 #include "load/hsa_runtime.h"
 #include "support/bundle_writer.h"
 #include "support/elf_writer.h"
@@ -71,8 +72,8 @@ class Release {
 constexpr std::uint32_t kMachGfx906 = 0x02f, kMachGfx9Generic = 0x051;
 
 /// A one-kernel code object for `target` ("gfx906:xnack-") of version `version`.
-std::vector<std::byte> code_object(const std::string& target, std::uint32_t e_flags, unsigned version) {
-  code_object_test::Meta meta;
+std::vector<std::byte> code_object(const std::string& target, std::uint32_t e_flags, unsigned version,
+                                   code_object_test::Meta meta = {}) {
   meta.target = "amdgcn-amd-amdhsa--" + target;
   testing::ElfSpec spec = code_object_test::valid_spec(meta);
   spec.e_flags = e_flags;
@@ -149,6 +150,30 @@ TEST(HsaReleases, ReleaseFromTheFileNameAndTheBuildVersion) {
   check("/x/libhsa-runtime64.so.1.14.60200", "1.5.0-local-build-unknown", "ROCr 1.5", V{4});
 }
 
+// ROCr's HSA_AMD_SYSTEM_INFO_BUILD_VERSION is STRING(ROCR_BUILD_ID) over a
+// string literal, so the quotes are in the string (Debian 12's library holds
+// "\"1.5.0-local-build-unknown\""). Where the file name has no version (wheels),
+// the quoted answer is all there is.
+TEST(HsaReleases, AQuotedBuildVersionIsReadWithoutItsQuotes) {
+  using V = std::vector<unsigned>;
+  auto check = [](const char* file, const char* build, const std::string& name, const V& versions) {
+    hsa::RocrRelease release = hsa::rocr_release(file, build);
+    EXPECT_EQ(release.name, name) << file << " " << build;
+    EXPECT_EQ(release.code_object_versions, versions) << file << " " << build;
+  };
+  check("/site-packages/torch/lib/libhsa-runtime64.so", "\"1.18.70200-rocm-rel-7.2-7-abc\"", "ROCr 1.18", (V{4, 5, 6}));
+  check("/site-packages/_rocm_sdk_core/lib/libhsa-runtime64.so.1", "\"1.18.70000-coload-test\"", "ROCr 1.18",
+        (V{4, 5, 6}));
+  check("/x/libhsa-runtime64.so.1", " \"1.13.0-local-build-unknown\" \n", "ROCr 1.13", (V{4, 5}));
+  check("/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1.5.0", "\"1.5.0-local-build-unknown\"", "ROCr 1.5.0", V{4});
+  check("/opt/rocm/lib/libhsa-runtime64.so.1.14.60200", "\"1.14.0-x\"", "ROCr 1.14.60200 (ROCm 6.2)", (V{4, 5, 6}));
+  // A quoted answer for another release still outranks the file name.
+  check("/x/libhsa-runtime64.so.1.14.60200", "\"1.5.0-local-build-unknown\"", "ROCr 1.5", V{4});
+  // Quotes or blanks alone are no answer.
+  check("/x/libhsa-runtime64.so.1", "\"\"", "ROCr of unknown release", V{4});
+  check("/x/libhsa-runtime64.so", " ", "ROCr of unknown release", V{4});
+}
+
 const char* const kGfx906 = "gpu gfx906:sramecc+:xnack-";
 
 TEST(HsaReleases, EachReleaseReadsItsVersionsAndGenericSupportFromTheRuntime) {
@@ -200,8 +225,9 @@ TEST(HsaReleases, GenericCodeAloneLoadsFromRocm64AndIsRefusedNamingTheReleaseBef
       continue;
     }
     EXPECT_EQ(outcome.kind, ErrorKind::UnsupportedVersion) << name << ": " << outcome.message;
-    const std::string why = i < 2 ? "code object version 6; " + name + " loads versions 4" + (i == 1 ? ", 5" : "")
-                                  : "generic target gfx9-generic: " + name + " does not load generic code objects";
+    const std::string why =
+        i < 2 ? "code object version 6; coload offers versions 4" + std::string(i == 1 ? ", 5" : "") + " to " + name
+              : "generic target gfx9-generic: " + name + " does not load generic code objects";
     EXPECT_NE(outcome.message.find(why), std::string::npos) << outcome.message;
   }
 }
@@ -214,7 +240,7 @@ TEST(HsaReleases, CodeNeedingANewerReleaseIsUnsupportedVersionNamingTheRelease) 
   rocm50.script(kGfx906);
   Outcome v5_on_50 = load_through_registry(rocm50, v5_only);
   EXPECT_EQ(v5_on_50.kind, ErrorKind::UnsupportedVersion);
-  EXPECT_NE(v5_on_50.message.find("code object version 5; ROCr 1.5.50000 (ROCm 5.0) loads versions 4"),
+  EXPECT_NE(v5_on_50.message.find("code object version 5; coload offers versions 4 to ROCr 1.5.50000 (ROCm 5.0)"),
             std::string::npos)
       << v5_on_50.message;
   Release rocm52(kReleases[1]);
@@ -222,7 +248,7 @@ TEST(HsaReleases, CodeNeedingANewerReleaseIsUnsupportedVersionNamingTheRelease) 
   EXPECT_EQ(load_through_registry(rocm52, v5_only).chosen, "gfx906:xnack- v5");
   Outcome v6_on_52 = load_through_registry(rocm52, v6_only);
   EXPECT_EQ(v6_on_52.kind, ErrorKind::UnsupportedVersion);
-  EXPECT_NE(v6_on_52.message.find("code object version 6; ROCr 1.5.50200 (ROCm 5.2) loads versions 4, 5"),
+  EXPECT_NE(v6_on_52.message.find("code object version 6; coload offers versions 4, 5 to ROCr 1.5.50200 (ROCm 5.2)"),
             std::string::npos)
       << v6_on_52.message;
 }
@@ -253,7 +279,7 @@ TEST(HsaReleases, ARocr15OfUnknownRocmIsSettledByTheAgentsAnswer) {
   old->reset();
   Outcome refused = load_through_registry(rocm50, v5_only);
   EXPECT_EQ(refused.kind, ErrorKind::UnsupportedVersion);
-  EXPECT_NE(refused.message.find("code object version 5; ROCr 1.5 (ROCm 5.0 or 5.1) loads versions 4"),
+  EXPECT_NE(refused.message.find("code object version 5; coload offers versions 4 to ROCr 1.5 (ROCm 5.0 or 5.1)"),
             std::string::npos)
       << refused.message;
 }
@@ -271,7 +297,7 @@ TEST(HsaReleases, TheRuntimesRefusalsCausedByTheReleaseAreUnsupportedVersion) {
   ASSERT_TRUE(FailsWith(refused, ErrorKind::UnsupportedVersion));
   EXPECT_EQ(refused.error().message(),
             "HSA device 0 (gfx906:sramecc+:xnack-): code object for gfx9-generic:xnack-: ROCr 1.14.60200 (ROCm 6.2) "
-            "does not know its ISA name: hsa_executable_load_agent_code_object failed with "
+            "does not load generic code objects: hsa_executable_load_agent_code_object failed with "
             "HSA_STATUS_ERROR_INVALID_ISA_NAME (0x1017): The instruction set architecture name is invalid.");
 
   Release rocm50(kReleases[0]);
@@ -284,8 +310,8 @@ TEST(HsaReleases, TheRuntimesRefusalsCausedByTheReleaseAreUnsupportedVersion) {
   auto too_new = (*old)->load(0, Image{*v5, v5}, *v5_object);
   ASSERT_TRUE(FailsWith(too_new, ErrorKind::UnsupportedVersion));
   EXPECT_EQ(too_new.error().message(),
-            "HSA device 0 (gfx906:sramecc+:xnack-): code object for gfx906:xnack-: ROCr 1.5.50000 (ROCm 5.0) does "
-            "not load code object version 5 (it loads 4): hsa_executable_load_agent_code_object failed with "
+            "HSA device 0 (gfx906:sramecc+:xnack-): code object for gfx906:xnack-: ROCr 1.5.50000 (ROCm 5.0) refused "
+            "code object version 5 (coload offers it versions 4): hsa_executable_load_agent_code_object failed with "
             "HSA_STATUS_ERROR_INVALID_CODE_OBJECT (0x1010): The code object is invalid.");
 }
 
@@ -343,6 +369,148 @@ TEST(HsaReleases, BytesChangedUnderALoadedModuleAreCounted) {
   (*bytes)[bytes->size() - 1] ^= std::byte{1};
   module = Error(ErrorKind::NotFound, "released");
   EXPECT_EQ(rocm70.counter("bytes_changed"), 2);  // at hsa_executable_destroy, then at hsa_code_object_reader_destroy
+}
+
+/// Loads `bytes` on device 0 of `release`'s runtime, past the selector.
+Expected<std::unique_ptr<LoadedModule>> load_directly(Release& release, const std::vector<std::byte>& bytes) {
+  auto runtime = release.open();
+  if (!runtime) return std::move(runtime).error();
+  auto owned = std::make_shared<std::vector<std::byte>>(bytes);
+  auto object = CodeObject::read(*owned);
+  if (!object) return std::move(object).error();
+  return (*runtime)->load(0, Image{*owned, owned}, *object);
+}
+
+// Each release refuses generic code as its loader does (docs/loading.md, "HSA
+// releases"): 1.13 and older cannot name any generic EF_AMDGPU_MACH
+// (INVALID_CODE_OBJECT); 1.14 names gfx9-generic but has no such ISA
+// (INVALID_ISA_NAME) and cannot name gfx9-4-generic or gfx12-generic
+// (INVALID_CODE_OBJECT); 1.15 loads all three. Every refusal is the release's:
+// UnsupportedVersion naming it, never Malformed.
+TEST(HsaReleases, EachReleaseRefusesGenericCodeWithItsOwnStatus) {
+  struct Case {
+    const char* agent;
+    std::string target;
+    std::uint32_t e_flags;
+  };
+  const Case cases[] = {
+      {kGfx906, "gfx9-generic:xnack-", kMachGfx9Generic | testing::kXnackOff | testing::generic_version(1)},
+      {"gpu gfx942:sramecc+:xnack-", "gfx9-4-generic:sramecc+:xnack-",
+       0x05f | testing::kXnackOff | testing::kSrameccOn | testing::generic_version(1)},
+      {"gpu gfx1200 wave=32", "gfx12-generic", 0x059 | testing::generic_version(1)},
+  };
+  // Per release, per case: the status, or "" where it loads.
+  const char* expected[][3] = {
+      {"INVALID_CODE_OBJECT (0x1010)", "INVALID_CODE_OBJECT (0x1010)", "INVALID_CODE_OBJECT (0x1010)"},
+      {"INVALID_CODE_OBJECT (0x1010)", "INVALID_CODE_OBJECT (0x1010)", "INVALID_CODE_OBJECT (0x1010)"},
+      {"INVALID_ISA_NAME (0x1017)", "INVALID_CODE_OBJECT (0x1010)", "INVALID_CODE_OBJECT (0x1010)"},
+      {"", "", ""},
+      {"", "", ""},
+  };
+  for (std::size_t i = 0; i < std::size(kReleases); ++i) {
+    for (std::size_t c = 0; c < std::size(cases); ++c) {
+      Release release(kReleases[i]);
+      release.script(cases[c].agent);
+      auto module = load_directly(release, code_object(cases[c].target, cases[c].e_flags, 6));
+      const std::string where = std::string(kReleases[i].release) + " " + cases[c].target;
+      if (!*expected[i][c]) {
+        EXPECT_TRUE(Succeeds(module)) << where;
+        continue;
+      }
+      ASSERT_TRUE(FailsWith(module, ErrorKind::UnsupportedVersion)) << where;
+      EXPECT_NE(module.error().message().find("code object for " + cases[c].target + ": " + kReleases[i].name +
+                                              " does not load generic code objects: "
+                                              "hsa_executable_load_agent_code_object failed with HSA_STATUS_ERROR_" +
+                                              expected[i][c]),
+                std::string::npos)
+          << where << ": " << module.error().message();
+    }
+  }
+}
+
+// ROCr 1.5 answers KERNEL_DYNAMIC_CALLSTACK false for every kernel (it reads
+// the descriptor's bit from 1.7, ROCm 5.3): coload takes the bit from the
+// descriptor, so every release reports the same.
+TEST(HsaReleases, DynamicCallstackComesFromTheDescriptorOnEveryRelease) {
+  code_object_test::Meta dynamic;
+  dynamic.kernels[0].uses_dynamic_stack = true;
+  const auto with_stack = code_object("gfx906", kMachGfx906 | testing::kXnackAny | testing::kSrameccAny, 4, dynamic);
+  for (const ReleaseLibrary& library : kReleases) {
+    Release release(library);
+    release.script(kGfx906);
+    auto module = load_directly(release, with_stack);
+    ASSERT_TRUE(Succeeds(module)) << library.release;
+    ASSERT_EQ((*module)->kernels().size(), 1u);
+    EXPECT_TRUE((*module)->kernels()[0].dynamic_callstack) << library.release;
+    auto plain = load_directly(release, native_v4());
+    ASSERT_TRUE(Succeeds(plain)) << library.release;
+    EXPECT_FALSE((*plain)->kernels()[0].dynamic_callstack) << library.release;
+  }
+}
+
+// ROCr reads as far as the ELF's own headers say, whatever size it is given;
+// the test library does the same and counts reads past the size.
+TEST(HsaReleases, TheTestLibraryReadsTheElfByItsHeadersNotByTheSize) {
+  Release rocm70(kReleases[4]);
+  rocm70.script(kGfx906);
+  auto runtime = rocm70.open();  // hsa_init, so the library answers
+  ASSERT_TRUE(Succeeds(runtime));
+  using CreateReader = hsa_status_t (*)(const void*, std::size_t, hsa_code_object_reader_t*);
+  void* library = dlopen(COLOAD_TEST_HSA_ROCM70, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(library, nullptr);
+  auto create = reinterpret_cast<CreateReader>(dlsym(library, "hsa_code_object_reader_create_from_memory"));
+  auto load = reinterpret_cast<hsa_status_t (*)(hsa_executable_t, hsa_agent_t, hsa_code_object_reader_t, const char*,
+                                                hsa_loaded_code_object_t*)>(
+      dlsym(library, "hsa_executable_load_agent_code_object"));
+  auto make = reinterpret_cast<hsa_status_t (*)(hsa_profile_t, hsa_default_float_rounding_mode_t, const char*,
+                                                hsa_executable_t*)>(dlsym(library, "hsa_executable_create_alt"));
+  ASSERT_TRUE(create && load && make);
+  const auto bytes = native_v4();
+  hsa_code_object_reader_t reader{};
+  ASSERT_EQ(create(bytes.data(), 64, &reader), HSA_STATUS_SUCCESS);  // the header only, as far as the size goes
+  hsa_executable_t executable{};
+  ASSERT_EQ(make(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, nullptr, &executable), HSA_STATUS_SUCCESS);
+  EXPECT_EQ(load(executable, hsa_agent_t{0xa0000}, reader, nullptr, nullptr), HSA_STATUS_SUCCESS);
+  EXPECT_EQ(rocm70.counter("read_past_size"), 1);
+  dlclose(library);
+}
+
+// So coload never hands ROCr fewer bytes than the ELF's headers reach: not
+// fewer than the code object it read, and not an image whose own headers
+// reach past its end. Both are refused before a reader exists.
+TEST(HsaReleases, AnImageShorterThanItsElfIsRefusedBeforeRocrSeesIt) {
+  Release rocm70(kReleases[4]);
+  rocm70.script(kGfx906);
+  auto runtime = rocm70.open();
+  ASSERT_TRUE(Succeeds(runtime));
+  const auto full = native_v4();
+  auto object = CodeObject::read(full);
+  ASSERT_TRUE(Succeeds(object));
+  ASSERT_EQ(object->size(), full.size());
+  // Exactly sized heap copies, so a read past them faults under ASan.
+  auto shorter = std::make_shared<std::vector<std::byte>>(full.begin(), full.end() - 1);
+  auto refused = (*runtime)->load(0, Image{*shorter, shorter}, *object);
+  ASSERT_TRUE(FailsWith(refused, ErrorKind::OutOfBounds));
+  EXPECT_EQ(refused.error().message(), "HSA device 0 (gfx906:sramecc+:xnack-): HSA load: the image has " +
+                                           detail::hex(full.size() - 1) + " bytes but the code object reaches " +
+                                           detail::hex(full.size()));
+  EXPECT_EQ(refused.error().location().field, "image size");
+
+  // An image as long as the code object coload read, whose own headers reach further.
+  code_object_test::Meta padded;
+  padded.pad = std::string(4096, 'p');
+  const auto longer = code_object("gfx906", kMachGfx906 | testing::kXnackAny | testing::kSrameccAny, 4, padded);
+  ASSERT_GT(longer.size(), full.size());
+  auto cut = std::make_shared<std::vector<std::byte>>(longer.begin(), longer.begin() + full.size());
+  auto past = (*runtime)->load(0, Image{*cut, cut}, *object);
+  ASSERT_FALSE(Succeeds(past));
+  EXPECT_NE(past.error().message().find("HSA load: the image's ELF headers reach past its " + detail::hex(full.size()) +
+                                        " bytes, which ROCr would read"),
+            std::string::npos)
+      << past.error().message();
+  EXPECT_FALSE(past.error().location().field.empty()) << past.error().message();
+  EXPECT_EQ(rocm70.counter("readers_created"), 0);
+  EXPECT_EQ(rocm70.counter("read_past_size"), 0);
 }
 
 // ROCr called after its static state is gone (from a static destructor, at

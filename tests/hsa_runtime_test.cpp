@@ -16,6 +16,7 @@
 
 #include "coload/code_object.h"
 #include "coload/runtime.h"
+#include "load/hsa_library.h"
 #include "load/hsa_runtime.h"
 #include "test_util.h"
 
@@ -42,6 +43,7 @@ class FakeHsaTest : public ::testing::Test {
     counter_ = reinterpret_cast<long (*)(const char*)>(dlsym(handle_, "coload_test_hsa_counter"));
     ASSERT_NE(script_, nullptr);
     ASSERT_NE(counter_, nullptr);
+    hsa::forget_failed_inits();  // a test's failing hsa_init must not stand for the next test's
   }
   void TearDown() override {
     if (handle_) dlclose(handle_);

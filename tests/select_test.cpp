@@ -135,8 +135,8 @@ TEST(Select, CodeObjectVersionMustBeOneTheRuntimeLoads) {
   Selection selection =
       select_entry(device("gfx90a", {.code_object_versions = std::vector<unsigned>{4, 5}}), entries.get());
   EXPECT_FALSE(selection.selected);
-  EXPECT_EQ(selection.candidates[0].reason, "code object version 6; the runtime loads versions 4, 5");
-  EXPECT_EQ(selection.candidates[1].reason, "code object version 3; the runtime loads versions 4, 5");
+  EXPECT_EQ(selection.candidates[0].reason, "code object version 6; coload offers versions 4, 5 to the runtime");
+  EXPECT_EQ(selection.candidates[1].reason, "code object version 3; coload offers versions 4, 5 to the runtime");
 }
 
 TEST(Select, ARuntimeReleaseNamesItselfInTheRefusal) {
@@ -146,7 +146,8 @@ TEST(Select, ARuntimeReleaseNamesItselfInTheRefusal) {
   old_rocr.runtime_release = "ROCr 1.5.50000 (ROCm 5.0)";
   Selection selection = select_entry(old_rocr, entries.get());
   EXPECT_FALSE(selection.selected);
-  EXPECT_EQ(selection.candidates[0].reason, "code object version 5; ROCr 1.5.50000 (ROCm 5.0) loads versions 4");
+  EXPECT_EQ(selection.candidates[0].reason,
+            "code object version 5; coload offers versions 4 to ROCr 1.5.50000 (ROCm 5.0)");
   EXPECT_EQ(no_fit_error(old_rocr, selection).kind(), ErrorKind::UnsupportedVersion);
   // A device from a spec has no release to blame: nothing fits, as before.
   Device spec = *device_from_spec("gfx90a", {.code_object_versions = std::vector<unsigned>{4}});

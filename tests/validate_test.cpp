@@ -49,7 +49,7 @@ TEST(Validate, CodeObjectVersionTheRuntimeDoesNotLoad) {
   EXPECT_EQ(v.value, 6u);
   EXPECT_EQ(v.limit, 5u);
   EXPECT_EQ(v.message,
-            "code_object_version 6 is not loaded by the runtime of gfx90a:sramecc+:xnack- (it loads versions 4, 5)");
+            "code_object_version 6 is not one coload offers to the runtime of gfx90a:sramecc+:xnack- (versions 4, 5)");
 }
 
 TEST(Validate, DifferentProcessor) {

@@ -144,7 +144,7 @@ typedef struct coload_registry_options {
   /** HSA: the GPU agents to use, as their hsa_agent_t handles, in this order
    *  (null: every GPU agent ROCr lists whose processor coload knows). The
    *  agents must be the process's ROCr's: the library already loaded in the
-   *  process is used when there is one (dlopen with RTLD_NOLOAD),
+   *  process is used when there is one (any libhsa-runtime64.so[.N]),
    *  runtime_library (or the default) opened only when there is none. An
    *  agent that is not one of its GPU agents, repeats an earlier one, or
    *  whose ISA coload cannot describe is refused. */

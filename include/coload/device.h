@@ -24,7 +24,9 @@ struct Device {
   /// Bytes of LDS a work-group may use; 0 when unknown.
   std::uint64_t lds_bytes = 0;
   std::uint8_t wave_sizes = 0;  ///< WaveSize mask
-  /// Code object versions the runtime loads, ascending.
+  /// Code object versions coload offers the runtime, ascending: those from v4
+  /// on that its release loads (every ROCr and HIP also loads v2 and v3;
+  /// offering v4 on is coload's policy: docs/loading.md, "HSA releases").
   std::vector<unsigned> code_object_versions{4, 5, 6};
   /// Whether the runtime loads generic code objects (ROCr from ROCm 6.4,
   /// HIP from 6.4: docs/loading.md, "HSA releases" and "HIP releases").

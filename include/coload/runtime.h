@@ -99,15 +99,17 @@ class Runtime {
 };
 
 struct HsaOptions {
-  /// dlopen'ed at run time, the process's copy first (RTLD_NOLOAD); a test
-  /// HSA library can stand in.
+  /// dlopen'ed at run time, the process's ROCr first: any loaded object of
+  /// this name's SONAME family (libhsa-runtime64.so, .so.1, a wheel's
+  /// torch/lib/libhsa-runtime64.so); a test HSA library can stand in.
   std::string library = "libhsa-runtime64.so.1";
   /// The caller's GPU agents (hsa_agent_t handles of the process's ROCr), in
   /// the caller's order: device i is agents[i]. nullopt: every GPU agent.
   std::optional<std::vector<std::uint64_t>> agents;
 };
-/// Opens ROCr: the library the process already has loaded under
-/// `options.library` (dlopen RTLD_NOLOAD), else that name opened; hsa_init;
+/// Opens ROCr: the library the process already has loaded in the SONAME
+/// family of `options.library`, else that name opened (docs/loading.md,
+/// "Which ROCr"); hsa_init, whose failure stands for the process;
 /// then the devices: every GPU agent as a Device (its first processor ISA
 /// name → target ID, a mode the name leaves out being one the device lacks;
 /// LDS from the group memory pool; wave size; the code object versions of
@@ -117,10 +119,12 @@ struct HsaOptions {
 /// leaves it out, and named in warnings() (device numbers count the GPUs
 /// kept); or, with `options.agents`, exactly those agents in that order.
 /// load() fails with UnsupportedVersion naming the release when the release
-/// refuses the object's version or ISA name. Errors: Io when the library
-/// cannot be loaded; NotFound with hsa_init's status when there is no GPU
-/// (no /dev/kfd), when no agent is a GPU, or when no GPU can be described,
-/// never a crash; InvalidArgument
+/// refuses the object's version, ISA name or generic target, and with
+/// OutOfBounds when the image is shorter than its ELF. Errors:
+/// UnsupportedVersion for a ROCr whose SONAME major is not 1 (never started);
+/// Io when the library cannot be loaded; NotFound with hsa_init's status
+/// when there is no GPU (no /dev/kfd), when no agent is a GPU, or when no GPU
+/// can be described, never a crash; InvalidArgument
 /// naming the index and handle for a listed agent that is not one of this
 /// ROCr's GPU agents, repeats an earlier one, or cannot be described (an
 /// unknown processor, a wave size it lacks), and for an empty list.

@@ -60,9 +60,20 @@ std::string rocm_text(unsigned rocm) {
   return text;
 }
 
+/// The build version without the double quotes ROCr's answer carries (it is
+/// STRING(ROCR_BUILD_ID) over a string literal, so "\"1.14.0-...\"") and
+/// without blanks around it.
+std::string_view unquoted(std::string_view text) {
+  constexpr std::string_view kStrip = " \t\r\n\"";
+  const std::size_t first = text.find_first_not_of(kStrip);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(kStrip) - first + 1);
+}
+
 }  // namespace
 
 RocrRelease rocr_release(std::string_view library_file, std::string_view build_version) {
+  build_version = unquoted(build_version);
   RocrRelease release;
   unsigned file[3] = {}, build[3] = {};
   std::string_view name = library_file.substr(library_file.rfind('/') + 1);

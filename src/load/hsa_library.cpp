@@ -12,8 +12,11 @@
 #include <link.h>
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 
 #include "common/bytes.h"
+#include "load/loaded_library.h"
 #include "load/process_exit.h"
 
 namespace coload::hsa {
@@ -32,18 +35,74 @@ ErrorKind kind_of(hsa_status_t status) {
   }
 }
 
+std::string_view base_name(std::string_view path) { return path.substr(path.rfind('/') + 1); }
+
+/// The SONAME family of a configured name: its file name cut after ".so"
+/// ("/opt/rocm/lib/libhsa-runtime64.so.1" -> "libhsa-runtime64.so").
+std::string family_of(std::string_view name) {
+  name = base_name(name);
+  const std::size_t so = name.find(".so");
+  return std::string(so == std::string_view::npos ? name : name.substr(0, so + 3));
+}
+
+/// The SONAME major of every ROCr coload knows (libhsa-runtime64.so.1, ROCm 5.0 to 7.x).
+constexpr int kRocrMajor = 1;
+
+Error unknown_major(const detail::LoadedLibrary& library) {
+  return Error(ErrorKind::UnsupportedVersion, "the HSA runtime '" + library.path + "' (" + library.name +
+                                                  ") is ROCr major " + std::to_string(*library.major) +
+                                                  "; coload knows ROCr " + std::to_string(kRocrMajor) +
+                                                  " only and does not start another");
+}
+
+/// hsa_init failures, by the failing instance's hsa_init: a failed hsa_init
+/// may leave ROCr half initialised, and calling it again then can crash
+/// (rocm-systems#10739), so a failure stands for the rest of the process.
+struct FailedInits {
+  std::mutex mutex;
+  std::map<void*, Error> errors;
+};
+FailedInits& failed_inits() {
+  static FailedInits failed;
+  return failed;
+}
+
 }  // namespace
+
+void forget_failed_inits() {
+  FailedInits& failed = failed_inits();
+  std::lock_guard<std::mutex> lock(failed.mutex);
+  failed.errors.clear();
+}
 
 Expected<std::shared_ptr<HsaLibrary>> HsaLibrary::open(const std::string& name) {
   // The copy the process already has comes first: a runtime embedding coload
-  // hands over its own agents, which only its own ROCr instance knows.
+  // hands over its own agents, which only its own ROCr instance knows. It is
+  // found by its SONAME family, not by `name`: RTLD_NOLOAD matches exact
+  // names only, and a wheel's copy is torch/lib/libhsa-runtime64.so.
   // RTLD_NODELETE: ROCr is never unmapped (see ~HsaLibrary), even when this
   // handle is the only one.
-  void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-  if (!handle) handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  const std::string family = family_of(name);
+  void* handle = nullptr;
+  if (auto loaded = detail::find_loaded_library(family)) {
+    if (loaded->major && *loaded->major != kRocrMajor) return unknown_major(*loaded);
+    handle = dlopen(loaded->path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
+  if (!handle) {
+    // A name that says another major is not even opened.
+    if (auto major = detail::major_in_name(name); major && *major != kRocrMajor) {
+      return unknown_major({name, std::string(base_name(name)), major});
+    }
+    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    if (!handle) handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  }
   if (!handle) {
     const char* why = dlerror();
     return Error(ErrorKind::Io, "cannot load the HSA runtime '" + name + "': " + (why ? why : "dlopen failed"));
+  }
+  // What was opened may still be another major (a plain name linked to .so.2).
+  if (auto opened = detail::loaded_library_of(handle); opened && opened->major && *opened->major != kRocrMajor) {
+    return unknown_major(*opened);
   }
   std::shared_ptr<HsaLibrary> library(new HsaLibrary(handle, name));
 #define COLOAD_HSA_RESOLVE(fn)                                                                    \
@@ -77,6 +136,14 @@ HsaLibrary::~HsaLibrary() {
 }
 
 Expected<void> HsaLibrary::init() {
+  FailedInits& failed = failed_inits();
+  void* instance = reinterpret_cast<void*>(api_.hsa_init);
+  // Held across hsa_init: two first calls of one instance must not both run it.
+  std::lock_guard<std::mutex> lock(failed.mutex);
+  if (auto remembered = failed.errors.find(instance); remembered != failed.errors.end()) {
+    return Error(remembered->second.kind(),
+                 remembered->second.message() + " (earlier in this process; hsa_init is not called again)");
+  }
   hsa_status_t status = api_.hsa_init();
   if (status == HSA_STATUS_SUCCESS) {
     initialized_ = true;
@@ -90,7 +157,9 @@ Expected<void> HsaLibrary::init() {
   } else {
     message += ": " + description + " (no usable AMD GPU?)";
   }
-  return Error(ErrorKind::NotFound, std::move(message));
+  Error error(ErrorKind::NotFound, std::move(message));
+  failed.errors.emplace(instance, error);
+  return error;
 }
 
 Error HsaLibrary::error(std::string_view function, hsa_status_t status) const {

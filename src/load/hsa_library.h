@@ -60,9 +60,13 @@ struct HsaApi {
 /// last executable is destroyed; the library itself is never unmapped. Immutable after open(): thread-safe.
 class HsaLibrary {
  public:
-  /// The copy of `name` the process already has (dlopen RTLD_NOLOAD), else
-  /// `name` opened (docs/loading.md, "Which library"). Errors: Io when it
-  /// cannot be loaded or lacks a function coload calls.
+  /// The ROCr the process already has, found by the SONAME family of `name`
+  /// (its file name cut after ".so": any libhsa-runtime64.so[.N...] is the
+  /// process's copy, whatever name it was loaded by), else `name` opened
+  /// (docs/loading.md, "Which library"). Errors: UnsupportedVersion naming
+  /// the file when its SONAME (or file name) has a major other than 1, before
+  /// any of it is called; Io when it cannot be loaded or lacks a function
+  /// coload calls.
   static Expected<std::shared_ptr<HsaLibrary>> open(const std::string& name);
 
   HsaLibrary(const HsaLibrary&) = delete;
@@ -74,6 +78,9 @@ class HsaLibrary {
   const std::string& file() const { return file_; }
 
   /// hsa_init; on success the destructor pairs it with hsa_shut_down.
+  /// A failure is remembered for this ROCr instance for the rest of the
+  /// process: later calls return the same error without calling hsa_init
+  /// again (docs/loading.md, "Which library"). Thread-safe.
   /// Errors: NotFound with hsa_init's status (no GPU, no /dev/kfd).
   Expected<void> init();
 
@@ -90,6 +97,10 @@ class HsaLibrary {
   HsaApi api_;
   bool initialized_ = false;
 };
+
+/// Forgets every hsa_init failure init() remembers. For tests that script a
+/// failing hsa_init in a test library and then use it again in one process.
+void forget_failed_inits();
 
 /// One HSA call: success, or the error naming `function` and its status.
 template <class Fn, class... Args>

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "coload/runtime.h"
+#include "common/bytes.h"
 #include "load/hsa_library.h"
 #include "load/loaded_module.h"
 #include "load/process_exit.h"
+#include "target/elf_target.h"
 
 namespace coload {
 namespace {
@@ -141,6 +143,7 @@ class HsaRuntime final : public Runtime {
                                                   const CodeObject& code_object) const {
     const HsaLibrary& library = *library_;
     if (image.bytes.empty()) return Error(ErrorKind::InvalidArgument, "the code object image is empty");
+    if (auto fits = image_holds_its_elf(image, code_object); !fits) return std::move(fits).error();
 
     hsa_code_object_reader_t reader_handle{};
     auto created_reader = COLOAD_HSA_CALL(library, hsa_code_object_reader_create_from_memory, image.bytes.data(),
@@ -176,15 +179,45 @@ class HsaRuntime final : public Runtime {
                                                        std::move(reader), std::move(executable)));
   }
 
+  /// ROCr ignores the size it is given: its loader reads the ELF as far as
+  /// the ELF's own headers say (ElfSize, docs/loading.md "What the runtimes
+  /// check themselves"). So the image must hold the code object coload read
+  /// and every byte its own headers reach. Errors: OutOfBounds (or the ELF
+  /// header checks' Malformed / Overflow) naming the field, offset and value.
+  static Expected<void> image_holds_its_elf(const Image& image, const CodeObject& code_object) {
+    const std::uint64_t size = image.bytes.size();
+    if (size < code_object.size()) {
+      return Error(ErrorKind::OutOfBounds, "HSA load: the image has " + detail::hex(size) +
+                                               " bytes but the code object reaches " + detail::hex(code_object.size()))
+          .at_field("image size", std::nullopt, size, code_object.size());
+    }
+    auto extent = detail::code_object_size(image.bytes);
+    if (!extent) {
+      return std::move(extent).error().with_context("HSA load: the image's ELF headers reach past its " +
+                                                    detail::hex(size) + " bytes, which ROCr would read");
+    }
+    return {};
+  }
+
   /// hsa_executable_load_agent_code_object's refusal. What the release
-  /// refuses is UnsupportedVersion naming it: an ISA name it does not know
-  /// (generic targets before ROCr 1.15), or a version it does not load
-  /// (INVALID_CODE_OBJECT is also ROCr's answer to a bad object, so only a
-  /// version outside the release's list is the release's fault).
+  /// refuses is UnsupportedVersion naming it (docs/loading.md, "HSA
+  /// releases"): generic code on a release that loads none (ROCr 1.14 answers
+  /// INVALID_ISA_NAME for the generic names its loader knows and
+  /// INVALID_CODE_OBJECT for gfx9-4-generic and gfx12-generic; 1.13 and older
+  /// INVALID_CODE_OBJECT for every one), any ISA name it does not know, or a
+  /// version outside what coload offers it (INVALID_CODE_OBJECT is also
+  /// ROCr's answer to a bad object, so only these are the release's fault).
   Error load_error(hsa_status_t status, const Device& device, const CodeObject& code_object) const {
     Error error = library_->error("hsa_executable_load_agent_code_object", status);
     const CodeObjectTarget& target = code_object.target();
     const std::string what = "code object for " + target.target.str();
+    const bool refused_object =
+        status == HSA_STATUS_ERROR_INVALID_ISA_NAME || status == HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+    const bool generic = target.target.processor && target.target.processor->is_generic;
+    if (refused_object && generic && !device.loads_generic) {
+      return Error(ErrorKind::UnsupportedVersion, error.message())
+          .with_context(what + ": " + device.runtime_name() + " does not load generic code objects");
+    }
     if (status == HSA_STATUS_ERROR_INVALID_ISA_NAME) {
       return Error(ErrorKind::UnsupportedVersion, error.message())
           .with_context(what + ": " + device.runtime_name() + " does not know its ISA name");
@@ -192,8 +225,8 @@ class HsaRuntime final : public Runtime {
     if (status == HSA_STATUS_ERROR_INVALID_CODE_OBJECT &&
         !device.accepts_code_object_version(target.code_object_version)) {
       return Error(ErrorKind::UnsupportedVersion, error.message())
-          .with_context(what + ": " + device.runtime_name() + " does not load code object version " +
-                        std::to_string(target.code_object_version) + " (it loads " +
+          .with_context(what + ": " + device.runtime_name() + " refused code object version " +
+                        std::to_string(target.code_object_version) + " (coload offers it versions " +
                         device.code_object_versions_text() + ")");
     }
     if (error.kind() == ErrorKind::InvalidArgument) return error.with_context(what + " does not run on this agent");
@@ -230,8 +263,13 @@ class HsaRuntime final : public Runtime {
     COLOAD_SYMBOL_INFO(kernarg_segment_align, std::uint32_t, KERNEL_KERNARG_SEGMENT_ALIGNMENT)
     COLOAD_SYMBOL_INFO(group_segment_size, std::uint32_t, KERNEL_GROUP_SEGMENT_SIZE)
     COLOAD_SYMBOL_INFO(private_segment_size, std::uint32_t, KERNEL_PRIVATE_SEGMENT_SIZE)
-    COLOAD_SYMBOL_INFO(dynamic_callstack, bool, KERNEL_DYNAMIC_CALLSTACK)
 #undef COLOAD_SYMBOL_INFO
+    // From the descriptor coload parsed, not KERNEL_DYNAMIC_CALLSTACK: ROCr
+    // 1.5 (ROCm 5.0 to 5.2) answers false for every kernel and reads the
+    // descriptor's bit only from 1.7 (ROCm 5.3), so the descriptor is the one
+    // answer every release agrees with (docs/loading.md, "HSA releases").
+    loaded.dynamic_callstack =
+        kernel.descriptor ? kernel.descriptor->uses_dynamic_stack() : kernel.uses_dynamic_stack.value_or(false);
     if (loaded.handle == 0) return Error(ErrorKind::Malformed, "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT is 0");
 
     // ROCr takes these from the descriptor; the metadata must agree.

@@ -31,8 +31,10 @@ struct RocrRelease {
 
 /// The release of a ROCr library from its real file name (ROCm's packages
 /// install libhsa-runtime64.so.1.<minor>.<ROCm as MMmmpp>, Debian's is
-/// .so.1.5.0) and from HSA_AMD_SYSTEM_INFO_BUILD_VERSION ("1.14.0-…", or
-/// empty when the runtime gave none). The runtime's own answer decides the
+/// .so.1.5.0; a wheel's has no version) and from
+/// HSA_AMD_SYSTEM_INFO_BUILD_VERSION (ROCr answers it in double quotes,
+/// "\"1.14.0-…\"", read without them and without blanks; empty when the
+/// runtime gave none). The runtime's own answer decides the
 /// ROCr version; the file name adds the ROCm release when it agrees. A ROCr
 /// 1.5 whose ROCm release the name does not give (5.0, 5.1 or 5.2) is v4
 /// only here; the opened runtime then asks the agent the one question whose

@@ -2,6 +2,7 @@
 // family (loaded_library.h).
 #include "load/loaded_library.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 
@@ -10,14 +11,8 @@
 namespace coload::detail {
 namespace {
 
-/// The DT_SONAME of a loaded object, from its dynamic segment in memory.
-std::optional<std::string_view> soname_of(const dl_phdr_info& info) {
-  const ElfW(Dyn)* dynamic = nullptr;
-  for (ElfW(Half) i = 0; i < info.dlpi_phnum; ++i) {
-    if (info.dlpi_phdr[i].p_type == PT_DYNAMIC) {
-      dynamic = reinterpret_cast<const ElfW(Dyn)*>(info.dlpi_addr + info.dlpi_phdr[i].p_vaddr);
-    }
-  }
+/// The DT_SONAME in the dynamic section at `dynamic` of an object loaded at `base`.
+std::optional<std::string_view> soname_in(ElfW(Addr) base, const ElfW(Dyn) * dynamic) {
   if (!dynamic) return std::nullopt;
   ElfW(Addr) strtab = 0;
   std::optional<ElfW(Xword)> soname;
@@ -28,8 +23,19 @@ std::optional<std::string_view> soname_of(const dl_phdr_info& info) {
   if (!soname || strtab == 0) return std::nullopt;
   // glibc relocates DT_STRTAB in place; where the dynamic section is
   // read-only (and under other loaders) it stays relative to the load address.
-  if (strtab < info.dlpi_addr) strtab += info.dlpi_addr;
+  if (strtab < base) strtab += base;
   return std::string_view(reinterpret_cast<const char*>(strtab + *soname));
+}
+
+/// The DT_SONAME of a loaded object, from its dynamic segment in memory.
+std::optional<std::string_view> soname_of(const dl_phdr_info& info) {
+  const ElfW(Dyn)* dynamic = nullptr;
+  for (ElfW(Half) i = 0; i < info.dlpi_phnum; ++i) {
+    if (info.dlpi_phdr[i].p_type == PT_DYNAMIC) {
+      dynamic = reinterpret_cast<const ElfW(Dyn)*>(info.dlpi_addr + info.dlpi_phdr[i].p_vaddr);
+    }
+  }
+  return soname_in(info.dlpi_addr, dynamic);
 }
 
 std::string_view base_name(std::string_view path) {
@@ -65,6 +71,14 @@ std::optional<LoadedLibrary> find_loaded_library(std::string_view family) {
   Search search{family, std::nullopt};
   dl_iterate_phdr(visit, &search);
   return search.found;
+}
+
+std::optional<LoadedLibrary> loaded_library_of(void* handle) {
+  link_map* map = nullptr;
+  if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name) return std::nullopt;
+  const std::optional<std::string_view> soname = soname_in(map->l_addr, map->l_ld);
+  const std::string_view name = soname ? *soname : base_name(map->l_name);
+  return LoadedLibrary{map->l_name, std::string(name), major_in_name(name)};
 }
 
 std::optional<int> major_in_name(std::string_view name) {

@@ -25,6 +25,10 @@ struct LoadedLibrary {
 /// Reads only the loader's own records of loaded objects.
 std::optional<LoadedLibrary> find_loaded_library(std::string_view family);
 
+/// The loaded object a dlopen handle stands for, named as find_loaded_library
+/// names it (its SONAME, else its file name); nullopt when the loader cannot tell.
+std::optional<LoadedLibrary> loaded_library_of(void* handle);
+
 /// The major in a library's name: 6 in "libamdhip64.so.6" and
 /// "/opt/rocm/lib/libamdhip64.so.6.2.41133"; nullopt without a number after ".so.".
 std::optional<int> major_in_name(std::string_view name);

@@ -152,8 +152,8 @@ TargetJudgement judge_target(const CodeObjectTarget& code, const Device& device,
     judgement.runtime_limit = true;
     unsigned highest = device.code_object_versions.empty() ? 0 : device.code_object_versions.back();
     return reject(ErrorKind::UnsupportedVersion, "code_object_version", code.code_object_version, highest,
-                  "code object version " + std::to_string(code.code_object_version) + "; " + device.runtime_name() +
-                      " loads versions " + device.code_object_versions_text());
+                  "code object version " + std::to_string(code.code_object_version) + "; coload offers versions " +
+                      device.code_object_versions_text() + " to " + device.runtime_name());
   }
   // ROCr names an xnack-on object of an always-on processor "gfx1250:xnack+"
   // and refuses it unless it names the device so too (docs/selection.md,

@@ -93,9 +93,9 @@ class Validator {
     if (device_.accepts_code_object_version(version)) return;
     unsigned highest = device_.code_object_versions.empty() ? 0 : device_.code_object_versions.back();
     add(ErrorKind::UnsupportedVersion, "", "code_object_version", version, highest,
-        "code_object_version " + std::to_string(version) + " is not loaded by " +
+        "code_object_version " + std::to_string(version) + " is not one coload offers to " +
             (device_.runtime_release.empty() ? "the runtime of " : device_.runtime_release + " on ") + device_.str() +
-            " (it loads versions " + device_.code_object_versions_text() + ")");
+            " (versions " + device_.code_object_versions_text() + ")");
   }
 
   // The selector's target rules (native, opt-in equivalent, generic family);

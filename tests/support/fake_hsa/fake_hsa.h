@@ -31,6 +31,11 @@ struct Release {
   bool lists_generic;   ///< agents list their family's generic ISA after the native one
   /// SVM_DIRECT_HOST_ACCESS writes a 32-bit CU count over its bool (ROCm 5.0/5.1's missing break)
   bool svm_query_falls_through;
+  /// The generic targets its loader's GetMachInfo knows (a name; others are
+  /// INVALID_CODE_OBJECT): none before 1.14, four in 1.14, six from 1.15.
+  unsigned known_generics;
+  /// KERNEL_DYNAMIC_CALLSTACK is the descriptor's bit (from ROCr 1.7); false for every kernel before.
+  bool reads_dynamic_callstack;
 };
 /// The release named `name`; null when there is none of that name.
 const Release* find_release(const std::string& name);
@@ -72,7 +77,7 @@ struct Failure {
 struct State {
   std::mutex mutex;
   const Release* release = nullptr;
-  std::string build_version;  // HSA_AMD_SYSTEM_INFO_BUILD_VERSION's answer
+  std::string build_version;  // HSA_AMD_SYSTEM_INFO_BUILD_VERSION's answer, quoted as ROCr's is
   std::vector<Agent> agents;
   std::map<std::string, Failure> failures;
   std::set<std::string> missing;
@@ -129,6 +134,9 @@ struct Target {
 };
 const Target* find_target(const std::string& name);
 const Target* find_target(std::uint32_t mach);
+
+/// Whether the release's loader knows `target`'s EF_AMDGPU_MACH (GetMachInfo).
+bool loader_knows(const Release& release, const Target& target);
 
 /// ISA target ID → (target, xnack, sramecc) with features as 0 (absent), '+' or '-'.
 struct IsaFeatures {

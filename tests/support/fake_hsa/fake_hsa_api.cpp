@@ -27,6 +27,15 @@ bool compatible(std::uint32_t e_flags, const IsaFeatures& agent) {
   return true;
 }
 
+// Whether the loader can name the code object's ISA (AmdHsaCode::GetIsa):
+// its GetMachInfo must know the EF_AMDGPU_MACH, or the object is
+// INVALID_CODE_OBJECT (gfx9-4-generic and gfx12-generic in 1.14, every
+// generic before it).
+bool names_isa(const State& s, std::uint32_t e_flags) {
+  const Target* code = find_target(e_flags & 0xff);
+  return code && (!s.release || loader_knows(*s.release, *code));
+}
+
 // Whether the agent runs the code object's ISA, as the release's loader
 // decides: the ISA name must be in its registry (generic ones from 6.4), then
 // one of the agent's ISAs must be compatible; a generic one also needs the
@@ -263,19 +272,19 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t execu
   Agent* agent = find_agent(s, agent_handle.handle);
   if (!agent || !agent->gpu) return HSA_STATUS_ERROR_INVALID_AGENT;
 
+  // As ROCr's loader: the size the reader was given is not used; the ELF is
+  // read whole, as far as its own headers say (InitAsHandle, ElfSize).
+  // Reading past the caller's bytes is counted here and faults under ASan.
   const std::byte* data = view->second.data;
-  const std::size_t size = view->second.size;
+  const std::size_t size = coload::fake::elf_extent(data);
+  if (size > view->second.size) ++s.counters["read_past_size"];
+  const ReaderView taken{data, size, checksum(data, size)};  // every byte ROCr takes
   std::uint16_t machine = 0;
   std::uint32_t e_flags = 0;
-  if (size < 64 ||
-      std::memcmp(data,
-                  "\x7f"
-                  "ELF",
-                  4) != 0 ||
-      static_cast<unsigned char>(data[4]) != 2 || !read_at(data, size, 18, &machine) || machine != 224 ||
-      !read_at(data, size, 0x30, &e_flags)) {
+  if (size < 64 || !read_at(data, size, 18, &machine) || machine != 224 || !read_at(data, size, 0x30, &e_flags)) {
     return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
   }
+  if (!names_isa(s, e_flags)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
   unsigned abi_version = static_cast<unsigned char>(data[8]);  // 2 → v4, 3 → v5, 4 → v6
   if (abi_version + 2 > s.max_cov) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
   if (hsa_status_t refused = check_isa(s, *agent, e_flags)) return refused;
@@ -296,7 +305,7 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t execu
     found->second.symbols[key] = loaded;
     s.symbol_handles[loaded.handle] = loaded;
   }
-  found->second.readers[reader.handle] = view->second;
+  found->second.readers[reader.handle] = taken;
   if (loaded) loaded->handle = s.next_handle++;
   return HSA_STATUS_SUCCESS;
 }
@@ -356,7 +365,8 @@ EXPORT hsa_status_t hsa_executable_symbol_get_info(hsa_executable_symbol_t handl
       *static_cast<std::uint32_t*>(value) = symbol.read.private_size;
       break;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK:
-      *static_cast<bool*>(value) = symbol.read.dynamic_callstack;
+      // ROCr 1.5 answers false for every code object v3+ kernel.
+      *static_cast<bool*>(value) = symbol.read.dynamic_callstack && (!s.release || s.release->reads_dynamic_callstack);
       break;
     default: return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }

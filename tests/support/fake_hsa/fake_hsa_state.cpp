@@ -2,9 +2,10 @@
 // agents and failures, answering as a chosen ROCr release does, so the HSA
 // backend's real call sequence runs without a GPU. Built as
 // libcoload_test_hsa.so (file name .so.1.14.0: a ROCr 1.14 built outside
-// ROCm, release 6.2 by default) and once per release with ROCm's file name
-// (libcoload_test_hsa_rocm62.so.1.14.60200, …: CMakeLists.txt), and
-// dlopen'ed in place of libhsa-runtime64.so.1. This file: the state, the
+// ROCm, release 6.2 by default), once per release with ROCm's file name
+// (libcoload_test_hsa_rocm62.so.1.14.60200, …), as a major 2 and under the
+// names wheels give ROCr (libhsa-runtime64.so, libhsa-runtime64.so.1:
+// CMakeLists.txt), and dlopen'ed in place of libhsa-runtime64.so.1. This file: the state, the
 // script and the releases; fake_hsa_api.cpp: the HSA entry points.
 //
 // It really reads the code object (minimally, bounds-checked): the ELF
@@ -19,16 +20,25 @@
 //
 // Releases (docs/loading.md, "HSA releases"): 5.0 (ROCr 1.5, v4), 5.2 (1.5,
 // v4-v5), 6.2 (1.14, v4-v6), 6.4 (1.15, v4-v6, generic ISAs listed and
-// loaded), 7.0 (1.18, as 6.4). HSA_AMD_SYSTEM_INFO_BUILD_VERSION answers
-// "1.<minor>.0-coload-test". In 5.0, HSA_AMD_AGENT_INFO_SVM_DIRECT_HOST_ACCESS
-// writes a 32-bit CU count over its bool, as ROCr before 5.2 does. Loading answers as ROCr's loader: a version above
-// the release's is INVALID_CODE_OBJECT; a generic target before 6.4 is
-// INVALID_ISA_NAME (its ISA registry does not know the name); an ISA the
-// agent does not run is INCOMPATIBLE_ARGUMENTS.
+// loaded), 7.0 (1.18, as 6.4). HSA_AMD_SYSTEM_INFO_BUILD_VERSION answers as
+// ROCr does, with the double quotes in the string:
+// "\"1.<minor>.<ROCm as MMmmpp>-coload-test\"". In 5.0,
+// HSA_AMD_AGENT_INFO_SVM_DIRECT_HOST_ACCESS writes a 32-bit CU count over its
+// bool, as ROCr before 5.2 does. In 5.0 and 5.2 (ROCr 1.5)
+// KERNEL_DYNAMIC_CALLSTACK is false for every kernel, whatever the
+// descriptor says. Loading answers as ROCr's loader, in its order: the ELF is
+// read as far as its own headers reach, not by the reader's size; an
+// EF_AMDGPU_MACH the release's loader cannot name is INVALID_CODE_OBJECT
+// (every generic before 6.2; gfx9-4-generic and gfx12-generic in 6.2); a
+// version above the release's is INVALID_CODE_OBJECT; a generic target it
+// names but whose ISA is not in its registry (6.2) is INVALID_ISA_NAME; an
+// ISA the agent does not run is INCOMPATIBLE_ARGUMENTS.
 //
 // Checks: each reader's bytes are checksummed at create and re-checked when
 // the reader and each executable loaded from it are destroyed (a mismatch
-// counts bytes_changed; freed bytes fail under ASan). Any entry point called
+// counts bytes_changed; freed bytes fail under ASan); a load whose ELF
+// headers reach past the reader's size counts read_past_size (and the read
+// faults under ASan). Any entry point called
 // after the library's static state was destroyed (at exit) prints
 // "coload_test_hsa: <function> called after the HSA runtime was torn down"
 // and _exit(86)s.
@@ -55,7 +65,8 @@
 // Counters: init (successful hsa_init), shut_down (successful), refcount,
 // readers_created, readers_destroyed, executables_created,
 // executables_destroyed, order_violations (a reader destroyed while an
-// executable that loaded it lives), bytes_changed, calls.FUNCTION.
+// executable that loaded it lives), bytes_changed, read_past_size,
+// calls.FUNCTION.
 #include <unistd.h>
 
 #include <cstdio>
@@ -73,9 +84,15 @@ namespace coload::fake_hsa {
 namespace {
 
 constexpr Release kReleases[] = {
-    {"5.0", 5, 4, false, true},  {"5.2", 5, 5, false, false}, {"6.2", 14, 6, false, false},
-    {"6.4", 15, 6, true, false}, {"7.0", 18, 6, true, false},
+    {"5.0", 5, 4, false, true, 0, false}, {"5.2", 5, 5, false, false, 0, false}, {"6.2", 14, 6, false, false, 4, true},
+    {"6.4", 15, 6, true, false, 6, true}, {"7.0", 18, 6, true, false, 6, true},
 };
+
+// The generic targets in the order ROCr's loader learnt them: gfx9, gfx10-1,
+// gfx10-3 and gfx11 by ROCm 6.2 (1.14), gfx12 and gfx9-4 in November 2024,
+// before 1.15 (ROCm 6.4).
+constexpr const char* kLoaderGenerics[] = {"gfx9-generic",  "gfx10-1-generic", "gfx10-3-generic",
+                                           "gfx11-generic", "gfx12-generic",   "gfx9-4-generic"};
 
 // Trivially destructible: it must still read true after every destructor ran.
 bool torn_down = false;
@@ -147,7 +164,19 @@ void alive(const char* function) {
 void set_release(State& s, const Release& release) {
   s.release = &release;
   s.max_cov = release.max_cov;
-  s.build_version = "1." + std::to_string(release.rocr_minor) + ".0-coload-test";
+  // ROCr answers STRING(ROCR_BUILD_ID) over a string literal: the quotes are
+  // part of the string ("\"1.18.70000-coload-test\"").
+  const std::string name = release.name;  // "7.0" -> 70000
+  const unsigned long rocm = std::stoul(name) * 10000 + std::stoul(name.substr(name.find('.') + 1)) * 100;
+  s.build_version = "\"1." + std::to_string(release.rocr_minor) + "." + std::to_string(rocm) + "-coload-test\"";
+}
+
+bool loader_knows(const Release& release, const Target& target) {
+  if (!target.generic) return true;
+  for (unsigned i = 0; i < release.known_generics && i < std::size(kLoaderGenerics); ++i) {
+    if (std::string_view(target.name) == kLoaderGenerics[i]) return true;
+  }
+  return false;
 }
 
 std::uint64_t checksum(const std::byte* data, std::size_t size) {
