@@ -2,10 +2,13 @@
 // family (loaded_library.h).
 #include "load/loaded_library.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 
 #include <charconv>
+#include <cstring>
+#include <utility>
 
 namespace coload::detail {
 namespace {
@@ -44,6 +47,12 @@ bool in_family(std::string_view name, std::string_view family) {
   return rest.empty() || (rest.size() >= 2 && rest[0] == '.' && rest[1] >= '0' && rest[1] <= '9');
 }
 
+LoadedLibrary describe(const dl_phdr_info& info) {
+  const std::optional<std::string_view> soname = soname_of(info);
+  const std::string_view name = soname ? *soname : base_name(info.dlpi_name);
+  return LoadedLibrary{info.dlpi_name, std::string(name), major_in_name(name), soname.has_value()};
+}
+
 struct Search {
   std::string_view family;
   std::optional<LoadedLibrary> found;
@@ -52,10 +61,23 @@ struct Search {
 int visit(dl_phdr_info* info, std::size_t, void* data) {
   auto* search = static_cast<Search*>(data);
   if (!info->dlpi_name || !*info->dlpi_name) return 0;  // the executable, the vDSO
-  const std::optional<std::string_view> soname = soname_of(*info);
-  const std::string_view name = soname ? *soname : base_name(info->dlpi_name);
-  if (!in_family(name, search->family)) return 0;
-  search->found = LoadedLibrary{info->dlpi_name, std::string(name), major_in_name(name)};
+  LoadedLibrary library = describe(*info);
+  if (!in_family(library.name, search->family)) return 0;
+  search->found = std::move(library);
+  return 1;
+}
+
+/// The object loaded at `base` by the name `path` (a link map's l_addr, l_name).
+struct Handle {
+  ElfW(Addr) base;
+  const char* path;
+  std::optional<LoadedLibrary> found;
+};
+
+int visit_handle(dl_phdr_info* info, std::size_t, void* data) {
+  auto* handle = static_cast<Handle*>(data);
+  if (!info->dlpi_name || info->dlpi_addr != handle->base || std::strcmp(info->dlpi_name, handle->path) != 0) return 0;
+  handle->found = describe(*info);
   return 1;
 }
 
@@ -64,6 +86,14 @@ int visit(dl_phdr_info* info, std::size_t, void* data) {
 std::optional<LoadedLibrary> find_loaded_library(std::string_view family) {
   Search search{family, std::nullopt};
   dl_iterate_phdr(visit, &search);
+  return search.found;
+}
+
+std::optional<LoadedLibrary> loaded_library_of(void* handle) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || !*map->l_name) return std::nullopt;
+  Handle search{map->l_addr, map->l_name, std::nullopt};
+  dl_iterate_phdr(visit_handle, &search);
   return search.found;
 }
 

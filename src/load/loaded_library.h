@@ -17,6 +17,7 @@ struct LoadedLibrary {
   std::string path;
   std::string name;          ///< its SONAME, else its file name
   std::optional<int> major;  ///< the first number after ".so.", when the name has one
+  bool soname = false;       ///< `name` is its SONAME
 };
 
 /// The first object dl_iterate_phdr lists whose SONAME (or, without one, its
@@ -24,6 +25,10 @@ struct LoadedLibrary {
 /// ("libamdhip64.so.7", "libamdhip64.so.6.2.41133"); nullopt when none is.
 /// Reads only the loader's own records of loaded objects.
 std::optional<LoadedLibrary> find_loaded_library(std::string_view family);
+
+/// The loaded object a dlopen handle stands for, named as
+/// find_loaded_library names it; nullopt when the loader cannot say.
+std::optional<LoadedLibrary> loaded_library_of(void* handle);
 
 /// The major in a library's name: 6 in "libamdhip64.so.6" and
 /// "/opt/rocm/lib/libamdhip64.so.6.2.41133"; nullopt without a number after ".so.".
