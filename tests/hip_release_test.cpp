@@ -321,18 +321,31 @@ TEST_F(HipReleaseTest, TheLibraryNoticesBytesChangedBeforeUnload) {
 }
 
 // HIP finds a function only among the STT_FUNC symbols: a kernel the
-// metadata lists without one is NotFound, and the module is unloaded.
-TEST_F(HipReleaseTest, AKernelWithoutAFunctionSymbolIsNotFound) {
+// metadata lists without one is NotFound before HIP is asked (which would
+// leave the miss in the caller's HIP error state), and nothing is loaded.
+TEST_F(HipReleaseTest, AKernelWithoutAFunctionSymbolIsNotFoundBeforeHip) {
   const FakeHip& hip = fake(7);
   auto runtime = open(7);
   auto bytes = code_object("gfx1100", 5, /*function_symbol=*/false);
-  auto code_object = CodeObject::read(bytes);
-  ASSERT_TRUE(Succeeds(code_object));
-  auto module = runtime->load(0, Image{bytes, nullptr}, *code_object);
+  auto unlisted = CodeObject::read(bytes);
+  ASSERT_TRUE(Succeeds(unlisted));
+  ASSERT_EQ(unlisted->kernels().size(), 1u);
+  EXPECT_FALSE(unlisted->kernels()[0].function_symbol);
+  const int set_device_calls = hip.counter("set_device");
+  auto module = runtime->load(0, Image{bytes, nullptr}, *unlisted);
   ASSERT_TRUE(FailsWith(module, ErrorKind::NotFound));
-  EXPECT_TRUE(Contains(module.error().message(), "hipModuleGetFunction failed with hipErrorNotFound (500)"));
-  EXPECT_TRUE(Contains(module.error().message(), "for kernel 'k'"));
-  EXPECT_EQ(hip.counter("live_modules"), 0);
+  EXPECT_EQ(module.error().message(),
+            "HIP load: kernel 'k' on device 0 (gfx1100) has no function symbol (STT_FUNC) of that name in the code "
+            "object, which HIP's hipModuleGetFunction finds kernels by (not loaded)");
+  EXPECT_EQ(hip.counter("module_loads"), 0);
+  EXPECT_EQ(hip.counter("failed_calls"), 0);
+  EXPECT_EQ(hip.counter("set_device"), set_device_calls);
+
+  auto with_symbol = code_object("gfx1100", 5);
+  auto listed = CodeObject::read(with_symbol);
+  ASSERT_TRUE(Succeeds(listed));
+  EXPECT_TRUE(listed->kernels()[0].function_symbol);
+  EXPECT_TRUE(Succeeds(runtime->load(0, Image{with_symbol, nullptr}, *listed)));
 }
 
 // hipModuleLoadData refuses a foreign ISA, a version or a generic the

@@ -312,6 +312,16 @@ class HipRuntime final : public Runtime {
     const int ordinal = ordinals_[device];
     std::string where = "on device " + std::to_string(device) + " (" + devices_[device].str() +
                         (ordinal == static_cast<int>(device) ? "" : ", HIP ordinal " + std::to_string(ordinal)) + ")";
+    // hipModuleGetFunction finds kernels by their STT_FUNC symbol: one the
+    // code object lacks is refused here, not asked of HIP, where the miss
+    // would stay in the caller's HIP error state (docs/embedding.md).
+    for (const Kernel& kernel : code_object.kernels()) {
+      if (!kernel.function_symbol) {
+        return Error(ErrorKind::NotFound, "HIP load: kernel '" + kernel.name + "' " + where +
+                                              " has no function symbol (STT_FUNC) of that name in the code object, "
+                                              "which HIP's hipModuleGetFunction finds kernels by (not loaded)");
+      }
+    }
     auto current = CurrentDevice::select(api, ordinal);
     if (!current) return std::move(current).error();
 
