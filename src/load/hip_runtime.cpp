@@ -222,7 +222,9 @@ Expected<HipBytes> bytes_for_hip(const HipLibrary& library, const Image& image, 
   if (!reopens_mapped_files(library.version)) return given;  // HIP 5.0 to 5.4 unbundle from memory
   auto file = detail::mapped_file_at(image.bytes.data());
   if (!file || !*file) return given;
-  void* copy = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Populated at once: one call instead of a page fault per page as the
+  // copy is written (docs/loading.md, "HIP releases": the cost).
+  void* copy = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (copy == MAP_FAILED) {
     const int error = errno;
     return Error(ErrorKind::LimitExceeded, "HIP load: cannot map " + hex(size) +
@@ -230,7 +232,6 @@ Expected<HipBytes> bytes_for_hip(const HipLibrary& library, const Image& image, 
                                                "': " + std::strerror(error));
   }
   std::memcpy(copy, image.bytes.data(), size);
-  mprotect(copy, size, PROT_READ);  // HIP only reads it; a failure leaves it writable, no worse
   std::shared_ptr<const void> owner(copy, [size](const void* bytes) { munmap(const_cast<void*>(bytes), size); });
   return HipBytes{copy, std::move(owner)};
 }
