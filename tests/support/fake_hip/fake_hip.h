@@ -69,8 +69,8 @@ void coload_fake_hip_hide_kernel(const char* name);
 /// layout, and of hipGetDevicePropertiesR0600, HIP 6's), "init" (calls that
 /// run HIP's init: every hip* function but the two error texts), "reopens"
 /// (loads whose bytes lay in a file mapping the release reopened by path),
-/// "own_mappings" (loads whose bytes start an anonymous mapping without a
-/// name: an mmap of their own, not the heap), "bytes_changed" (unloads that
+/// "own_mappings" (loads whose bytes start a page of an anonymous mapping
+/// without a name: an mmap of their own, not malloc memory), "bytes_changed" (unloads that
 /// found the bytes given at load changed), "failed_calls" (hip* calls that
 /// returned an error; what hipGetLastError and hipPeekAtLastError return
 /// aside); -1 when unknown.

@@ -165,7 +165,7 @@ static hipError_t moduleLoadData(State& s, hipModule_t* module, const void* imag
   if (!image) return hipErrorInvalidValue;
   if (!valid_device(s, current_device())) return hipErrorInvalidDevice;
   s.last_image = image;
-  if (starts_anonymous_mapping(image)) ++s.own_mappings;
+  if (in_anonymous_pages(image)) ++s.own_mappings;
   // The comgr unbundler (5.5+; the default from 6.0) reopens the file the
   // bytes are mapped from, by its path.
   if (reopens_mapped_files(s)) {

@@ -4,6 +4,8 @@
 // file mapping by path, and how HIP_RETURN keeps the thread's last error.
 #include "fake_hip_state.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -203,10 +205,13 @@ std::optional<std::string> file_name_from_address(const void* image) {
   return entry.path;
 }
 
-bool starts_anonymous_mapping(const void* image) {
+bool in_anonymous_pages(const void* image) {
+  // Page-aligned: the kernel may merge a fresh mapping with an anonymous
+  // neighbour, so its start need not be the line's; malloc's chunks never are.
+  const auto address = reinterpret_cast<std::uintptr_t>(image);
   MapsEntry entry;
-  return maps_entry_at(image, &entry) && entry.low == reinterpret_cast<std::uintptr_t>(image) && entry.inode == 0 &&
-         entry.path.empty();
+  return address % static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE)) == 0 && maps_entry_at(image, &entry) &&
+         entry.inode == 0 && entry.path.empty();
 }
 
 hipError_t check_code_object(const State& s, const std::byte* image, const std::string& arch) {

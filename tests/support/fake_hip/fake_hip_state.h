@@ -62,8 +62,8 @@ struct State {
   int properties_r0000 = 0, properties_r0600 = 0;  // calls of each hipGetDeviceProperties entry point
   int init = 0;                                    // calls that run CLR's hip::init (HIP_INIT_API)
   int reopens = 0;                                 // loads whose bytes HIP found in a file mapping and reopened by path
-  int own_mappings = 0;              // loads whose bytes start an anonymous mapping without a name (no heap)
-  int bytes_changed = 0;             // unloads that found the loaded bytes changed (or freed)
+  int own_mappings = 0;                            // loads whose bytes start a page of an unnamed anonymous mapping
+  int bytes_changed = 0;                           // unloads that found the loaded bytes changed (or freed)
   int failed_calls = 0;              // entry points that returned an error (hipGetLastError's answer aside)
   const void* last_image = nullptr;  // the bytes of the last hipModuleLoadData
   std::uint64_t next_base = 0x7e0000000000ull;
@@ -106,9 +106,10 @@ bool reopens_mapped_files(const State& s);
 /// `image`, split on blanks as CLR's stream does (a path with a space is cut
 /// at it, " (deleted)" falls away); nullopt for anonymous memory.
 std::optional<std::string> file_name_from_address(const void* image);
-/// Whether `image` starts a mapping of its own with neither inode nor name
-/// (an anonymous mmap, not the heap's "[heap]").
-bool starts_anonymous_mapping(const void* image);
+/// Whether `image` starts a page of a mapping with neither inode nor name:
+/// an anonymous mmap of its own, not malloc memory (in "[heap]", in a
+/// /anon_hugepage mapping, or after a chunk header).
+bool in_anonymous_pages(const void* image);
 /// Whether the current device (gcnArchName `arch`) runs the code object
 /// whose header is at `image`, as CLR (Isa::findIsa, Isa::isCompatible) and
 /// ROCr's loader decide: hipSuccess or the release's refusal.
