@@ -1,7 +1,7 @@
 // The HIP backend against the test HIP library in each release mode
 // (tests/support/fake_hip; docs/loading.md, "HIP releases"): what the
 // registry chooses per release, the major read before HIP starts, code
-// objects in file mappings HIP 6+ would reopen by path, and function lookup
+// objects in file mappings HIP 5.5+ would reopen by path, and function lookup
 // by STT_FUNC symbol only.
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -13,6 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -202,32 +204,51 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
-// HIP 6+ reopens a mapped file by path: the file renamed (or its path
-// holding a space) fails there. coload hands it a heap copy instead.
-TEST_F(HipReleaseTest, AFileRenamedAfterRegistrationStillLoadsOnHip6) {
-  for (auto [major, release] : {std::pair{6, "6.2"}, std::pair{7, "7.0"}, std::pair{5, "5.2"}}) {
-    SCOPED_TRACE(release);
-    const FakeHip& hip = fake(major, release);
+/// A release and its HIP_USE_RUNTIME_UNBUNDLER (-1: the release's default).
+struct Unbundler {
+  int major;
+  const char* release;
+  int runtime_unbundler;
+};
+
+// HIP 5.5+ can reopen a mapped file by path (the comgr unbundler: with
+// HIP_USE_RUNTIME_UNBUNDLER=0 from 5.5, by default from 6.0): the file
+// renamed (or its path holding a space) fails there. coload hands it a copy
+// in an anonymous mapping of its own instead; HIP 5.2, which cannot reopen,
+// gets the mapping itself.
+TEST_F(HipReleaseTest, AFileRenamedAfterRegistrationStillLoadsFromHip55) {
+  for (const Unbundler& c : {Unbundler{6, "6.2", -1}, Unbundler{7, "7.0", -1}, Unbundler{5, "5.5", 0},
+                             Unbundler{5, "5.5", -1}, Unbundler{5, "5.2", -1}}) {
+    SCOPED_TRACE(std::string(c.release) + " HIP_USE_RUNTIME_UNBUNDLER " + std::to_string(c.runtime_unbundler));
+    const FakeHip& hip = fake(c.major, c.release);
+    hip.set_runtime_unbundler(c.runtime_unbundler);
     TempDir dir;
     const auto file = dir.path / "kernels.co";
     testing::write_file(file.string(), code_object("gfx1100", 4));
-    Registry registry(open(major), Config{});
+    Registry registry(open(c.major), Config{});
     auto binary = registry.register_file(file.string());
     ASSERT_TRUE(Succeeds(binary));
     std::filesystem::rename(file, dir.path / "moved.co");
     ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "k")));
     EXPECT_EQ(hip.counter("reopens"), 0) << "HIP was handed the mapping";
+    const bool copied = std::string(c.release) != "5.2";
+    EXPECT_EQ(hip.counter("own_mappings"), copied ? 1 : 0);
     ASSERT_TRUE(Succeeds(registry.unregister(*binary)));
     EXPECT_EQ(hip.counter("bytes_changed"), 0);
   }
 }
 
 // Without the copy: the test HIP library, handed the mapping itself, fails
-// as HIP 6 does (and HIP 5, which does not reopen, loads it).
-TEST_F(HipReleaseTest, HandedTheMappingHip6FailsAsFileNotFound) {
-  for (auto [major, release] : {std::pair{6, "6.2"}, std::pair{5, "5.2"}}) {
-    SCOPED_TRACE(release);
-    const FakeHip& hip = fake(major, release);
+// as HIP does where it reopens (6.2; 5.5 with the comgr unbundler), and
+// loads it where it does not (5.5 by default; 5.4, which has no comgr
+// unbundler, even with HIP_USE_RUNTIME_UNBUNDLER=0; 5.2).
+TEST_F(HipReleaseTest, HandedTheMappingTheComgrUnbundlerFailsAsFileNotFound) {
+  for (const Unbundler& c : {Unbundler{6, "6.2", -1}, Unbundler{5, "5.5", 0}, Unbundler{5, "5.5", -1},
+                             Unbundler{5, "5.4", 0}, Unbundler{5, "5.2", -1}}) {
+    SCOPED_TRACE(std::string(c.release) + " HIP_USE_RUNTIME_UNBUNDLER " + std::to_string(c.runtime_unbundler));
+    const FakeHip& hip = fake(c.major, c.release);
+    hip.set_runtime_unbundler(c.runtime_unbundler);
+    const bool reopens = c.major == 6 || (c.runtime_unbundler == 0 && std::string(c.release) == "5.5");
     auto load = reinterpret_cast<decltype(&hipModuleLoadData)>(dlsym(hip.handle, "hipModuleLoadData"));
     auto unload = reinterpret_cast<decltype(&hipModuleUnload)>(dlsym(hip.handle, "hipModuleUnload"));
     TempDir dir;
@@ -239,24 +260,49 @@ TEST_F(HipReleaseTest, HandedTheMappingHip6FailsAsFileNotFound) {
     void* mapped = mmap(nullptr, bytes.size(), PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     ASSERT_NE(mapped, MAP_FAILED);
-    hipModule_t module = nullptr;
+    hipModule_t spaced_module = nullptr, deleted_module = nullptr;
     // The path holds a space: CLR's /proc/self/maps reading cuts it there.
-    const int spaced = load(&module, mapped);
+    const int spaced = load(&spaced_module, mapped);
     std::filesystem::remove(file);
-    const int deleted = load(&module, mapped);
-    if (major == 6) {
+    const int deleted = load(&deleted_module, mapped);
+    if (reopens) {
       EXPECT_EQ(spaced, kFileNotFound);
       EXPECT_EQ(deleted, kFileNotFound);
       EXPECT_EQ(hip.counter("reopens"), 2);
     } else {
       EXPECT_EQ(spaced, 0);
       EXPECT_EQ(deleted, 0);
+      EXPECT_EQ(hip.counter("reopens"), 0);
       EXPECT_EQ(hip.counter("module_loads"), 2);
-      EXPECT_EQ(unload(module), 0);
-      hip.reset();  // the first module
+      EXPECT_EQ(unload(spaced_module), 0);
+      EXPECT_EQ(unload(deleted_module), 0);
     }
     munmap(mapped, bytes.size());
   }
+}
+
+// The copy is an anonymous mapping of its own, not heap memory (which
+// glibc.malloc.hugetlb can place in a /anon_hugepage mapping HIP would take
+// for a file), and is unmapped once the module is unloaded.
+TEST_F(HipReleaseTest, TheCopyIsAnAnonymousMappingUnmappedAtUnload) {
+  const FakeHip& hip = fake(6, "6.2");
+  TempDir dir;
+  const auto file = dir.path / "kernels.co";
+  testing::write_file(file.string(), code_object("gfx1100", 4));
+  Registry registry(open(6), Config{});
+  auto binary = registry.register_file(file.string());
+  ASSERT_TRUE(Succeeds(binary));
+  ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "k")));
+  EXPECT_EQ(hip.counter("own_mappings"), 1);
+  void* page = const_cast<void*>(hip.last_image());
+  ASSERT_NE(page, nullptr);
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(page) % static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE)), 0u);
+  unsigned char resident = 0;
+  EXPECT_EQ(mincore(page, 1, &resident), 0) << "the copy is mapped while the module lives";
+  ASSERT_TRUE(Succeeds(registry.unregister(*binary)));
+  EXPECT_EQ(hip.counter("bytes_changed"), 0);
+  EXPECT_EQ(mincore(page, 1, &resident), -1);
+  EXPECT_EQ(errno, ENOMEM) << "the copy is still mapped after hipModuleUnload";
 }
 
 // The heap copy lives until hipModuleUnload; the caller's buffer changing
@@ -275,18 +321,31 @@ TEST_F(HipReleaseTest, TheLibraryNoticesBytesChangedBeforeUnload) {
 }
 
 // HIP finds a function only among the STT_FUNC symbols: a kernel the
-// metadata lists without one is NotFound, and the module is unloaded.
-TEST_F(HipReleaseTest, AKernelWithoutAFunctionSymbolIsNotFound) {
+// metadata lists without one is NotFound before HIP is asked (which would
+// leave the miss in the caller's HIP error state), and nothing is loaded.
+TEST_F(HipReleaseTest, AKernelWithoutAFunctionSymbolIsNotFoundBeforeHip) {
   const FakeHip& hip = fake(7);
   auto runtime = open(7);
   auto bytes = code_object("gfx1100", 5, /*function_symbol=*/false);
-  auto code_object = CodeObject::read(bytes);
-  ASSERT_TRUE(Succeeds(code_object));
-  auto module = runtime->load(0, Image{bytes, nullptr}, *code_object);
+  auto unlisted = CodeObject::read(bytes);
+  ASSERT_TRUE(Succeeds(unlisted));
+  ASSERT_EQ(unlisted->kernels().size(), 1u);
+  EXPECT_FALSE(unlisted->kernels()[0].function_symbol);
+  const int set_device_calls = hip.counter("set_device");
+  auto module = runtime->load(0, Image{bytes, nullptr}, *unlisted);
   ASSERT_TRUE(FailsWith(module, ErrorKind::NotFound));
-  EXPECT_TRUE(Contains(module.error().message(), "hipModuleGetFunction failed with hipErrorNotFound (500)"));
-  EXPECT_TRUE(Contains(module.error().message(), "for kernel 'k'"));
-  EXPECT_EQ(hip.counter("live_modules"), 0);
+  EXPECT_EQ(module.error().message(),
+            "HIP load: kernel 'k' on device 0 (gfx1100) has no function symbol (STT_FUNC) of that name in the code "
+            "object, which HIP's hipModuleGetFunction finds kernels by (not loaded)");
+  EXPECT_EQ(hip.counter("module_loads"), 0);
+  EXPECT_EQ(hip.counter("failed_calls"), 0);
+  EXPECT_EQ(hip.counter("set_device"), set_device_calls);
+
+  auto with_symbol = code_object("gfx1100", 5);
+  auto listed = CodeObject::read(with_symbol);
+  ASSERT_TRUE(Succeeds(listed));
+  EXPECT_TRUE(listed->kernels()[0].function_symbol);
+  EXPECT_TRUE(Succeeds(runtime->load(0, Image{with_symbol, nullptr}, *listed)));
 }
 
 // hipModuleLoadData refuses a foreign ISA, a version or a generic the

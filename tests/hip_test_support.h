@@ -30,9 +30,11 @@ struct FakeHip {
   decltype(&coload_fake_hip_add_device) add_device = nullptr;
   decltype(&coload_fake_hip_set_version) set_version = nullptr;
   decltype(&coload_fake_hip_set_release) set_release = nullptr;
+  decltype(&coload_fake_hip_set_runtime_unbundler) set_runtime_unbundler = nullptr;
   decltype(&coload_fake_hip_fail) fail = nullptr;
   decltype(&coload_fake_hip_hide_kernel) hide_kernel = nullptr;
   decltype(&coload_fake_hip_counter) counter = nullptr;
+  decltype(&coload_fake_hip_last_image) last_image = nullptr;
 
   /// The library at `path`, loaded once per process.
   static const FakeHip& at(const std::string& path) {
@@ -51,9 +53,11 @@ struct FakeHip {
     bind(f.add_device, "coload_fake_hip_add_device");
     bind(f.set_version, "coload_fake_hip_set_version");
     bind(f.set_release, "coload_fake_hip_set_release");
+    bind(f.set_runtime_unbundler, "coload_fake_hip_set_runtime_unbundler");
     bind(f.fail, "coload_fake_hip_fail");
     bind(f.hide_kernel, "coload_fake_hip_hide_kernel");
     bind(f.counter, "coload_fake_hip_counter");
+    bind(f.last_image, "coload_fake_hip_last_image");
     return f;
   }
 };

@@ -144,6 +144,9 @@ struct Kernel {
   KernargLayout layout;
   /// The descriptor `.symbol` names; nullopt when the symbol is missing (a problem is reported).
   std::optional<KernelDescriptor> descriptor;
+  /// Whether a defined STT_FUNC symbol is named `.name`: what HIP's
+  /// hipModuleGetFunction finds a kernel by (ROCr needs the descriptor only).
+  bool function_symbol = false;
 };
 
 /// A global variable the code object defines (a `__device__` or

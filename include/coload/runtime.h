@@ -131,8 +131,9 @@ struct HsaOptions {
 Expected<std::unique_ptr<Runtime>> open_hsa_runtime(const HsaOptions& options = {});
 
 struct HipOptions {
-  /// The process's copy first (RTLD_NOLOAD), then opened by name; when this
-  /// name cannot be opened, libamdhip64.so.6 and .so.5 are tried the same way.
+  /// The process's copy first (RTLD_NOLOAD, then any loaded object of this
+  /// name's SONAME family: libamdhip64.so.N), then opened by name; when this
+  /// name cannot be opened, libamdhip64.so.7, .so.6 and .so.5 are tried the same way.
   std::string library = "libamdhip64.so";
   /// The caller's devices as HIP ordinals (what hipSetDevice takes), in the
   /// caller's order: device i is ordinal devices[i]. nullopt: every device.
@@ -142,12 +143,15 @@ struct HipOptions {
 /// release (gcnArchName only; docs/loading.md, "HIP releases") and
 /// hipDeviceGetAttribute (shared memory per block, warp size), modules with
 /// hipModuleLoadData, kernels probed with hipModuleGetFunction, globals with
-/// hipModuleGetGlobal. load() and LoadedModule::global set the calling
-/// thread's HIP device and put the previous one back. Library: the one the
-/// process has loaded under a candidate name (every default name is asked
+/// hipModuleGetGlobal (only for a variable the code object defines: no HIP
+/// call coload makes is expected to fail, docs/embedding.md). load() and
+/// LoadedModule::global set the calling thread's HIP device and put the
+/// previous one back. Library: the one the process has loaded under a
+/// candidate name or of its SONAME family (every default name is asked
 /// before any is opened), else the first that opens (docs/loading.md).
-/// On HIP 6+, code objects lying in a file mapping are handed to HIP as a
-/// heap copy the module owns (HIP would reopen the file by path). Without
+/// On HIP 5.5+, code objects lying in a file mapping are handed to HIP as a
+/// copy in an anonymous mapping the module owns (HIP would reopen the file
+/// by path). Without
 /// `options.devices`, a device whose answers coload cannot reconcile (an
 /// unknown gcnArchName) is left out and named in warnings(); the others keep
 /// their ordinals. Errors: Io when no candidate library opens,

@@ -239,6 +239,8 @@ class KernelBinder {
   }
 
   void bind(Kernel& kernel) {
+    auto function = index_.find(kernel.name);
+    kernel.function_symbol = function != index_.end() && function->second->type == E::STT_FUNC;
     auto located = locate_descriptor(kernel);
     if (!located) return;
     KernelDescriptor descriptor = detail::decode_kernel_descriptor(located->bytes, located->address);

@@ -6,11 +6,10 @@
 // names carry no major (a test library, a local build) is asked for its
 // version, then checked the same way.
 #include "load/hip_library.h"
+#include "load/loaded_library.h"
 #include "load/process_exit.h"
 
 #include <dlfcn.h>
-#include <elf.h>
-#include <link.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -42,36 +41,6 @@ ErrorKind kind_of(hipError_t status) {
 bool readable_major(int major) { return major >= 5 && major <= 7; }
 constexpr const char* kReadableMajors = "coload reads the device properties of HIP 5 to 7 only";
 
-/// The major in a library file name: 6 in "libamdhip64.so.6" and
-/// "libamdhip64.so.6.2.41133"; nullopt without a version after ".so".
-std::optional<int> major_in_name(std::string_view name) {
-  std::size_t slash = name.rfind('/');
-  if (slash != std::string_view::npos) name.remove_prefix(slash + 1);
-  std::size_t so = name.find(".so.");
-  if (so == std::string_view::npos) return std::nullopt;
-  std::string_view digits = name.substr(so + 4);
-  digits = digits.substr(0, digits.find('.'));
-  if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string_view::npos)
-    return std::nullopt;
-  return std::atoi(std::string(digits).c_str());
-}
-
-/// The DT_SONAME of a loaded object, from its dynamic section in memory.
-std::optional<std::string> soname_of(const link_map& map) {
-  if (!map.l_ld) return std::nullopt;
-  ElfW(Addr) strtab = 0;
-  std::optional<ElfW(Xword)> soname;
-  for (const ElfW(Dyn)* entry = map.l_ld; entry->d_tag != DT_NULL; ++entry) {
-    if (entry->d_tag == DT_STRTAB) strtab = entry->d_un.d_ptr;
-    if (entry->d_tag == DT_SONAME) soname = entry->d_un.d_val;
-  }
-  if (!soname || strtab == 0) return std::nullopt;
-  // glibc relocates DT_STRTAB in place; where the dynamic section is
-  // read-only (and under other loaders) it stays relative to the load address.
-  if (strtab < map.l_addr) strtab += map.l_addr;
-  return std::string(reinterpret_cast<const char*>(strtab + *soname));
-}
-
 /// Which file a handle is and the major its names carry: the SONAME
 /// (libamdhip64.so.6), else the real file name (libamdhip64.so.6.2.41133).
 struct LibraryName {
@@ -81,24 +50,32 @@ struct LibraryName {
 };
 LibraryName name_of(void* handle, const std::string& opened_as) {
   LibraryName name{opened_as, "", std::nullopt};
-  link_map* map = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map) return name;
-  if (map->l_name && *map->l_name) {
-    if (char* real = realpath(map->l_name, nullptr)) {
-      name.file = real;
-      std::free(real);
-    } else {
-      name.file = map->l_name;
-    }
+  const std::optional<detail::LoadedLibrary> loaded = detail::loaded_library_of(handle);
+  if (!loaded) return name;
+  if (char* real = realpath(loaded->path.c_str(), nullptr)) {
+    name.file = real;
+    std::free(real);
+  } else {
+    name.file = loaded->path;
   }
-  if (auto soname = soname_of(*map)) {
-    if ((name.major = major_in_name(*soname))) {
-      name.named_by = "SONAME " + *soname;
-      return name;
-    }
+  if (loaded->soname && (name.major = loaded->major)) {
+    name.named_by = "SONAME " + loaded->name;
+    return name;
   }
-  if ((name.major = major_in_name(name.file))) name.named_by = "file name";
+  if ((name.major = detail::major_in_name(name.file))) name.named_by = "file name";
   return name;
+}
+
+/// The SONAME family of a library name: its file name cut after ".so"
+/// ("libamdhip64.so" for "/opt/rocm/lib/libamdhip64.so.6.2.41133"), or the
+/// whole file name when it has no ".so" ending a word.
+std::string family_of(std::string_view name) {
+  name.remove_prefix(name.rfind('/') + 1);  // npos + 1 == 0: no directory
+  for (std::size_t at = name.find(".so"); at != std::string_view::npos; at = name.find(".so", at + 1)) {
+    const std::size_t end = at + 3;
+    if (end == name.size() || name[end] == '.') return std::string(name.substr(0, end));
+  }
+  return std::string(name);
 }
 
 /// Resolves every entry point; the list of missing ones, empty when none is.
@@ -182,28 +159,39 @@ Expected<void> check(const HipApi& api, hipError_t status, std::string_view func
 }
 
 Expected<std::shared_ptr<const HipLibrary>> find_library(const HipOptions& options) {
-  // The names, in groups: the process's copy under any name of a group comes
-  // before opening one of them. The default name and its versioned ones are
-  // one group; a name the caller chose is its own group, the versioned
-  // defaults a later one (tried only when it cannot be opened).
-  const std::string fallbacks[] = {"libamdhip64.so.6", "libamdhip64.so.5"};
-  std::vector<std::vector<std::string>> groups(1);
-  if (!options.library.empty()) groups.back().push_back(options.library);
-  if (!options.library.empty() && options.library != HipOptions{}.library) groups.emplace_back();
+  // The names, in groups: the process's copy, under any name of a group or
+  // by the group's SONAME family, comes before opening one of them. The
+  // default name and its versioned ones (newest first) are one group; a name
+  // the caller chose is its own group, the versioned defaults a later one
+  // (tried only when it cannot be opened).
+  const std::string default_name = HipOptions{}.library;
+  const std::string fallbacks[] = {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"};
+  struct Group {
+    std::vector<std::string> names;
+    std::string family;
+  };
+  std::vector<Group> groups{{{}, family_of(default_name)}};
+  if (!options.library.empty()) groups.back() = {{options.library}, family_of(options.library)};
+  if (!options.library.empty() && options.library != default_name) groups.push_back({{}, family_of(default_name)});
   for (const std::string& name : fallbacks) {
-    if (name != options.library) groups.back().push_back(name);
+    if (name != options.library) groups.back().names.push_back(name);
   }
   // Only a library that cannot be opened sends us to the next name, and a
   // fallback of a HIP major coload cannot read; the library asked for by
   // name, and one the process has, is the answer.
   std::string failures;
   std::optional<Error> wrong_major;
-  for (const std::vector<std::string>& group : groups) {
-    for (const std::string& name : group) {
+  for (const Group& group : groups) {
+    for (const std::string& name : group.names) {
       dlerror();  // clear a stale message
       if (void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD)) return adopt(handle, name);
     }
-    for (const std::string& name : group) {
+    // Under another name (a later major, a copy a wheel ships): found by the
+    // loader's own records, then asked for by the path it was loaded from.
+    if (std::optional<detail::LoadedLibrary> loaded = detail::find_loaded_library(group.family)) {
+      if (void* handle = dlopen(loaded->path.c_str(), RTLD_NOW | RTLD_NOLOAD)) return adopt(handle, loaded->path);
+    }
+    for (const std::string& name : group.names) {
       dlerror();
       void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (!handle) {

@@ -66,8 +66,10 @@ struct HipLibrary {
 /// name, number and text for the status, and what was asked.
 Expected<void> check(const HipApi& api, hipError_t status, std::string_view function, std::string_view what);
 
-/// The library `options` names, the process's copy first (docs/loading.md,
-/// "Finding the library"). Its major comes from its SONAME or file name
+/// The library `options` names, the process's copy first: under a candidate
+/// name, else any loaded object of the name's SONAME family
+/// (libamdhip64.so.N; docs/loading.md, "Which library"). Its major comes
+/// from its SONAME or file name
 /// before any HIP call, so a major coload cannot read is refused without
 /// starting that runtime (hipRuntimeGetVersion runs HIP's full init). Errors:
 /// Io when no candidate opens; UnsupportedVersion for a major outside 5 to 7

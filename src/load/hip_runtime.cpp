@@ -11,7 +11,10 @@
 // offset of gcnArchName in that layout, defined here from the public
 // headers; the attributes coload asks for kept their numbers (74, 87) in
 // every header from 5.2.3 to 6.x.
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -195,22 +198,42 @@ struct HipBytes {
   std::shared_ptr<const void> owner;
 };
 
-/// HIP 6.0+ looks the pointer up in /proc/self/maps and, when it lies in a
-/// file mapping, reopens that file by path (CLR hip_fatbin.cpp,
+/// Whether HIP `version` can reopen a code object's file by path: from 5.5,
+/// whose comgr unbundler (HIP_USE_RUNTIME_UNBUNDLER=0; the default from 6.0,
+/// the only path in 7.x) looks the bytes up in /proc/self/maps.
+bool reopens_mapped_files(int version) {
+  return major_of(version) > 5 || (major_of(version) == 5 && minor_of(version) >= 5);
+}
+
+/// HIP 5.5+ may look the pointer up in /proc/self/maps and, when it lies in
+/// a file mapping, reopen that file by path (CLR hip_fatbin.cpp,
 /// ExtractFatBinaryUsingCOMGR: Os::FindFileNameFromAddress, then
 /// GetUniqueFileHandle): a path with a space, or a file renamed or deleted
 /// since it was mapped, fails as hipErrorFileNotFound. Such bytes go to HIP
-/// as a heap copy of the code object, owned by the module; heap bytes (a
-/// decoded CCOB entry, a caller's buffer) go as they are. When the maps
-/// cannot be read HIP cannot read them either, and takes the bytes as memory.
-HipBytes bytes_for_hip(const HipLibrary& library, const Image& image, std::size_t size) {
+/// as a copy of the code object in an anonymous mapping of their own, owned
+/// by the module and unmapped after hipModuleUnload: not heap memory, which
+/// glibc.malloc.hugetlb can place in a /anon_hugepage mapping HIP would take
+/// for a file (docs/loading.md, "HIP releases"). Anonymous bytes (a decoded
+/// CCOB entry, a caller's buffer) go as they are. When the maps cannot be
+/// read HIP cannot read them either, and takes the bytes as memory. Errors:
+/// LimitExceeded when the copy cannot be mapped.
+Expected<HipBytes> bytes_for_hip(const HipLibrary& library, const Image& image, std::size_t size) {
   HipBytes given{image.bytes.data(), image.owner};
-  if (major_of(library.version) < 6) return given;  // HIP 5 unbundles from memory
+  if (!reopens_mapped_files(library.version)) return given;  // HIP 5.0 to 5.4 unbundle from memory
   auto file = detail::mapped_file_at(image.bytes.data());
   if (!file || !*file) return given;
-  auto copy = std::make_shared_for_overwrite<std::byte[]>(size);
-  std::memcpy(copy.get(), image.bytes.data(), size);
-  return HipBytes{copy.get(), std::move(copy)};
+  // Populated at once: one call instead of a page fault per page as the
+  // copy is written (docs/loading.md, "HIP releases": the cost).
+  void* copy = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (copy == MAP_FAILED) {
+    const int error = errno;
+    return Error(ErrorKind::LimitExceeded, "HIP load: cannot map " + hex(size) +
+                                               " bytes for a copy of the code object in '" + **file +
+                                               "': " + std::strerror(error));
+  }
+  std::memcpy(copy, image.bytes.data(), size);
+  std::shared_ptr<const void> owner(copy, [size](const void* bytes) { munmap(const_cast<void*>(bytes), size); });
+  return HipBytes{copy, std::move(owner)};
 }
 
 class HipModule final : public LoadedModule {
@@ -228,8 +251,12 @@ class HipModule final : public LoadedModule {
   std::span<const LoadedKernel> kernels() const override { return kernels_; }
 
   /// hipModuleGetGlobal on the module's device (HIP answers for the calling
-  /// thread's current device).
+  /// thread's current device), asked only for a variable the code object
+  /// defines: a miss asked of HIP would stay in the application's HIP error
+  /// state (HIP 7 keeps every failure until hipGetLastError;
+  /// docs/embedding.md, "HIP's error state").
   Expected<LoadedGlobal> global(std::string_view name) const override {
+    if (!code_object_.find_variable(name)) return global_not_found(code_object_, name, "");
     const HipApi& api = library_->api;
     const std::string text(name);
     auto current = CurrentDevice::select(api, ordinal_);
@@ -286,12 +313,23 @@ class HipRuntime final : public Runtime {
     const int ordinal = ordinals_[device];
     std::string where = "on device " + std::to_string(device) + " (" + devices_[device].str() +
                         (ordinal == static_cast<int>(device) ? "" : ", HIP ordinal " + std::to_string(ordinal)) + ")";
+    // hipModuleGetFunction finds kernels by their STT_FUNC symbol: one the
+    // code object lacks is refused here, not asked of HIP, where the miss
+    // would stay in the caller's HIP error state (docs/embedding.md).
+    for (const Kernel& kernel : code_object.kernels()) {
+      if (!kernel.function_symbol) {
+        return Error(ErrorKind::NotFound, "HIP load: kernel '" + kernel.name + "' " + where +
+                                              " has no function symbol (STT_FUNC) of that name in the code object, "
+                                              "which HIP's hipModuleGetFunction finds kernels by (not loaded)");
+      }
+    }
     auto current = CurrentDevice::select(api, ordinal);
     if (!current) return std::move(current).error();
 
-    const HipBytes bytes = bytes_for_hip(*library_, image, code_object.size());
+    auto bytes = bytes_for_hip(*library_, image, code_object.size());
+    if (!bytes) return std::move(bytes).error();
     hipModule_t raw = nullptr;
-    if (auto ok = check(api, api.module_load_data(&raw, bytes.data), "hipModuleLoadData",
+    if (auto ok = check(api, api.module_load_data(&raw, bytes->data), "hipModuleLoadData",
                         "for a code object of " + hex(image.bytes.size()) + " bytes " + where);
         !ok) {
       // A failed load leaves nothing loaded; should HIP hand a module back
@@ -332,7 +370,7 @@ class HipRuntime final : public Runtime {
       kernels.push_back(std::move(loaded));
     }
     return std::unique_ptr<LoadedModule>(
-        new HipModule(library_, bytes.owner, std::move(module), ordinal, code_object, std::move(kernels)));
+        new HipModule(library_, bytes->owner, std::move(module), ordinal, code_object, std::move(kernels)));
   }
 
  private:

@@ -7,6 +7,7 @@
 #include <link.h>
 
 #include <charconv>
+#include <utility>
 
 namespace coload::detail {
 namespace {
@@ -50,6 +51,12 @@ bool in_family(std::string_view name, std::string_view family) {
   return rest.empty() || (rest.size() >= 2 && rest[0] == '.' && rest[1] >= '0' && rest[1] <= '9');
 }
 
+LoadedLibrary describe(const dl_phdr_info& info) {
+  const std::optional<std::string_view> soname = soname_of(info);
+  const std::string_view name = soname ? *soname : base_name(info.dlpi_name);
+  return LoadedLibrary{info.dlpi_name, std::string(name), major_in_name(name), soname.has_value()};
+}
+
 struct Search {
   std::string_view family;
   std::optional<LoadedLibrary> found;
@@ -58,10 +65,9 @@ struct Search {
 int visit(dl_phdr_info* info, std::size_t, void* data) {
   auto* search = static_cast<Search*>(data);
   if (!info->dlpi_name || !*info->dlpi_name) return 0;  // the executable, the vDSO
-  const std::optional<std::string_view> soname = soname_of(*info);
-  const std::string_view name = soname ? *soname : base_name(info->dlpi_name);
-  if (!in_family(name, search->family)) return 0;
-  search->found = LoadedLibrary{info->dlpi_name, std::string(name), major_in_name(name)};
+  LoadedLibrary library = describe(*info);
+  if (!in_family(library.name, search->family)) return 0;
+  search->found = std::move(library);
   return 1;
 }
 
@@ -78,7 +84,7 @@ std::optional<LoadedLibrary> loaded_library_of(void* handle) {
   if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name) return std::nullopt;
   const std::optional<std::string_view> soname = soname_in(map->l_addr, map->l_ld);
   const std::string_view name = soname ? *soname : base_name(map->l_name);
-  return LoadedLibrary{map->l_name, std::string(name), major_in_name(name)};
+  return LoadedLibrary{map->l_name, std::string(name), major_in_name(name), soname.has_value()};
 }
 
 std::optional<int> major_in_name(std::string_view name) {

@@ -17,6 +17,7 @@ struct LoadedLibrary {
   std::string path;
   std::string name;          ///< its SONAME, else its file name
   std::optional<int> major;  ///< the first number after ".so.", when the name has one
+  bool soname = false;       ///< `name` is its SONAME
 };
 
 /// The first object dl_iterate_phdr lists whose SONAME (or, without one, its
