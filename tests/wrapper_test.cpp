@@ -215,7 +215,11 @@ TEST(RegisterWrapper, EachWrapperOfALoadedLibraryIsItsOwnBinary) {
 }
 
 TEST(RegisterWrapper, RegisteringReadsOnlyTheRecordAndTheImageIsCheckedAtFirstUse) {
-  Registry registry(open_dry_run_runtime({testing::device("gfx1100"), testing::device("gfx90a")}), Config{});
+  std::vector<std::string> warnings;
+  RegistryOptions options;
+  options.log = [&](LogLevel, std::string_view text) { warnings.emplace_back(text); };
+  Registry registry(open_dry_run_runtime({testing::device("gfx1100"), testing::device("gfx90a")}), Config{},
+                    std::move(options));
   // A record pointing at no image at all: registering reads none of it, as
   // CLR's does; the first lookup measures it and fails, naming the wrapper,
   // and every later use (any device) gets the same answer without reading again.
@@ -231,6 +235,8 @@ TEST(RegisterWrapper, RegisteringReadsOnlyTheRecordAndTheImageIsCheckedAtFirstUs
   auto again = registry.lookup_kernel(*binary, 1, "k");
   EXPECT_TRUE(FailsAtField(again, ErrorKind::BadMagic, "magic", 0));
   EXPECT_EQ(again.error().message(), kernel.error().message());
+  ASSERT_EQ(warnings.size(), 1u);  // logged once, when the image was opened
+  EXPECT_EQ(warnings[0], kernel.error().message());
   // A bad record is still refused at registration.
   WrapperRecord bad_magic{.magic = 0x46504948, .binary = zeros.data()};
   EXPECT_TRUE(FailsAtField(registry.register_wrapper(&bad_magic), ErrorKind::BadMagic, "magic", 0, 0x46504948));

@@ -121,7 +121,8 @@ struct RegistryOptions {
   /// with it: each stream holds its decoder window and its chosen entry.
   std::size_t decode_threads = 0;
   /// Receives the registry's messages of the Config's log_level
-  /// (COLOAD_LOG) or more severe: warn, a (binary, device) load that failed;
+  /// (COLOAD_LOG) or more severe: warn, a (binary, device) load that failed
+  /// or a wrapper's image that could not be opened at its first use;
   /// info, what each load chose per bundle; debug, each compressed stream
   /// and each entry reused. Null: written to stderr as "coload: LEVEL:
   /// MESSAGE". Called from the thread doing the load (or a decode thread),

@@ -183,6 +183,7 @@ struct Registry::Impl {
           set_fat(binary, std::move(*fat));
         } else {
           binary.open_error = std::move(fat).error();
+          log(LogLevel::Warn, [&] { return binary.open_error->message(); });  // once, as a failed load is
         }
         binary.opened.store(true, std::memory_order_release);
       }
