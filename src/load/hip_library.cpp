@@ -66,18 +66,6 @@ LibraryName name_of(void* handle, const std::string& opened_as) {
   return name;
 }
 
-/// The SONAME family of a library name: its file name cut after ".so"
-/// ("libamdhip64.so" for "/opt/rocm/lib/libamdhip64.so.6.2.41133"), or the
-/// whole file name when it has no ".so" ending a word.
-std::string family_of(std::string_view name) {
-  name.remove_prefix(name.rfind('/') + 1);  // npos + 1 == 0: no directory
-  for (std::size_t at = name.find(".so"); at != std::string_view::npos; at = name.find(".so", at + 1)) {
-    const std::size_t end = at + 3;
-    if (end == name.size() || name[end] == '.') return std::string(name.substr(0, end));
-  }
-  return std::string(name);
-}
-
 /// Resolves every entry point; the list of missing ones, empty when none is.
 std::string resolve(void* handle, HipApi& api) {
   std::string missing;
@@ -170,9 +158,10 @@ Expected<std::shared_ptr<const HipLibrary>> find_library(const HipOptions& optio
     std::vector<std::string> names;
     std::string family;
   };
-  std::vector<Group> groups{{{}, family_of(default_name)}};
-  if (!options.library.empty()) groups.back() = {{options.library}, family_of(options.library)};
-  if (!options.library.empty() && options.library != default_name) groups.push_back({{}, family_of(default_name)});
+  std::vector<Group> groups{{{}, detail::family_of(default_name)}};
+  if (!options.library.empty()) groups.back() = {{options.library}, detail::family_of(options.library)};
+  if (!options.library.empty() && options.library != default_name)
+    groups.push_back({{}, detail::family_of(default_name)});
   for (const std::string& name : fallbacks) {
     if (name != options.library) groups.back().names.push_back(name);
   }

@@ -35,16 +35,6 @@ ErrorKind kind_of(hsa_status_t status) {
   }
 }
 
-std::string_view base_name(std::string_view path) { return path.substr(path.rfind('/') + 1); }
-
-/// The SONAME family of a configured name: its file name cut after ".so"
-/// ("/opt/rocm/lib/libhsa-runtime64.so.1" -> "libhsa-runtime64.so").
-std::string family_of(std::string_view name) {
-  name = base_name(name);
-  const std::size_t so = name.find(".so");
-  return std::string(so == std::string_view::npos ? name : name.substr(0, so + 3));
-}
-
 /// The SONAME major of every ROCr coload knows (libhsa-runtime64.so.1, ROCm 5.0 to 7.x).
 constexpr int kRocrMajor = 1;
 
@@ -82,7 +72,7 @@ Expected<std::shared_ptr<HsaLibrary>> HsaLibrary::open(const std::string& name) 
   // names only, and a wheel's copy is torch/lib/libhsa-runtime64.so.
   // RTLD_NODELETE: ROCr is never unmapped (see ~HsaLibrary), even when this
   // handle is the only one.
-  const std::string family = family_of(name);
+  const std::string family = detail::family_of(name);
   void* handle = nullptr;
   if (auto loaded = detail::find_loaded_library(family)) {
     if (loaded->major && *loaded->major != kRocrMajor) return unknown_major(*loaded);
@@ -91,7 +81,7 @@ Expected<std::shared_ptr<HsaLibrary>> HsaLibrary::open(const std::string& name) 
   if (!handle) {
     // A name that says another major is not even opened.
     if (auto major = detail::major_in_name(name); major && *major != kRocrMajor) {
-      return unknown_major({name, std::string(base_name(name)), major});
+      return unknown_major({name, std::string(detail::base_name(name)), major});
     }
     handle = dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
     if (!handle) handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);

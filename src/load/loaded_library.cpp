@@ -39,11 +39,6 @@ std::optional<std::string_view> soname_of(const dl_phdr_info& info) {
   return soname_in(info.dlpi_addr, dynamic);
 }
 
-std::string_view base_name(std::string_view path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 /// `name` is `family` itself or `family` + "." + a number.
 bool in_family(std::string_view name, std::string_view family) {
   if (!name.starts_with(family)) return false;
@@ -85,6 +80,20 @@ std::optional<LoadedLibrary> loaded_library_of(void* handle) {
   const std::optional<std::string_view> soname = soname_in(map->l_addr, map->l_ld);
   const std::string_view name = soname ? *soname : base_name(map->l_name);
   return LoadedLibrary{map->l_name, std::string(name), major_in_name(name), soname.has_value()};
+}
+
+std::string_view base_name(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string family_of(std::string_view name) {
+  name = base_name(name);
+  for (std::size_t at = name.find(".so"); at != std::string_view::npos; at = name.find(".so", at + 1)) {
+    const std::size_t end = at + 3;
+    if (end == name.size() || name[end] == '.') return std::string(name.substr(0, end));
+  }
+  return std::string(name);
 }
 
 std::optional<int> major_in_name(std::string_view name) {

@@ -30,6 +30,14 @@ std::optional<LoadedLibrary> find_loaded_library(std::string_view family);
 /// names it (its SONAME, else its file name); nullopt when the loader cannot tell.
 std::optional<LoadedLibrary> loaded_library_of(void* handle);
 
+/// The file name of `path`: what follows its last '/'.
+std::string_view base_name(std::string_view path);
+
+/// The SONAME family of a library name: its file name cut after ".so"
+/// ("libamdhip64.so" for "/opt/rocm/lib/libamdhip64.so.6.2.41133"), or the
+/// whole file name when it has no ".so" ending a word.
+std::string family_of(std::string_view name);
+
 /// The major in a library's name: 6 in "libamdhip64.so.6" and
 /// "/opt/rocm/lib/libamdhip64.so.6.2.41133"; nullopt without a number after ".so.".
 std::optional<int> major_in_name(std::string_view name);

@@ -86,7 +86,7 @@ struct Binary {
     }
   } release;
   std::string name;
-  /// A wrapper's image is opened at its first use (Impl::open): registering
+  /// A wrapper's image is opened at its first use (open()): registering
   /// reads only the wrapper's record. Until `opened`, these two are set and
   /// `fat` and `bundles` are not; after it, the reverse (or `open_error`).
   const void* wrapper = nullptr;
@@ -97,6 +97,13 @@ struct Binary {
   std::shared_ptr<const FatBinary> fat;
   std::vector<std::unique_ptr<BundleSlot>> bundles;
   std::unique_ptr<DeviceSlot[]> devices;  // one per device; destroyed first
+
+  /// Sets `fat`, one BundleSlot per bundle, and `opened`; before the binary is shared.
+  void set_opened(FatBinary opened_fat);
+  /// Opens a wrapper's image once (measured within `reach`, its bundles
+  /// located), logging a failure at warn; every later call gets the same
+  /// answer. Errors: wrapped_image_in's, then FatBinary::from_memory's.
+  Expected<void> open(const ReadOptions& options, const Log& log);
 
   ~Binary() {
     // Modules before the bytes, whatever the member order says.

@@ -140,8 +140,7 @@ struct Registry::Impl {
     if (!fat) return std::move(fat).error();
     auto binary = std::make_shared<Binary>();
     binary->name = std::move(name);
-    set_fat(*binary, std::move(*fat));
-    binary->opened.store(true, std::memory_order_relaxed);
+    binary->set_opened(std::move(*fat));
     return add(std::move(binary));
   }
 
@@ -161,35 +160,6 @@ struct Registry::Impl {
     BinaryHandle handle{next_handle++};
     binaries.emplace(handle.value, std::move(binary));
     return handle;
-  }
-
-  static void set_fat(Binary& binary, FatBinary fat) {
-    binary.fat = std::make_shared<const FatBinary>(std::move(fat));
-    for (std::size_t i = 0; i < binary.fat->bundles().size(); ++i) {
-      binary.bundles.push_back(std::make_unique<BundleSlot>());
-    }
-  }
-
-  /// Opens a wrapper's image once (measured, its bundles located); every
-  /// later use gets the same answer. Errors: wrapped_image_in's, then
-  /// FatBinary::from_memory's.
-  Expected<void> open(Binary& binary) const {
-    if (!binary.opened.load(std::memory_order_acquire)) {
-      std::lock_guard lock(binary.open_mutex);
-      if (!binary.opened.load(std::memory_order_relaxed)) {
-        auto image = wrapped_image_in(binary.wrapper, binary.reach, read_options);
-        auto fat = image ? FatBinary::from_memory(*image, binary.name, read_options) : std::move(image).error();
-        if (fat) {
-          set_fat(binary, std::move(*fat));
-        } else {
-          binary.open_error = std::move(fat).error();
-          log(LogLevel::Warn, [&] { return binary.open_error->message(); });  // once, as a failed load is
-        }
-        binary.opened.store(true, std::memory_order_release);
-      }
-    }
-    if (binary.open_error) return *binary.open_error;
-    return {};
   }
 
   Expected<std::shared_ptr<Binary>> find(BinaryHandle handle) const {
@@ -406,7 +376,7 @@ struct Registry::Impl {
     if (!found) return std::move(found).error();
     binary = std::move(*found);
     if (device >= devices.size()) return device_out_of_range(device);
-    if (auto opened = open(*binary); !opened) return std::move(opened).error();
+    if (auto opened = binary->open(read_options, log); !opened) return std::move(opened).error();
     DeviceSlot& slot = binary->devices[device];
     if (!slot.ready.load(std::memory_order_acquire)) {
       std::lock_guard lock(slot.mutex);
@@ -585,7 +555,7 @@ Expected<void> Registry::choose(BinaryHandle binary, std::size_t device, const C
   if (!found) return std::move(found).error();
   const Binary& held = **found;
   if (device >= impl_->devices.size()) return impl_->device_out_of_range(device);
-  if (auto opened = impl_->open(**found); !opened) return std::move(opened).error();
+  if (auto opened = (*found)->open(impl_->read_options, impl_->log); !opened) return std::move(opened).error();
   if (impl_->hotswap_error) return impl_->hotswap_error->with_context(held.name);
   std::vector<std::size_t> every(held.fat->bundles().size());
   std::iota(every.begin(), every.end(), std::size_t{0});
