@@ -9,7 +9,13 @@
 #                         cmake/ElfWriter.cmake; the fuzz targets link it too
 #   coload_fixtures       custom target (ALL) running tests/fixtures/build_fixtures.sh
 #                         at build time into ${COLOAD_FIXTURE_DIR}
-#   COLOAD_FIXTURE_DIR    ${CMAKE_BINARY_DIR}/fixtures (normal and cache variable)
+#   COLOAD_FIXTURE_DIR    ${CMAKE_BINARY_DIR}/fixtures (normal and cache variable), or
+#                         ${COLOAD_FIXTURES_FROM}/fixtures
+#   COLOAD_FIXTURES_FROM  (cache, empty by default) another build tree of this source whose
+#                         toolchain-built inputs this build uses instead of building its own:
+#                         the fixtures and the template library's objects (tests/HipTemplates.cmake).
+#                         The toolchain writes the same bytes whatever coload is built with, so
+#                         scripts/test.sh's sanitizer build reads the normal build's.
 #   COLOAD_HAVE_FIXTURES  ON when clang-22 and clang-offload-bundler-22 were found
 #   coload_use_fixtures(<target>)  adds the COLOAD_FIXTURE_DIR="..." definition and
 #                         a dependency on coload_fixtures to <target>
@@ -31,7 +37,15 @@ target_link_libraries(make_ccob PRIVATE coload_bundle_writer)
 
 include(ElfWriter)
 
-set(COLOAD_FIXTURE_DIR ${CMAKE_BINARY_DIR}/fixtures)
+set(COLOAD_FIXTURES_FROM "" CACHE PATH "A build tree of this source whose toolchain-built test inputs to use")
+if(COLOAD_FIXTURES_FROM)
+  set(COLOAD_FIXTURE_DIR ${COLOAD_FIXTURES_FROM}/fixtures)
+  if(NOT EXISTS ${COLOAD_FIXTURE_DIR}/manifest.tsv)
+    message(FATAL_ERROR "COLOAD_FIXTURES_FROM: ${COLOAD_FIXTURE_DIR}/manifest.tsv does not exist (build that tree first)")
+  endif()
+else()
+  set(COLOAD_FIXTURE_DIR ${CMAKE_BINARY_DIR}/fixtures)
+endif()
 set(COLOAD_FIXTURE_DIR ${COLOAD_FIXTURE_DIR} CACHE INTERNAL "Toolchain-built test fixtures")
 
 find_program(COLOAD_CLANG19 NAMES clang-19)
@@ -47,7 +61,10 @@ file(GLOB _coload_fixture_kernels CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/tests/kernels/*.h
   ${PROJECT_SOURCE_DIR}/tests/kernels/*.c)
 
-if(COLOAD_CLANG AND COLOAD_BUNDLER)
+if(COLOAD_CLANG AND COLOAD_BUNDLER AND COLOAD_FIXTURES_FROM)
+  set(COLOAD_HAVE_FIXTURES ON)
+  add_custom_target(coload_fixtures)
+elseif(COLOAD_CLANG AND COLOAD_BUNDLER)
   set(COLOAD_HAVE_FIXTURES ON)
   # Empty values make the script skip the LLVM 19 fixtures.
   set(_coload_clang19 "")

@@ -35,8 +35,9 @@ echo "== C ABI against its baseline (abi/, docs/packaging.md)"
 bash "$root/scripts/abi.sh" check "$root/build"
 
 echo "== sanitizer build (ASan + UBSan) and libFuzzer targets"
+# The toolchain-built inputs are the normal build's (COLOAD_FIXTURES_FROM, cmake/Fixtures.cmake).
 cmake -S "$root" -B "$root/build-asan" -G Ninja "${compilers[@]}" \
-  -DCMAKE_BUILD_TYPE=Debug -DCOLOAD_SANITIZE=ON -DCOLOAD_BUILD_FUZZERS=ON
+  -DCMAKE_BUILD_TYPE=Debug -DCOLOAD_SANITIZE=ON -DCOLOAD_BUILD_FUZZERS=ON -DCOLOAD_FIXTURES_FROM="$root/build"
 cmake --build "$root/build-asan"
 # lsan.supp: leaks inside the real ROCm libraries the no-GPU tests call, not coload's.
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -62,20 +63,31 @@ rm -rf "$tsan_out"
 unset TSAN_OPTIONS
 
 if [ "$fuzz_seconds" -gt 0 ]; then
-  echo "== fuzzing, ${fuzz_seconds}s per target"
+  echo "== fuzzing, ${fuzz_seconds}s per target, $jobs at a time"
   # The targets are the ones fuzz/CMakeLists.txt builds (its one-line COLOAD_FUZZ_TARGETS list).
   targets=$(sed -n 's/^set(COLOAD_FUZZ_TARGETS \(.*\))$/\1/p' "$root/fuzz/CMakeLists.txt")
   [ -n "$targets" ] || { echo "no COLOAD_FUZZ_TARGETS list in fuzz/CMakeLists.txt"; exit 1; }
-  for target in $targets; do
+  fuzz_target() {  # fuzz_target TARGET: one run, its output in build-asan/fuzz/TARGET.log
+    local target=$1
     # New inputs go to the first folder; the others seed it (git keeps no empty folder).
-    seeds=("$root/build-asan/fuzz/corpus-$target")
+    local seeds=("$root/build-asan/fuzz/corpus-$target")
     mkdir -p "${seeds[0]}"
-    for folder in "$root/fuzz/corpus/$target" "$root/fuzz/regressions/$target" "$root/build-asan/fixtures"; do
+    for folder in "$root/fuzz/corpus/$target" "$root/fuzz/regressions/$target" "$root/build/fixtures"; do
       [ -d "$folder" ] && seeds+=("$folder")
     done
     "$root/build-asan/fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
       -artifact_prefix="$root/build-asan/fuzz/crash-$target-" -print_final_stats=0 "${seeds[@]}" \
-      2>&1 | tail -n 3
+      > "$root/build-asan/fuzz/$target.log" 2>&1
+  }
+  export -f fuzz_target
+  export root fuzz_seconds
+  # One target per core: each run still gets its full time on a core of its own.
+  fuzz_status=0
+  printf '%s\n' $targets | xargs -P "$jobs" -I '{}' bash -c 'fuzz_target "$1"' _ '{}' || fuzz_status=$?
+  for target in $targets; do
+    echo "-- $target"
+    tail -n 3 "$root/build-asan/fuzz/$target.log"
   done
+  [ "$fuzz_status" -eq 0 ] || { echo "a fuzz target failed: its log above, its input in build-asan/fuzz/crash-*"; exit 1; }
 fi
 echo "all test stages passed"

@@ -7,8 +7,13 @@
 # what bench/ registers). hip_templates_app dlopens it through the example
 # layer (dry-run) for each device of a list and checks every launch.
 set(COLOAD_TEMPLATE_UNITS 104)
-set(COLOAD_TEMPLATE_DIR ${CMAKE_CURRENT_BINARY_DIR}/hip_templates)
-file(MAKE_DIRECTORY ${COLOAD_TEMPLATE_DIR})
+# The objects are the toolchain's: with COLOAD_FIXTURES_FROM (cmake/Fixtures.cmake) that tree's.
+if(COLOAD_FIXTURES_FROM)
+  set(COLOAD_TEMPLATE_DIR ${COLOAD_FIXTURES_FROM}/tests/hip_templates)
+else()
+  set(COLOAD_TEMPLATE_DIR ${CMAKE_CURRENT_BINARY_DIR}/hip_templates)
+  file(MAKE_DIRECTORY ${COLOAD_TEMPLATE_DIR})
+endif()
 # Unit n is in group n % 4 (tests/hip_templates_main.cpp, kGroups, says the same):
 #   0  generic: gfx9-4-generic, gfx11-generic, gfx10-3-generic (code object v6; every other unit compressed)
 #   1  gfx90a (xnack any), gfx942 (code object v5, plain)
@@ -34,6 +39,10 @@ foreach(unit RANGE ${last_unit})
     list(APPEND flags --offload-compress)
   endif()
   set(object ${COLOAD_TEMPLATE_DIR}/tpl_unit_${unit}.o)
+  list(APPEND COLOAD_TEMPLATE_OBJECTS ${object})
+  if(COLOAD_FIXTURES_FROM)
+    continue()
+  endif()
   # -O1 keeps the 104 compilations to about a minute on two cores; ccache (when configured) caches them.
   add_custom_command(OUTPUT ${object}
     COMMAND ${CMAKE_CXX_COMPILER_LAUNCHER} ${COLOAD_CLANG} -x hip -nogpulib -nogpuinc -O1 -fPIC
@@ -42,9 +51,11 @@ foreach(unit RANGE ${last_unit})
     DEPENDS ${COLOAD_TEMPLATE_DEPENDS}
     COMMENT "Compiling template unit ${unit} (group ${group})"
     VERBATIM)
-  list(APPEND COLOAD_TEMPLATE_OBJECTS ${object})
 endforeach()
-set_source_files_properties(${COLOAD_TEMPLATE_OBJECTS} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+set_source_files_properties(${COLOAD_TEMPLATE_OBJECTS} PROPERTIES EXTERNAL_OBJECT TRUE)
+if(NOT COLOAD_FIXTURES_FROM)
+  set_source_files_properties(${COLOAD_TEMPLATE_OBJECTS} PROPERTIES GENERATED TRUE)
+endif()
 add_library(hip_templates SHARED ${COLOAD_TEMPLATE_OBJECTS})
 set_target_properties(hip_templates PROPERTIES LINKER_LANGUAGE CXX)
 
