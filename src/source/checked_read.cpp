@@ -85,8 +85,9 @@ Attempt copy_via_proc_mem(std::uintptr_t from, std::size_t size, std::byte* out)
   return attempt;
 }
 
-/// The method Auto settled on: 0 until a read tells, then 1 + CheckedReadMethod.
-std::atomic<int> settled{0};
+/// Set once Auto found process_vm_readv refused: a seccomp filter, once
+/// installed, is never removed, so later reads go to /proc/self/mem at once.
+std::atomic<bool> vm_refused{false};
 
 Error unavailable_error(int vm_errno, int mem_errno) {
   return Error(ErrorKind::Io, std::string("cannot read this process's memory without risking a fault: "
@@ -100,23 +101,17 @@ Expected<std::size_t> checked_copy(const void* address, std::size_t size, void* 
   if (size == 0) return std::size_t{0};
   const auto from = reinterpret_cast<std::uintptr_t>(address);
   auto* to = static_cast<std::byte*>(out);
-  if (method == CheckedReadMethod::Auto && settled.load(std::memory_order_relaxed) != 0)
-    method = static_cast<CheckedReadMethod>(settled.load(std::memory_order_relaxed) - 1);
+  const bool automatic = method == CheckedReadMethod::Auto;
   int vm_errno = ENOSYS;
-  if (method != CheckedReadMethod::ProcSelfMem) {
+  if (method == CheckedReadMethod::ProcessVmReadv || (automatic && !vm_refused.load(std::memory_order_relaxed))) {
     Attempt attempt = copy_via_vm(from, size, to);
-    if (!attempt.unavailable) {
-      if (method == CheckedReadMethod::Auto)
-        settled.store(1 + static_cast<int>(CheckedReadMethod::ProcessVmReadv), std::memory_order_relaxed);
-      return attempt.copied;
-    }
+    if (!attempt.unavailable) return attempt.copied;
     vm_errno = attempt.unavailable;
-    if (method == CheckedReadMethod::ProcessVmReadv) return unavailable_error(vm_errno, ENOSYS);
+    if (!automatic) return unavailable_error(vm_errno, ENOSYS);
+    vm_refused.store(true, std::memory_order_relaxed);
   }
   Attempt attempt = copy_via_proc_mem(from, size, to);
   if (attempt.unavailable) return unavailable_error(vm_errno, attempt.unavailable);
-  if (method == CheckedReadMethod::Auto)
-    settled.store(1 + static_cast<int>(CheckedReadMethod::ProcSelfMem), std::memory_order_relaxed);
   return attempt.copied;
 }
 
