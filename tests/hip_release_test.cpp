@@ -204,6 +204,26 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
+/// A file mapped read-only by the caller, as a runtime maps a code object it
+/// registers as memory (Registry::register_file hands HIP coload's checked
+/// copy of the entry instead: docs/reading-rules.md).
+struct CallerMapping {
+  std::span<const std::byte> bytes;
+  explicit CallerMapping(const std::filesystem::path& file) {
+    int fd = ::open(file.c_str(), O_RDONLY);
+    if (fd < 0) return;
+    const auto size = static_cast<std::size_t>(std::filesystem::file_size(file));
+    void* mapped = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (mapped != MAP_FAILED) bytes = {static_cast<const std::byte*>(mapped), size};
+  }
+  ~CallerMapping() {
+    if (!bytes.empty()) munmap(const_cast<std::byte*>(bytes.data()), bytes.size());
+  }
+  CallerMapping(const CallerMapping&) = delete;
+  CallerMapping& operator=(const CallerMapping&) = delete;
+};
+
 /// A release and its HIP_USE_RUNTIME_UNBUNDLER (-1: the release's default).
 struct Unbundler {
   int major;
@@ -215,7 +235,8 @@ struct Unbundler {
 // HIP_USE_RUNTIME_UNBUNDLER=0 from 5.5, by default from 6.0): the file
 // renamed (or its path holding a space) fails there. coload hands it a copy
 // in an anonymous mapping of its own instead; HIP 5.2, which cannot reopen,
-// gets the mapping itself.
+// gets the mapping itself. The mapping is the caller's, registered as
+// memory: a file coload registers itself reaches HIP as a copy already.
 TEST_F(HipReleaseTest, AFileRenamedAfterRegistrationStillLoadsFromHip55) {
   for (const Unbundler& c : {Unbundler{6, "6.2", -1}, Unbundler{7, "7.0", -1}, Unbundler{5, "5.5", 0},
                              Unbundler{5, "5.5", -1}, Unbundler{5, "5.2", -1}}) {
@@ -226,7 +247,9 @@ TEST_F(HipReleaseTest, AFileRenamedAfterRegistrationStillLoadsFromHip55) {
     const auto file = dir.path / "kernels.co";
     testing::write_file(file.string(), code_object("gfx1100", 4));
     Registry registry(open(c.major), Config{});
-    auto binary = registry.register_file(file.string());
+    CallerMapping mapping(file);
+    ASSERT_FALSE(mapping.bytes.empty());
+    auto binary = registry.register_memory(mapping.bytes, file.string());
     ASSERT_TRUE(Succeeds(binary));
     std::filesystem::rename(file, dir.path / "moved.co");
     ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "k")));
@@ -290,7 +313,9 @@ TEST_F(HipReleaseTest, TheCopyIsAnAnonymousMappingUnmappedAtUnload) {
   const auto file = dir.path / "kernels.co";
   testing::write_file(file.string(), code_object("gfx1100", 4));
   Registry registry(open(6), Config{});
-  auto binary = registry.register_file(file.string());
+  CallerMapping mapping(file);
+  ASSERT_FALSE(mapping.bytes.empty());
+  auto binary = registry.register_memory(mapping.bytes, file.string());
   ASSERT_TRUE(Succeeds(binary));
   ASSERT_TRUE(Succeeds(registry.lookup_kernel(*binary, 0, "k")));
   EXPECT_EQ(hip.counter("own_mappings"), 1);

@@ -195,10 +195,17 @@ coload_status coload_registry_create(const coload_registry_options* options, col
  *  COLOAD_ERROR_INVALID_HANDLE. */
 coload_status coload_registry_destroy(coload_registry* registry);
 
-/** Maps the file at `path` and registers it (headers read, nothing decompressed or loaded). */
+/** Maps the file at `path` and registers it (headers read, nothing
+ *  decompressed or loaded). What a lookup reads of a plain bundle or a bare
+ *  code object is checked first, so a file cut short since is
+ *  COLOAD_ERROR_IO naming it and the offset, not SIGBUS; a CCOB is still
+ *  decoded from the mapping, and its file must keep its length until
+ *  coload_unregister (docs/reading-rules.md, "What coload requires of the
+ *  caller's memory and files"). */
 coload_status coload_register_file(coload_registry* registry, const char* path, coload_binary* out);
-/** Registers `size` bytes at `bytes`, which must stay valid until unregistered.
- *  `name` (may be null) appears in error messages. */
+/** Registers `size` bytes at `bytes`, which must stay mapped and readable
+ *  until unregistered: they are read in place, unchecked. `name` (may be
+ *  null) appears in error messages. */
 coload_status coload_register_memory(coload_registry* registry, const void* bytes, size_t size, const char* name,
                                      coload_binary* out);
 /** Registers `count` files as one binary, a file set (docs/loading.md, "File
@@ -245,14 +252,17 @@ coload_status coload_register_directory(coload_registry* registry, const char* p
 /** Registers the fat binary of a `__hip_fatbin_wrapper`, the pointer a HIP
  *  runtime's __hipRegisterFatBinary receives: {uint32_t magic 0x48495046
  *  "HIPF", uint32_t version 1, const void* binary, void* reserved}. Only the
- *  record is read here, within the mapping that holds it, and `binary` must
- *  lie in a readable mapping. At the binary's first use the image (a plain
- *  bundle, a CCOB or a bare code object) is measured from its own headers,
- *  every byte read within the mapping that holds it (the loaded segment,
- *  else /proc/self/maps): an image whose headers reach past it fails that use
- *  and every later one (COLOAD_ERROR_OUT_OF_BOUNDS naming the field, or the
- *  headers' errors), never a fault. The bytes stay the caller's and must
- *  stay mapped until coload_unregister. One wrapper is one binary, loaded
+ *  record is read here, through the kernel (one system call), and `binary`
+ *  must lie in a mapping listed readable. At the binary's first use the
+ *  image (a plain bundle, a CCOB or a bare code object) is measured from its
+ *  own headers and copied, every byte read through the kernel within the
+ *  mapping that holds it (the loaded segment, else /proc/self/maps): a page
+ *  made PROT_NONE, past its file's end or in [vvar] ends the readable bytes,
+ *  and an image whose headers reach past them fails that use and every later
+ *  one (COLOAD_ERROR_OUT_OF_BOUNDS naming the field, or the headers'
+ *  errors), never a fault. The record and the image must stay mapped from
+ *  this call to that first use; coload then reads only its copy (the
+ *  image's size, kept until coload_unregister). One wrapper is one binary, loaded
  *  lazily like any other. `name` (may be null: "__hip_fatbin_wrapper at
  *  0x…") appears in error messages. Errors: COLOAD_ERROR_OUT_OF_BOUNDS (the
  *  wrapper or its binary in no readable mapping), COLOAD_ERROR_TRUNCATED (a
@@ -301,7 +311,11 @@ coload_status coload_check_function_dispatch(coload_registry* registry, const vo
  *  within the first `available` bytes: a plain bundle's table and furthest
  *  entry, a CCOB's total_size (v1: measured from its zstd frame headers, or
  *  by decoding), a bare code object's ELF tables. Nothing is kept or
- *  registered. Errors: COLOAD_ERROR_BAD_MAGIC (no image starts there),
+ *  registered. Those `available` bytes must be readable; with
+ *  COLOAD_AVAILABLE_MAPPED the image is read through the kernel, as
+ *  coload_register_wrapper's is at first use, and a page that cannot be read
+ *  never faults (COLOAD_ERROR_OUT_OF_BOUNDS for `bytes` itself, else the
+ *  field that reaches past it). Errors: COLOAD_ERROR_BAD_MAGIC (no image starts there),
  *  COLOAD_ERROR_TRUNCATED or COLOAD_ERROR_OUT_OF_BOUNDS (it would run past
  *  `available`), and the headers' errors. */
 coload_status coload_bundle_size(const void* bytes, size_t available, size_t* out);

@@ -157,11 +157,17 @@ class Registry {
   /// The runtime's devices with the config applied; the index is the device number.
   std::span<const Device> devices() const;
 
-  /// Maps `path` and locates its bundles (headers only). Errors: those of
-  /// FatBinary::open, naming the path.
+  /// Maps `path` and locates its bundles (headers only). A plain bundle's
+  /// table and a bare code object still read in the mapping are probed, and
+  /// the chosen entry copied, through checked reads at each device's first
+  /// lookup: a file that shrank since is Io naming it and the offset, not
+  /// SIGBUS. A CCOB is decoded from the mapping: its file must keep its
+  /// length (docs/reading-rules.md). Errors: those of FatBinary::open,
+  /// naming the path.
   Expected<BinaryHandle> register_file(const std::string& path);
   /// Registers a caller's buffer (bundle file, code object or host image),
-  /// which must outlive the registration. `name` appears in errors.
+  /// which must stay mapped and readable until unregister: coload reads it
+  /// in place. `name` appears in errors.
   Expected<BinaryHandle> register_memory(std::span<const std::byte> bytes, std::string name = "<memory>");
   /// Registers `paths` as one binary, a file set (FatBinary::open_files;
   /// docs/loading.md, "File sets"): bare code objects with the same kernels
@@ -180,10 +186,12 @@ class Registry {
   /// Registers the image a `__hip_fatbin_wrapper` points at (one wrapper,
   /// one binary, as __hipRegisterFatBinary receives it). Only the record is
   /// read and checked (wrapper_reach, coload/wrapper.h); the image is
-  /// measured within the mapping that holds it, and its bundles located, at
-  /// the binary's first use, whose error (wrapped_image_in's, then
-  /// register_memory's) every later use of it returns. The image stays the
-  /// caller's, mapped until unregister. `name` (default
+  /// measured within the mapping that holds it and copied, through checked
+  /// reads, and its bundles located in the copy, at the binary's first use,
+  /// whose error (wrapped_image_in's, then register_memory's) every later
+  /// use of it returns. The record and the image must stay mapped from
+  /// registration to that first use; after it coload reads only its copy.
+  /// `name` (default
   /// "__hip_fatbin_wrapper at 0x…") appears in errors. Errors: wrapper_reach's.
   Expected<BinaryHandle> register_wrapper(const void* wrapper, std::string name = {});
   /// Unloads the binary's modules on every device and releases its bytes,

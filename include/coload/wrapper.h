@@ -4,14 +4,19 @@
 // (the only argument of `__hipRegisterFatBinary`), measuring the bundle it
 // points at from the bundle's own headers, and the readable memory around an
 // address of this process. Nothing here trusts a pointer: every read is
-// bounded by the mapping that holds it, and bytes that would run past it are
-// an error, never a fault. Registering the result: Registry::register_wrapper
+// bounded by the mapping that holds it and made through the kernel
+// (process_vm_readv, else /proc/self/mem), so a page that cannot be read now
+// (made PROT_NONE, past its file's end, [vvar]) ends the readable bytes
+// instead of faulting; bytes that would run past them are an error, never a
+// signal (docs/reading-rules.md, "What coload requires of the caller's
+// memory and files"). Registering the result: Registry::register_wrapper
 // (coload/registry.h), coload_register_wrapper (coload/coload.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "coload/bundle.h"
 #include "coload/error.h"
@@ -28,9 +33,11 @@ inline constexpr std::size_t kHipFatbinWrapperBinaryAt = 8;  ///< offset of `bin
 /// The readable bytes from `address` to the end of the mapping that holds it:
 /// the loaded segment of an executable or shared object (dl_iterate_phdr), or
 /// else the readable mappings of /proc/self/maps that start there and follow
-/// each other without a gap. Errors: OutOfBounds (field "address") for an
-/// address in no mapping, or in one that is not readable; Io when
-/// /proc/self/maps cannot be read.
+/// each other without a gap. Its pages are readable as the segment or the
+/// mapping was made; one made unreadable since, or with no page behind it,
+/// still faults when touched: read them through copy_image. Errors:
+/// OutOfBounds (field "address") for an address in no mapping, or in one
+/// that is not readable; Io when /proc/self/maps cannot be read.
 Expected<std::span<const std::byte>> readable_bytes_at(const void* address);
 
 /// What the image at bytes[0] is and how many bytes it occupies, from its own
@@ -43,22 +50,39 @@ Expected<std::span<const std::byte>> readable_bytes_at(const void* address);
 /// the header parsers' errors.
 Expected<BundleInfo> measure_image(std::span<const std::byte> bytes, const ReadOptions& options = {});
 
+/// The image at reach[0], measured by measure_image and copied, both through
+/// checked reads (never a fault): a copy of 64 KiB first, four times longer
+/// while the image's headers run past it, within `reach`; the readable bytes
+/// end at the first page that cannot be read now. Costs a copy of the image
+/// (docs/performance.md, "Checked reads of a wrapper's image"). Errors:
+/// OutOfBounds ("address") when reach[0] cannot be read; measure_image's
+/// over the readable bytes, saying where they end when a page cut them; Io
+/// when no checked read is available.
+Expected<std::vector<std::byte>> copy_image(std::span<const std::byte> reach, const ReadOptions& options = {});
+
+/// The image at reach[0] in place: copy_image's measure, the copy dropped.
+/// Its bytes were readable when measured; the caller keeps them so.
+Expected<std::span<const std::byte>> measured_in_place(std::span<const std::byte> reach,
+                                                       const ReadOptions& options = {});
+
 /// What a `__hip_fatbin_wrapper` at `wrapper` reaches: the bytes from its
 /// `binary` pointer to the end of the mapping that holds them. The record is
-/// checked; no byte of the image is read (a runtime registering a library's
-/// wrappers touches none of its device code, as CLR does). Errors: those of
-/// readable_bytes_at (for the wrapper, then its binary); Truncated (field
-/// "wrapper") when fewer than 24 bytes of the record are readable; BadMagic
+/// copied through one checked read (one system call) and checked; no byte of
+/// the image is read (a runtime registering a library's wrappers touches none
+/// of its device code, as CLR does). Errors: OutOfBounds ("address") for a
+/// record that cannot be read; Truncated (field "wrapper") when fewer than 24
+/// bytes of it are readable; readable_bytes_at's for its binary; BadMagic
 /// ("magic", offset 0), UnsupportedVersion ("version", offset 4), Malformed
 /// ("binary", offset 8) for a null binary. Each names the wrapper.
 Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper);
 
-/// The image within `reach` (wrapper_reach of `wrapper`), measured by
-/// measure_image. Errors: measure_image's, naming the wrapper.
-Expected<std::span<const std::byte>> wrapped_image_in(const void* wrapper, std::span<const std::byte> reach,
-                                                      const ReadOptions& options = {});
+/// A copy of the image within `reach` (wrapper_reach of `wrapper`):
+/// copy_image's. Errors: copy_image's, naming the wrapper.
+Expected<std::vector<std::byte>> wrapped_image_in(const void* wrapper, std::span<const std::byte> reach,
+                                                  const ReadOptions& options = {});
 
-/// wrapper_reach, then wrapped_image_in: the image a wrapper points at.
+/// wrapper_reach, then measured_in_place: the image a wrapper points at, in
+/// place. Errors: theirs, naming the wrapper.
 Expected<std::span<const std::byte>> wrapped_image(const void* wrapper, const ReadOptions& options = {});
 
 }  // namespace coload

@@ -25,15 +25,16 @@ coload_status coload_bundle_size(const void* bytes, size_t available, size_t* ou
     if (!out) return null_argument(function, "out");
     *out = 0;
     if (!bytes) return null_argument(function, "bytes");
-    std::span<const std::byte> view;
     if (available == COLOAD_AVAILABLE_MAPPED) {
+      // Memory given without a size is measured through checked reads (docs/reading-rules.md).
       auto mapped = coload::readable_bytes_at(bytes);
       if (!mapped) return fail(mapped.error());
-      view = *mapped;
-    } else {
-      view = std::span(static_cast<const std::byte*>(bytes), available);
+      auto image = coload::measured_in_place(*mapped);
+      if (!image) return fail(image.error());
+      *out = image->size();
+      return ok();
     }
-    auto image = coload::measure_image(view);
+    auto image = coload::measure_image(std::span(static_cast<const std::byte*>(bytes), available));
     if (!image) return fail(image.error());
     *out = image->size;
     return ok();

@@ -268,9 +268,10 @@ coload_status coload_select(const void* bytes, size_t size, const char* const* i
     auto find = [&](const coload::ReadOptions& read) -> Expected<std::span<const std::byte>> {
       std::span<const std::byte> view(static_cast<const std::byte*>(bytes), size);
       if (size == COLOAD_AVAILABLE_MAPPED) {
+        // Memory given without a size is measured through checked reads (docs/reading-rules.md).
         auto mapped = coload::readable_bytes_at(bytes);
         if (!mapped) return std::move(mapped).error();
-        view = *mapped;
+        return coload::measured_in_place(*mapped, read);
       }
       auto measured = coload::measure_image(view, read);
       if (!measured) return std::move(measured).error();

@@ -87,10 +87,14 @@ struct Binary {
   } release;
   std::string name;
   /// A wrapper's image is opened at its first use (open()): registering
-  /// reads only the wrapper's record. Until `opened`, these two are set and
+  /// reads only the wrapper's record. `fat` then views a copy of the image,
+  /// so no lookup reads the caller's pages. Until `opened`, these two are set and
   /// `fat` and `bundles` are not; after it, the reverse (or `open_error`).
   const void* wrapper = nullptr;
   std::span<const std::byte> reach;  ///< wrapper_reach: the image to its mapping's end
+  /// The chosen entries of plain bundles are copied through checked reads
+  /// (a registered file may shrink); false when `fat` views coload's own copy.
+  bool copy_entries = true;
   std::mutex open_mutex;
   std::atomic<bool> opened{false};
   std::optional<Error> open_error;
@@ -100,8 +104,10 @@ struct Binary {
 
   /// Sets `fat`, one BundleSlot per bundle, and `opened`; before the binary is shared.
   void set_opened(FatBinary opened_fat);
-  /// Opens a wrapper's image once (measured within `reach`, its bundles
-  /// located), logging a failure at warn; every later call gets the same
+  void set_opened(std::shared_ptr<const FatBinary> opened_fat);
+  /// Opens a wrapper's image once (measured within `reach` and copied
+  /// through checked reads, its bundles located in the copy, which `fat`
+  /// owns), logging a failure at warn; every later call gets the same
   /// answer. Errors: wrapped_image_in's, then FatBinary::from_memory's.
   Expected<void> open(const ReadOptions& options, const Log& log);
 

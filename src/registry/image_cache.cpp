@@ -2,6 +2,8 @@
 // (registry_parts.h, ImageCache).
 #include "common/bytes.h"
 #include "registry/registry_parts.h"
+#include "select/rank.h"
+#include "source/checked_read.h"
 
 namespace coload::registry {
 namespace {
@@ -24,6 +26,65 @@ std::string hash_outcome(StreamSelection::Hash hash) {
 std::shared_ptr<const EntryImage> cached_image(const BundleData& data, std::string_view id) {
   auto it = data.entries.find(id);
   return it == data.entries.end() ? nullptr : it->second.lock();
+}
+
+/// Io for bundle `index`'s bytes from `offset` (in its file) on, `size`
+/// wanted and only `readable` there: the file shrank since it was mapped
+/// (docs/reading-rules.md, "What coload requires of the caller's memory and files").
+Error cut_short(const FatBinary& fat, std::size_t index, std::optional<std::size_t> entry, std::string_view what,
+                std::uint64_t offset, std::uint64_t size, std::uint64_t readable) {
+  return Error(ErrorKind::Io, std::string(what) + ": only " + detail::hex(readable) + " of " + detail::hex(size) +
+                                  " bytes at offset " + detail::hex(offset) +
+                                  " can be read: the file is shorter than when it was registered")
+      .at_field(what, offset + readable, readable, size)
+      .in_file(fat.file(index, entry));
+}
+
+/// Checks, before bundle `index` is read, that what reading and selecting
+/// touch in the file's mapping can still be read: a plain bundle's table
+/// (its entries' IDs and ELF headers view it) or a bare code object, whole.
+/// A scan that copied the table (a file larger than Source::kKeepOpenAbove)
+/// left nothing there: selection reads such ELF headers with pread.
+Expected<void> probe_before_read(const FatBinary& fat, std::size_t index) {
+  const BundleInfo& info = fat.bundles()[index];
+  const bool in_place = (info.format == BundleFormat::Plain && !info.table) || info.format == BundleFormat::CodeObject;
+  if (!in_place) return {};
+  std::span<const std::byte> bytes = fat.source_of(index).bytes();
+  if (info.offset > bytes.size()) return {};  // read_bundle names it
+  const std::uint64_t size = std::min<std::uint64_t>(info.size, bytes.size() - info.offset);
+  auto readable = detail::checked_probe(bytes.data() + info.offset, size);
+  if (!readable) return std::move(readable).error();
+  if (*readable < size) return cut_short(fat, index, std::nullopt, "bundle", info.offset, size, *readable);
+  return {};
+}
+
+/// Checks that the ELF headers selection reads of a file set's group, each
+/// at the start of its own file, can still be read.
+Expected<void> probe_group_heads(const FatBinary& fat, std::size_t index, const Bundle& bundle) {
+  if (bundle.info().format != BundleFormat::FileGroup) return {};
+  for (std::size_t i = 0; i < bundle.entries().size(); ++i) {
+    std::span<const std::byte> head = bundle.entries()[i].bytes.first(
+        std::min<std::size_t>(bundle.entries()[i].bytes.size(), detail::kElfHeaderBytes));
+    auto readable = detail::checked_probe(head.data(), head.size());
+    if (!readable) return std::move(readable).error();
+    if (*readable < head.size()) return cut_short(fat, index, i, "entry", 0, head.size(), *readable);
+  }
+  return {};
+}
+
+/// The chosen entry's bytes, copied through a checked read: a file that
+/// shrank is Io naming it and the offset, never SIGBUS.
+Expected<std::vector<std::byte>> copy_entry(const FatBinary& fat, std::size_t index, std::size_t entry_index,
+                                            const BundleEntry& entry) {
+  const BundleInfo& info = fat.bundles()[index];
+  std::vector<std::byte> copy(entry.bytes.size());
+  auto copied = detail::checked_copy(entry.bytes.data(), copy.size(), copy.data());
+  if (!copied) return std::move(copied).error();
+  if (*copied < copy.size()) {
+    const std::uint64_t offset = (info.format == BundleFormat::FileGroup ? 0 : info.offset) + entry.offset;
+    return cut_short(fat, index, entry_index, "entry", offset, copy.size(), *copied);
+  }
+  return copy;
 }
 
 }  // namespace
@@ -96,9 +157,14 @@ Expected<std::shared_ptr<const BundleData>> ImageCache::shared_ccob(const FatBin
 }
 
 Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat, const std::string& name,
-                                    BundleSlot& slot, std::size_t index, const Selector& selector, KeptBytes& kept) {
+                                    BundleSlot& slot, std::size_t index, const Selector& selector, KeptBytes& kept,
+                                    bool copy_entries) {
   const BundleInfo& info = fat->bundles()[index];
   const bool compressed = info.format == BundleFormat::Compressed && info.compressed;
+  if (copy_entries && !compressed) {
+    // Each device's selection reads the table's IDs and ELF headers again: checked each time.
+    if (auto probed = probe_before_read(*fat, index); !probed) return std::move(probed).error();
+  }
   Choice choice;
   std::optional<BundleChoice> streamed;
   {
@@ -116,6 +182,9 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
     choice.data = slot.data;
   }
   const BundleData& data = *choice.data;
+  if (copy_entries && !compressed) {
+    if (auto probed = probe_group_heads(*fat, index, data.bundle); !probed) return std::move(probed).error();
+  }
   if (compressed) {
     if (auto charged = kept.charge(heads_bytes(data.heads), "its table's IDs and ELF headers"); !charged) {
       return std::move(charged).error().with_context("CCOB of " + std::to_string(data.heads.size()) + " entries");
@@ -151,6 +220,15 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
     log_(LogLevel::Debug, [&] {
       return name + ": bundle " + std::to_string(index) + ": " + entry_where + " reused for " + selector.device().str();
     });
+    return choice;
+  }
+  if (!compressed && copy_entries) {
+    auto copy = copy_entry(*fat, index, chosen->entry_index, entry);
+    if (!copy) return std::move(copy).error().at_entry(chosen->entry_index, chosen->id);
+    std::span<const std::byte> bytes = *copy;
+    auto image = add_image(data, nullptr, std::move(*copy), bytes, entry.id);
+    if (!image) return std::move(image).error().at_entry(chosen->entry_index, chosen->id);
+    choice.image = std::move(*image);
     return choice;
   }
   if (!compressed) {

@@ -136,10 +136,12 @@ struct Registry::Impl {
     binaries.clear();  // every module unloads while the runtime is alive
   }
 
-  Expected<BinaryHandle> add(Expected<FatBinary> fat, std::string name) {
+  /// `copy_entries`: Binary::copy_entries (true for registered files).
+  Expected<BinaryHandle> add(Expected<FatBinary> fat, std::string name, bool copy_entries) {
     if (!fat) return std::move(fat).error();
     auto binary = std::make_shared<Binary>();
     binary->name = std::move(name);
+    binary->copy_entries = copy_entries;
     binary->set_opened(std::move(*fat));
     return add(std::move(binary));
   }
@@ -150,6 +152,7 @@ struct Registry::Impl {
     binary->name = std::move(name);
     binary->wrapper = wrapper;
     binary->reach = reach;
+    binary->copy_entries = false;  // its image is copied whole at first use
     return add(std::move(binary));
   }
 
@@ -235,7 +238,7 @@ struct Registry::Impl {
     // to do, and no helper need wait for it.
     auto work = [&](std::size_t i) {
       try {
-        settle(i, images.choose(binary.fat, binary.name, *binary.bundles[i], i, selector, kept));
+        settle(i, images.choose(binary.fat, binary.name, *binary.bundles[i], i, selector, kept, binary.copy_entries));
       } catch (const std::exception& exception) {  // must not end a helper thread (std::terminate)
         choices[i].emplace(bundle_failure(i, exception));
       }
@@ -400,23 +403,23 @@ Runtime& Registry::runtime() const { return *impl_->runtime; }
 std::span<const Device> Registry::devices() const { return impl_->devices; }
 
 Expected<BinaryHandle> Registry::register_file(const std::string& path) {
-  return impl_->add(FatBinary::open(path, impl_->read_options), path);
+  return impl_->add(FatBinary::open(path, impl_->read_options), path, true);
 }
 
 Expected<BinaryHandle> Registry::register_memory(std::span<const std::byte> bytes, std::string name) {
   auto fat = FatBinary::from_memory(bytes, name, impl_->read_options);
-  return impl_->add(std::move(fat), std::move(name));
+  return impl_->add(std::move(fat), std::move(name), false);
 }
 
 Expected<BinaryHandle> Registry::register_files(std::span<const std::string> paths, std::string name) {
   auto fat = FatBinary::open_files(paths, std::move(name), impl_->read_options);
   if (!fat) return std::move(fat).error();
   std::string named = fat->name();
-  return impl_->add(std::move(fat), std::move(named));
+  return impl_->add(std::move(fat), std::move(named), true);
 }
 
 Expected<BinaryHandle> Registry::register_directory(const std::string& path, const DirectoryScan& scan) {
-  return impl_->add(FatBinary::open_directory(path, scan, impl_->read_options), path);
+  return impl_->add(FatBinary::open_directory(path, scan, impl_->read_options), path, true);
 }
 
 Expected<BinaryHandle> Registry::register_wrapper(const void* wrapper, std::string name) {

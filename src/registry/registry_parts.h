@@ -52,7 +52,7 @@ struct BundleData;
 /// One entry's bytes and the code object read from them; the Image owner.
 struct EntryImage {
   std::shared_ptr<const BundleData> bundle;  // a plain bundle's entries view its source
-  std::vector<std::byte> decoded;            // a CCOB entry, decompressed for itself
+  std::vector<std::byte> decoded;            // a CCOB entry, decompressed for itself, or a file's entry copied
   std::span<const std::byte> bytes;          // the entry: in the source, or `decoded`
   CodeObject code_object;
 };
@@ -140,8 +140,12 @@ class ImageCache {
   /// decompresses again only for an entry no device has chosen yet (or whose
   /// code object is no longer in use), or when the heads are partial (Skip
   /// mode stopped before some). What it keeps of CCOBs is charged to `kept`.
+  /// With `copy_entries` (the bytes of registered files), a plain bundle's
+  /// table is probed through a checked read before each selection and the
+  /// chosen entry copied through one, so a file that shrank is Io, never
+  /// SIGBUS (docs/reading-rules.md).
   Expected<Choice> choose(const std::shared_ptr<const FatBinary>& fat, const std::string& name, BundleSlot& slot,
-                          std::size_t index, const Selector& selector, KeptBytes& kept);
+                          std::size_t index, const Selector& selector, KeptBytes& kept, bool copy_entries);
 
  private:
   Expected<BundleChoice> stream(const FatBinary& fat, const std::string& name, std::size_t index,

@@ -1,11 +1,14 @@
 // The image behind a __hip_fatbin_wrapper pointer (coload/wrapper.h), read
-// only within the mapping that holds each pointer.
+// only within the mapping that holds each pointer, and only through checked
+// copies (source/checked_read.h): a page there may still fault
+// (docs/reading-rules.md, "What coload requires of the caller's memory and files").
 #include "coload/wrapper.h"
 
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -14,6 +17,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "source/checked_read.h"
 #include "source/process_maps.h"
 
 namespace coload {
@@ -99,24 +103,84 @@ Error in_wrapper(Error error, const void* wrapper) {
   return std::move(error).with_context("__hip_fatbin_wrapper at " + hex(reinterpret_cast<std::uintptr_t>(wrapper)));
 }
 
+/// OutOfBounds (field "address") for `address`, whose first byte cannot be read now.
+Error unreadable(const void* address) {
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  return Error(ErrorKind::OutOfBounds, "address " + hex(at) +
+                                           " cannot be read now (a page made PROT_NONE, a file page past the "
+                                           "file's end, or memory with no pages behind it, such as [vvar])")
+      .at_field("address", std::nullopt, at);
+}
+
+/// Errors measure_image gives for an image cut short, which a longer copy may cure.
+bool may_need_more(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::Truncated:
+    case ErrorKind::OutOfBounds:
+    case ErrorKind::Malformed:
+    case ErrorKind::CorruptData:
+    case ErrorKind::SizeMismatch: return true;
+    default: return false;
+  }
+}
+
+// The first copy of an image; each next one is four times longer, up to its reach.
+constexpr std::size_t kFirstCopy = 64 * 1024;
+
 }  // namespace
 
-Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper) {
-  auto record = readable_bytes_at(wrapper);
-  if (!record) return in_wrapper(std::move(record).error(), wrapper);
-  if (record->size() < kHipFatbinWrapperSize) {
-    return in_wrapper(Error(ErrorKind::Truncated,
-                            "only " + std::to_string(record->size()) + " bytes of the 24-byte record are readable")
-                          .at_field("wrapper", 0, record->size(), kHipFatbinWrapperSize),
-                      wrapper);
+Expected<std::vector<std::byte>> copy_image(std::span<const std::byte> reach, const ReadOptions& options) {
+  std::vector<std::byte> copy;
+  std::size_t want = std::min(reach.size(), kFirstCopy);
+  for (;;) {
+    const std::size_t had = copy.size();
+    copy.resize(want);
+    auto copied = detail::checked_copy(reach.data() + had, want - had, copy.data() + had);
+    if (!copied) return std::move(copied).error();
+    const bool cut = had + *copied < want;  // a page that cannot be read ends what is readable
+    copy.resize(had + *copied);
+    if (copy.empty()) return unreadable(reach.data());
+    auto image = measure_image(copy, options);
+    if (image) {
+      copy.resize(image->size);
+      copy.shrink_to_fit();
+      return copy;
+    }
+    if (cut) {
+      return std::move(image).error().with_context(
+          "only " + hex(copy.size()) + " bytes from " + hex(reinterpret_cast<std::uintptr_t>(reach.data())) +
+          " can be read now: the page at " + hex(reinterpret_cast<std::uintptr_t>(reach.data()) + copy.size()) +
+          " cannot");
+    }
+    if (copy.size() == reach.size() || !may_need_more(image.error().kind())) return std::move(image).error();
+    want = std::min(reach.size(), copy.size() * 4);
   }
-  auto magic = detail::load_le<std::uint32_t>(record->data());
+}
+
+Expected<std::span<const std::byte>> measured_in_place(std::span<const std::byte> reach, const ReadOptions& options) {
+  auto copy = copy_image(reach, options);
+  if (!copy) return std::move(copy).error();
+  return reach.first(copy->size());
+}
+
+Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper) {
+  std::array<std::byte, kHipFatbinWrapperSize> record{};
+  auto copied = detail::checked_copy(wrapper, record.size(), record.data());
+  if (!copied) return in_wrapper(std::move(copied).error(), wrapper);
+  if (*copied == 0) return in_wrapper(unreadable(wrapper), wrapper);
+  if (*copied < kHipFatbinWrapperSize) {
+    return in_wrapper(
+        Error(ErrorKind::Truncated, "only " + std::to_string(*copied) + " bytes of the 24-byte record are readable")
+            .at_field("wrapper", 0, *copied, kHipFatbinWrapperSize),
+        wrapper);
+  }
+  auto magic = detail::load_le<std::uint32_t>(record.data());
   if (magic != kHipFatbinWrapperMagic) {
     return in_wrapper(Error(ErrorKind::BadMagic, "magic " + hex(magic) + " at offset 0x0 is not HIPF (0x48495046)")
                           .at_field("magic", 0, magic),
                       wrapper);
   }
-  auto version = detail::load_le<std::uint32_t>(record->data() + 4);
+  auto version = detail::load_le<std::uint32_t>(record.data() + 4);
   if (version != kHipFatbinWrapperVersion) {
     return in_wrapper(
         Error(ErrorKind::UnsupportedVersion, "version " + std::to_string(version) + " at offset 0x4 is not 1")
@@ -124,7 +188,7 @@ Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper) {
         wrapper);
   }
   const void* binary = nullptr;
-  std::memcpy(&binary, record->data() + kHipFatbinWrapperBinaryAt, sizeof binary);
+  std::memcpy(&binary, record.data() + kHipFatbinWrapperBinaryAt, sizeof binary);
   if (binary == nullptr) {
     return in_wrapper(
         Error(ErrorKind::Malformed, "binary at offset 0x8 is null").at_field("binary", kHipFatbinWrapperBinaryAt, 0),
@@ -135,17 +199,19 @@ Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper) {
   return *bytes;
 }
 
-Expected<std::span<const std::byte>> wrapped_image_in(const void* wrapper, std::span<const std::byte> reach,
-                                                      const ReadOptions& options) {
-  auto image = measure_image(reach, options);
+Expected<std::vector<std::byte>> wrapped_image_in(const void* wrapper, std::span<const std::byte> reach,
+                                                  const ReadOptions& options) {
+  auto image = copy_image(reach, options);
   if (!image) return in_wrapper(std::move(image).error(), wrapper);
-  return reach.first(image->size);
+  return image;
 }
 
 Expected<std::span<const std::byte>> wrapped_image(const void* wrapper, const ReadOptions& options) {
   auto reach = wrapper_reach(wrapper);
   if (!reach) return std::move(reach).error();
-  return wrapped_image_in(wrapper, *reach, options);
+  auto image = measured_in_place(*reach, options);
+  if (!image) return in_wrapper(std::move(image).error(), wrapper);
+  return image;
 }
 
 }  // namespace coload
