@@ -26,6 +26,13 @@
 
 namespace coload {
 
+/// Most files one file set may hold (FatBinary::open_files; docs/loading.md,
+/// "File sets"): far above any kernel library, low enough that a count is
+/// checked before anything is allocated for it. Each member is also mapped,
+/// so a set holds at most the mappings the process has left (LimitExceeded
+/// naming vm.max_map_count).
+inline constexpr std::size_t kMaxSetFiles = std::size_t{1} << 20;
+
 /// Which files of a directory a file set takes (FatBinary::open_directory).
 struct DirectoryScan {
   /// fnmatch(3) pattern a file's name (not its path) must match; empty: every file.
@@ -62,7 +69,9 @@ class FatBinary {
   /// bundle of format FileGroup whose entries are those files, in the order
   /// of `paths`, each with the entry ID clang gives its target; every other
   /// file adds its own bundles. Bundles follow the first file of each in
-  /// `paths`. Errors: InvalidArgument for no path; open()'s, naming the file;
+  /// `paths`. Errors: InvalidArgument for no path; LimitExceeded for more
+  /// than kMaxSetFiles paths or more than the mappings the process has left
+  /// (docs/loading.md, "File sets"); open()'s, naming the file;
   /// Ambiguous for one kernel name in two files for one target ID, naming
   /// both files, the kernel and the target.
   static Expected<FatBinary> open_files(std::span<const std::string> paths, std::string name,

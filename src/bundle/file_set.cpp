@@ -115,6 +115,11 @@ Expected<FatBinary> FatBinary::open_directory(const std::string& path, const Dir
 Expected<FatBinary> FatBinary::open_files(std::span<const std::string> paths, std::string name,
                                           const ReadOptions& options) {
   if (paths.empty()) return Error(ErrorKind::InvalidArgument, "a file set needs at least one file");
+  if (paths.size() > kMaxSetFiles) {
+    return Error(ErrorKind::LimitExceeded, "a file set of " + std::to_string(paths.size()) +
+                                               " files is above the limit of " + std::to_string(kMaxSetFiles))
+        .at_field("files", std::nullopt, paths.size(), kMaxSetFiles);
+  }
   if (name.empty()) {
     name =
         paths.size() == 1 ? paths.front() : paths.front() + " and " + std::to_string(paths.size() - 1) + " more files";
