@@ -47,11 +47,10 @@ class Pattern {
       prefixes_.push_back(pattern.substr(0, at));
     }
   }
-  bool takes(const std::string& relative, std::string_view name) const {
-    if (pattern_.empty()) return true;
-    if (by_path_) return ::fnmatch(pattern_.c_str(), relative.c_str(), FNM_PATHNAME) == 0;
-    return ::fnmatch(pattern_.c_str(), std::string(name).c_str(), 0) == 0;
-  }
+  /// Whether matching needs an entry's relative path (else its name does).
+  bool by_path() const { return by_path_; }
+  /// Whether the file at `text` (its relative path when by_path(), else its name) is taken.
+  bool takes(const char* text) const { return pattern_.empty() || ::fnmatch(pattern_.c_str(), text, flags()) == 0; }
   /// Whether a subfolder at `relative`, `depth` levels down (1: a child), may hold a match.
   bool enters(const std::string& relative, std::size_t depth) const {
     if (!by_path_) return true;
@@ -59,6 +58,8 @@ class Pattern {
   }
 
  private:
+  int flags() const { return by_path_ ? FNM_PATHNAME : 0; }
+
   const std::string& pattern_;
   bool by_path_;
   std::vector<std::string> prefixes_;  // the pattern up to each of its '/'
@@ -106,7 +107,9 @@ Expected<std::vector<std::string>> list_directory(const std::string& path, const
       if (level.fd >= 0) ::close(level.fd);
       return io_error(prefix + relative, "cannot read directory", saved);
     }
-    const std::string here = relative.empty() ? "" : relative + "/";
+    // An entry's relative path is built only when used: copying the
+    // directory's path for every entry would make a deep chain quadratic.
+    auto inside = [&](const char* name) { return relative.empty() ? std::string(name) : relative + "/" + name; };
     errno = 0;
     while (const dirent* entry = ::readdir(dir)) {
       std::string_view name = entry->d_name;
@@ -119,10 +122,11 @@ Expected<std::vector<std::string>> list_directory(const std::string& path, const
         if (::fstatat(::dirfd(dir), entry->d_name, &info, flags) != 0) continue;  // dangling or vanished
         type = S_ISREG(info.st_mode) ? DT_REG : S_ISDIR(info.st_mode) && type != DT_LNK ? DT_DIR : DT_UNKNOWN;
       }
-      std::string inside = here + std::string(name);
       if (type == DT_REG) {
-        if (pattern.takes(inside, name)) files.push_back(prefix + inside);
-      } else if (type == DT_DIR && scan.recursive && pattern.enters(inside, depth + 1)) {
+        bool taken = pattern.by_path() ? pattern.takes(inside(entry->d_name).c_str()) : pattern.takes(entry->d_name);
+        if (taken) files.push_back(prefix + inside(entry->d_name));
+      } else if (type == DT_DIR && scan.recursive &&
+                 (!pattern.by_path() || pattern.enters(inside(entry->d_name), depth + 1))) {
         level.subfolders.emplace_back(name);
       }
       errno = 0;
