@@ -231,7 +231,9 @@ coload_status coload_register_memory(coload_registry* registry, const void* byte
 coload_status coload_register_files(coload_registry* registry, const char* const* paths, size_t count,
                                     coload_binary* out);
 /** Registers the regular files under directory `path` whose file names match
- *  `pattern` (fnmatch(3), e.g. "*.co"; NULL or "": every file), descending
+ *  `pattern` (fnmatch(3), e.g. "*.co"; NULL or "": every file; with a '/',
+ *  paths relative to `path`, e.g. "gfx942/fmha_*.co", entering only the
+ *  subdirectories it can reach: docs/loading.md, "File sets"), descending
  *  into subdirectories when `recursive` is nonzero, as coload_register_files
  *  does with them in sorted path order; the binary is named `path`. Entries
  *  whose names start with "." are skipped, symbolic links to files followed

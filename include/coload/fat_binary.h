@@ -35,16 +35,22 @@ inline constexpr std::size_t kMaxSetFiles = std::size_t{1} << 20;
 
 /// Which files of a directory a file set takes (FatBinary::open_directory).
 struct DirectoryScan {
-  /// fnmatch(3) pattern a file's name (not its path) must match; empty: every file.
+  /// fnmatch(3) pattern a file's name must match; empty: every file. With
+  /// a '/', the path relative to the directory must match it (FNM_PATHNAME)
+  /// and the walk enters only the subdirectories its leading components
+  /// match (docs/loading.md, "File sets").
   std::string pattern;
   /// Whether files in subdirectories (at any depth) are taken too.
   bool recursive = false;
 };
 
 /// The regular files of directory `path` that `scan` takes, in sorted path
-/// order (paths are `path` + "/" + the relative path). Symbolic links are
-/// followed; hidden entries ("." first) are skipped. Errors: Io naming the
-/// directory that cannot be opened or read, or a `path` that is no directory.
+/// order (paths are `path` + "/" + the relative path). Symbolic links to
+/// files are followed, to directories not; hidden entries ("." first) are
+/// skipped. Linear in the tree; a deep one holds a descriptor per 32 levels.
+/// Errors: Io naming the directory or subdirectory that cannot be opened or
+/// read (one the pattern keeps the walk out of is never opened), or a
+/// `path` that is no directory.
 Expected<std::vector<std::string>> list_directory(const std::string& path, const DirectoryScan& scan = {});
 /// The members of the file set directory `path` makes: list_directory's,
 /// or NotFound naming the directory (and the pattern) when it takes no file.

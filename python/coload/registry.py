@@ -290,8 +290,9 @@ class Registry:
 
     def register_directory(self, path: PathLike, pattern: str | None = None, recursive: bool = False) -> Binary:
         """Registers the files of a folder whose names match `pattern` (an
-        fnmatch glob; None: all), in subfolders too when `recursive`, as one
-        fat binary (coload_register_directory; a newer library's)."""
+        fnmatch glob; None: all; with a '/', paths relative to the folder,
+        "gfx942/*.co"), in subfolders too when `recursive`, as one fat binary
+        (coload_register_directory; a newer library's)."""
         out = lib.c_binary()
         lib.call(
             "coload_register_directory",
