@@ -67,18 +67,18 @@ class DeepTree {
 
 TEST(FileSetScale, ADeepTreeIsWalkedWithAFewDescriptors) {
   ScratchDirectory scratch;
-  constexpr int kDepth = 2000;
-  DeepTree tree(scratch.path(), kDepth, 500);
-  // One descriptor per level (recursive_directory_iterator's) would need 2 000.
+  constexpr int kDepth = 1000;
+  DeepTree tree(scratch.path(), kDepth, 250);
+  // One descriptor per level (recursive_directory_iterator's) would need 1 000.
   rlimit before{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
   rlimit low = before;
-  low.rlim_cur = 256;
+  low.rlim_cur = 128;
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
   auto files = list_directory(scratch.str(), {.pattern = "*.co", .recursive = true});
   ::setrlimit(RLIMIT_NOFILE, &before);
   ASSERT_TRUE(Succeeds(files));
-  ASSERT_EQ(files->size(), 4u);  // levels 500, 1000, 1500 and 2000
+  ASSERT_EQ(files->size(), 4u);  // levels 250, 500, 750 and 1000
   std::string deepest = scratch.str();
   for (int level = 0; level < kDepth; ++level) deepest += "/d";
   EXPECT_EQ(std::count(files->begin(), files->end(), deepest + "/k.co"), 1);
