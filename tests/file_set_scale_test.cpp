@@ -97,6 +97,18 @@ TEST(FileSetScale, APatternWithASlashMatchesRelativePathsAndEntersOnlyWhatItCanR
   EXPECT_TRUE(too_deep->empty());
 }
 
+TEST(FileSetScale, LinksAreFollowedToFilesNotToFoldersAndDanglingOnesAreNoMembers) {
+  ScratchDirectory scratch;
+  fs::create_directories(scratch.path() / "sub");
+  fs::copy_file(kHsa + "/gfx942/gemm.co", scratch.path() / "sub" / "gemm.co");
+  fs::create_symlink(scratch.path() / "sub" / "gemm.co", scratch.path() / "linked.co");
+  fs::create_directory_symlink(scratch.path(), scratch.path() / "sub" / "loop");  // an ancestor
+  for (int i = 0; i < 8; ++i) fs::create_symlink("missing", scratch.path() / ("dangling" + std::to_string(i) + ".co"));
+  auto files = list_directory(scratch.str(), {.pattern = "*.co", .recursive = true});
+  ASSERT_TRUE(Succeeds(files));
+  EXPECT_EQ(*files, (std::vector<std::string>{scratch.str() + "/linked.co", scratch.str() + "/sub/gemm.co"}));
+}
+
 // As root, a folder no one may read is still readable: the walk runs in a
 // child that gives root up. Exit status: 0 as expected, 2 could not drop
 // root, 3 the folder was readable, 4 the error did not name it, 5 a pattern

@@ -110,8 +110,10 @@ Expected<std::vector<std::string>> list_directory(const std::string& path, const
     // An entry's relative path is built only when used: copying the
     // directory's path for every entry would make a deep chain quadratic.
     auto inside = [&](const char* name) { return relative.empty() ? std::string(name) : relative + "/" + name; };
-    errno = 0;
-    while (const dirent* entry = ::readdir(dir)) {
+    for (;;) {
+      errno = 0;  // readdir's end and its failure differ only in errno
+      const dirent* entry = ::readdir(dir);
+      if (!entry) break;
       std::string_view name = entry->d_name;
       if (name.starts_with('.')) continue;  // hidden, "." and ".."
       unsigned char type = entry->d_type;
@@ -129,7 +131,6 @@ Expected<std::vector<std::string>> list_directory(const std::string& path, const
                  (!pattern.by_path() || pattern.enters(inside(entry->d_name), depth + 1))) {
         level.subfolders.emplace_back(name);
       }
-      errno = 0;
     }
     int saved = errno;
     ::closedir(dir);
