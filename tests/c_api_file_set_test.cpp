@@ -111,6 +111,10 @@ TEST_F(CApiFileSetTest, Errors) {
   EXPECT_EQ(coload_register_files(registry, with_null, 2, &binary), COLOAD_ERROR_NULL_ARGUMENT);
   EXPECT_NE(std::string(coload_last_error_message()).find("paths[1]"), std::string::npos);
   EXPECT_EQ(coload_register_files(registry, one, 0, &binary), COLOAD_ERROR_INVALID_ARGUMENT);
+  // A count no set can hold is named before anything is read or allocated for it.
+  EXPECT_EQ(coload_register_files(registry, one, SIZE_MAX, &binary), COLOAD_ERROR_LIMIT_EXCEEDED);
+  EXPECT_NE(std::string(coload_last_error_message()).find("count 18446744073709551615"), std::string::npos)
+      << coload_last_error_message();
 
   const std::string absent = kHsa + "/gfx942/absent.co";
   const char* const missing[] = {gemm.c_str(), absent.c_str()};

@@ -394,6 +394,19 @@ TEST(CApiSelect, ABadIsaIsRefusedByItsIndex) {
   }
 }
 
+TEST(CApiSelect, AnIsaCountAboveTheLimitIsRefusedByItsValue) {
+  Bytes bundle = read("bundles/driver_two_arch.hipfb");
+  std::vector<const char*> isas(4097, "gfx90a");
+  coload_select_options options = quiet();
+  coload_selection* selection = nullptr;
+  EXPECT_EQ(coload_select(bundle.data(), bundle.size(), isas.data(), isas.size(), &options, &selection),
+            COLOAD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(selection, nullptr);
+  EXPECT_NE(std::string(coload_last_error_message()).find("isa_count 4097 is above the limit of 4096"),
+            std::string::npos)
+      << coload_last_error_message();
+}
+
 TEST(CApiSelect, NullArgumentsAndBadOptionsAreRefused) {
   Bytes bundle = read("bundles/driver_two_arch.hipfb");
   const char* isas[] = {"gfx90a", nullptr};

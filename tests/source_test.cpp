@@ -250,6 +250,79 @@ TEST(HostImageLimits, WrapperWarningsPastSixteenAreCounted) {
   EXPECT_EQ(layout->warnings.back(), "and 84 more such warnings");
 }
 
+// libkernels.so (lld -shared) with the RELATIVE relocations of its wrapper
+// pointers rewritten as R_X86_64_64 against a .dynsym symbol, as a linker
+// writes them when the bundle's symbol is a preemptible global: the addend
+// becomes the address minus the symbol's value (or, with `undefine`, the
+// symbol is made undefined).
+Bytes with_symbol_relocations(bool undefine) {
+  Bytes elf = testing::read_file(std::string(COLOAD_FIXTURE_DIR) + "/host/libkernels.so");
+  auto u64 = [&](std::size_t at) {
+    std::uint64_t v;
+    std::memcpy(&v, elf.data() + at, 8);
+    return v;
+  };
+  auto u32 = [&](std::size_t at) {
+    std::uint32_t v;
+    std::memcpy(&v, elf.data() + at, 4);
+    return v;
+  };
+  auto u16 = [&](std::size_t at) {
+    std::uint16_t v;
+    std::memcpy(&v, elf.data() + at, 2);
+    return v;
+  };
+  const std::uint64_t shoff = u64(40);
+  const std::uint16_t shnum = u16(60);
+  auto header = [&](std::size_t i) { return shoff + 64 * i; };
+  const char* names = reinterpret_cast<const char*>(elf.data() + u64(header(u16(62)) + 24));
+  std::uint64_t segment = 0, dynsym = 0, dynsym_size = 0, rela = 0, rela_size = 0;
+  for (std::uint16_t i = 0; i < shnum; ++i) {
+    std::string_view name = names + u32(header(i));
+    if (name == ".hipFatBinSegment") segment = u64(header(i) + 16);  // sh_addr
+    if (name == ".dynsym") dynsym = u64(header(i) + 24), dynsym_size = u64(header(i) + 32);
+    if (name == ".rela.dyn") rela = u64(header(i) + 24), rela_size = u64(header(i) + 32);
+  }
+  EXPECT_TRUE(segment && dynsym && rela);
+  std::uint32_t symbol = 0;  // the first defined one (Elf64_Sym: st_shndx at 6, st_value at 8)
+  for (std::uint32_t i = 1; i < dynsym_size / 24 && !symbol; ++i) {
+    if (u16(dynsym + 24 * i + 6) != 0) symbol = i;
+  }
+  EXPECT_NE(symbol, 0u);
+  const std::uint64_t value = u64(dynsym + 24 * symbol + 8);
+  if (undefine) testing::store_le(std::span(elf).subspan(dynsym + 24 * symbol + 6, 2), 0, 2);
+  int rewritten = 0;
+  for (std::uint64_t at = rela; at < rela + rela_size; at += 24) {  // Elf64_Rela: r_offset, r_info, r_addend
+    const std::uint64_t offset = u64(at);
+    if (offset < segment || (offset - segment) % 24 != 8 || u64(at + 8) != 8) continue;          // R_X86_64_RELATIVE
+    testing::store_le(std::span(elf).subspan(at + 8, 8), (std::uint64_t{symbol} << 32) | 1, 8);  // R_X86_64_64
+    testing::store_le(std::span(elf).subspan(at + 16, 8), u64(at + 16) - value, 8);
+    ++rewritten;
+  }
+  EXPECT_EQ(rewritten, 3);  // one wrapper per translation unit
+  return elf;
+}
+
+TEST(HostImage, AWrapperPointerRelocatedAgainstADefinedSymbolIsThatSymbolPlusItsAddend) {
+  Bytes image = testing::read_file(std::string(COLOAD_FIXTURE_DIR) + "/host/libkernels.so");
+  auto relative = inspect_source(image);
+  ASSERT_TRUE(Succeeds(relative));
+  auto symbolic = inspect_source(with_symbol_relocations(false));
+  ASSERT_TRUE(Succeeds(symbolic));
+  EXPECT_EQ(symbolic->wrapper_offsets, relative->wrapper_offsets);
+  EXPECT_EQ(symbolic->wrapper_offsets.size(), 3u);
+  EXPECT_TRUE(symbolic->warnings.empty()) << symbolic->warnings.front();
+}
+
+TEST(HostImage, AWrapperPointerRelocatedAgainstAnUndefinedSymbolIsSkippedSayingSo) {
+  auto layout = inspect_source(with_symbol_relocations(true));
+  ASSERT_TRUE(Succeeds(layout));
+  EXPECT_TRUE(layout->wrapper_offsets.empty());  // the region is walked instead
+  ASSERT_EQ(layout->warnings.size(), 3u);
+  EXPECT_NE(layout->warnings.front().find("relocation against an undefined symbol"), std::string::npos)
+      << layout->warnings.front();
+}
+
 // A file of `size` bytes whose byte i is i % 251, mapped.
 struct MappedFile {
   explicit MappedFile(std::uint64_t size, const char* name) : path(std::filesystem::temp_directory_path() / name) {

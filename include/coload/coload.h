@@ -225,7 +225,9 @@ coload_status coload_register_memory(coload_registry* registry, const void* byte
  *  "<first path> and N more files"; coload_choice's `file` names the file
  *  each choice came from.
  *  Errors: COLOAD_ERROR_NULL_ARGUMENT (`paths`, one of them, or `out`),
- *  COLOAD_ERROR_INVALID_ARGUMENT (`count` 0), COLOAD_ERROR_IO (a file that
+ *  COLOAD_ERROR_INVALID_ARGUMENT (`count` 0), COLOAD_ERROR_LIMIT_EXCEEDED
+ *  (`count` above 2^20, or more files than the process has mappings left
+ *  under vm.max_map_count: the message names it), COLOAD_ERROR_IO (a file that
  *  cannot be opened or mapped, or is no regular file), the header errors of
  *  a corrupt file (COLOAD_ERROR_BAD_MAGIC, COLOAD_ERROR_MALFORMED, ...), and
  *  COLOAD_ERROR_AMBIGUOUS for one kernel name in two files for one target ID
@@ -236,7 +238,9 @@ coload_status coload_register_memory(coload_registry* registry, const void* byte
 coload_status coload_register_files(coload_registry* registry, const char* const* paths, size_t count,
                                     coload_binary* out);
 /** Registers the regular files under directory `path` whose file names match
- *  `pattern` (fnmatch(3), e.g. "*.co"; NULL or "": every file), descending
+ *  `pattern` (fnmatch(3), e.g. "*.co"; NULL or "": every file; with a '/',
+ *  paths relative to `path`, e.g. "gfx942/fmha_*.co", entering only the
+ *  subdirectories it can reach: docs/loading.md, "File sets"), descending
  *  into subdirectories when `recursive` is nonzero, as coload_register_files
  *  does with them in sorted path order; the binary is named `path`. Entries
  *  whose names start with "." are skipped, symbolic links to files followed
@@ -519,7 +523,7 @@ typedef struct coload_selection {
  *  coload_selection_free. Errors (then *out is null):
  *  COLOAD_ERROR_NULL_ARGUMENT (bytes, out, isas with isa_count > 0, or an
  *  isas[i]), COLOAD_ERROR_INVALID_ARGUMENT (an ISA that names no device, its
- *  index in the message; a bad option), COLOAD_ERROR_BAD_STRUCT_SIZE,
+ *  index in the message; isa_count above 4096; a bad option), COLOAD_ERROR_BAD_STRUCT_SIZE,
  *  COLOAD_ERROR_BAD_MAGIC, COLOAD_ERROR_TRUNCATED or
  *  COLOAD_ERROR_OUT_OF_BOUNDS (the image would run past `size` or its
  *  mapping), the headers' errors (COLOAD_ERROR_MALFORMED for a host ELF:

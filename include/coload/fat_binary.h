@@ -26,18 +26,31 @@
 
 namespace coload {
 
+/// Most files one file set may hold (FatBinary::open_files; docs/loading.md,
+/// "File sets"): far above any kernel library, low enough that a count is
+/// checked before anything is allocated for it. Each member is also mapped,
+/// so a set holds at most the mappings the process has left (LimitExceeded
+/// naming vm.max_map_count).
+inline constexpr std::size_t kMaxSetFiles = std::size_t{1} << 20;
+
 /// Which files of a directory a file set takes (FatBinary::open_directory).
 struct DirectoryScan {
-  /// fnmatch(3) pattern a file's name (not its path) must match; empty: every file.
+  /// fnmatch(3) pattern a file's name must match; empty: every file. With
+  /// a '/', the path relative to the directory must match it (FNM_PATHNAME)
+  /// and the walk enters only the subdirectories its leading components
+  /// match (docs/loading.md, "File sets").
   std::string pattern;
   /// Whether files in subdirectories (at any depth) are taken too.
   bool recursive = false;
 };
 
 /// The regular files of directory `path` that `scan` takes, in sorted path
-/// order (paths are `path` + "/" + the relative path). Symbolic links are
-/// followed; hidden entries ("." first) are skipped. Errors: Io naming the
-/// directory that cannot be opened or read, or a `path` that is no directory.
+/// order (paths are `path` + "/" + the relative path). Symbolic links to
+/// files are followed, to directories not; hidden entries ("." first) are
+/// skipped. Linear in the tree; a deep one holds a descriptor per 32 levels.
+/// Errors: Io naming the directory or subdirectory that cannot be opened or
+/// read (one the pattern keeps the walk out of is never opened), or a
+/// `path` that is no directory.
 Expected<std::vector<std::string>> list_directory(const std::string& path, const DirectoryScan& scan = {});
 /// The members of the file set directory `path` makes: list_directory's,
 /// or NotFound naming the directory (and the pattern) when it takes no file.
@@ -62,7 +75,9 @@ class FatBinary {
   /// bundle of format FileGroup whose entries are those files, in the order
   /// of `paths`, each with the entry ID clang gives its target; every other
   /// file adds its own bundles. Bundles follow the first file of each in
-  /// `paths`. Errors: InvalidArgument for no path; open()'s, naming the file;
+  /// `paths`. Errors: InvalidArgument for no path; LimitExceeded for more
+  /// than kMaxSetFiles paths or more than the mappings the process has left
+  /// (docs/loading.md, "File sets"); open()'s, naming the file;
   /// Ambiguous for one kernel name in two files for one target ID, naming
   /// both files, the kernel and the target.
   static Expected<FatBinary> open_files(std::span<const std::string> paths, std::string name,

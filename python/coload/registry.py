@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
 
+from . import _arguments as arg
 from . import _library as lib
 from .errors import BufferTooSmall, InvalidHandle, Status, known_status
 
@@ -82,8 +83,8 @@ class Options:
     verify_cache: str | None = None
 
 
-def _text(value: PathLike | None) -> bytes | None:
-    return None if value is None else os.fsencode(value)
+def _text(value: PathLike | None, field: str) -> bytes | None:
+    return arg.optional_path(value, f"Options.{field}")
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,8 @@ class Registry:
         required = ctypes.c_size_t()
         buffer = ctypes.create_string_buffer(64)
         try:
-            lib.call("coload_device_name", self._live(), device, buffer, len(buffer), ctypes.byref(required))
+            lib.call("coload_device_name", self._live(), arg.size(device, "device"), buffer, len(buffer),
+                     ctypes.byref(required))
         except BufferTooSmall:
             buffer = ctypes.create_string_buffer(required.value)
             lib.call("coload_device_name", self._live(), device, buffer, len(buffer), ctypes.byref(required))
@@ -266,20 +268,21 @@ class Registry:
         """Maps the file and registers it: a bundle, a CCOB, a code object or a
         host image (headers read, nothing decompressed or loaded)."""
         out = lib.c_binary()
-        lib.call("coload_register_file", self._live(), os.fsencode(path), ctypes.byref(out))
+        lib.call("coload_register_file", self._live(), arg.path(path, "path"), ctypes.byref(out))
         return self._adopt(out.value, os.fsdecode(path))
 
     def register_memory(self, data: bytes | bytearray | memoryview, name: str | None = None) -> Binary:
         """Registers a copy of `data`, kept as long as the binary; `name` appears in errors."""
         copy = ctypes.create_string_buffer(bytes(data), len(data))
         out = lib.c_binary()
-        lib.call("coload_register_memory", self._live(), copy, len(data), _text(name), ctypes.byref(out))
+        encoded = None if name is None else arg.text(name, "name")
+        lib.call("coload_register_memory", self._live(), copy, len(data), encoded, ctypes.byref(out))
         return self._adopt(out.value, name or "<memory>", copy)
 
     def register_files(self, paths: Iterable[PathLike]) -> Binary:
         """Registers several files (bare code objects or bundles) as one fat
         binary (coload_register_files; a newer library's)."""
-        encoded = [os.fsencode(path) for path in paths]
+        encoded = [arg.path(path, f"paths[{index}]") for index, path in enumerate(paths)]
         array = (ctypes.c_char_p * len(encoded))(*encoded)
         out = lib.c_binary()
         lib.call("coload_register_files", self._live(), array, len(encoded), ctypes.byref(out))
@@ -287,14 +290,15 @@ class Registry:
 
     def register_directory(self, path: PathLike, pattern: str | None = None, recursive: bool = False) -> Binary:
         """Registers the files of a folder whose names match `pattern` (an
-        fnmatch glob; None: all), in subfolders too when `recursive`, as one
-        fat binary (coload_register_directory; a newer library's)."""
+        fnmatch glob; None: all; with a '/', paths relative to the folder,
+        "gfx942/*.co"), in subfolders too when `recursive`, as one fat binary
+        (coload_register_directory; a newer library's)."""
         out = lib.c_binary()
         lib.call(
             "coload_register_directory",
             self._live(),
-            os.fsencode(path),
-            _text(pattern),
+            arg.path(path, "path"),
+            None if pattern is None else arg.text(pattern, "pattern"),
             int(recursive),
             ctypes.byref(out),
         )
@@ -312,6 +316,7 @@ class Registry:
                 del self._binaries[binary.handle]
             lib.call("coload_unregister", self._live(), binary.handle)
             return
+        binary = arg.uint64(binary, "binary")
         with self._lock:
             held = self._binaries.pop(binary, None)  # its bytes outlive the unregistering
         lib.call("coload_unregister", self._live(), binary)
@@ -322,12 +327,19 @@ class Registry:
         """Loads the binary on `device` as a first kernel lookup would
         (choosing, validating, loading; once). Raises what that reports: a
         validation error, NotFound when no code object fits (coload_load)."""
-        lib.call("coload_load", self._live(), _handle(binary), device)
+        lib.call("coload_load", self._live(), _handle(binary), arg.size(device, "device"))
 
     def lookup_kernel(self, binary: Binary | int, device: int, name: str) -> Kernel:
         """The kernel `name` of the binary on `device`, loading it there first if needed."""
         info = lib.KernelInfo(struct_size=ctypes.sizeof(lib.KernelInfo))
-        lib.call("coload_lookup_kernel", self._live(), _handle(binary), device, name.encode(), ctypes.byref(info))
+        lib.call(
+            "coload_lookup_kernel",
+            self._live(),
+            _handle(binary),
+            arg.size(device, "device"),
+            arg.text(name, "name"),
+            ctypes.byref(info),
+        )
         return Kernel(
             name=name,
             device=device,
@@ -347,8 +359,8 @@ class Registry:
             "coload_lookup_global",
             self._live(),
             _handle(binary),
-            device,
-            name.encode(),
+            arg.size(device, "device"),
+            arg.text(name, "name"),
             ctypes.byref(address),
             ctypes.byref(size),
         )
@@ -368,15 +380,20 @@ class Registry:
         device, the workgroup size against the kernel's limits. Raises
         SizeMismatch, LimitExceeded or InvalidArgument naming the kernel, the
         field, the value and the limit (coload_check_dispatch)."""
-        sizes = None if workgroup_size is None else (ctypes.c_uint32 * 3)(*workgroup_size)
+        sizes = None
+        if workgroup_size is not None:
+            if len(workgroup_size) != 3:
+                raise ValueError(f"workgroup_size has {len(workgroup_size)} values; it takes (x, y, z)")
+            checked = (arg.uint32(value, f"workgroup_size[{axis}]") for axis, value in enumerate(workgroup_size))
+            sizes = (ctypes.c_uint32 * 3)(*checked)
         lib.call(
             "coload_check_dispatch",
             self._live(),
             _handle(binary),
-            device,
-            name.encode(),
-            kernarg_bytes,
-            dynamic_lds,
+            arg.size(device, "device"),
+            arg.text(name, "name"),
+            arg.uint64(kernarg_bytes, "kernarg_bytes"),
+            arg.uint64(dynamic_lds, "dynamic_lds"),
             sizes,
         )
 
@@ -392,7 +409,7 @@ class Registry:
             return 1
 
         callback = lib.CHOOSE_FN(take)
-        lib.call("coload_choose", self._live(), _handle(binary), device, callback, None)
+        lib.call("coload_choose", self._live(), _handle(binary), arg.size(device, "device"), callback, None)
         return choices
 
     def __repr__(self) -> str:
@@ -400,7 +417,7 @@ class Registry:
 
 
 def _handle(binary: Binary | int) -> int:
-    return binary.handle if isinstance(binary, Binary) else binary
+    return binary.handle if isinstance(binary, Binary) else arg.uint64(binary, "binary")
 
 
 def _choice_of(made: Any, bundle: int, file: str | None, offset: int | None = None) -> Choice:
@@ -450,27 +467,29 @@ def _c_options(options: Options, log: Any, arrays: list[Any]) -> lib.RegistryOpt
     c = lib.RegistryOptions(
         struct_size=ctypes.sizeof(lib.RegistryOptions),
         runtime=_pick(_RUNTIMES, options.runtime, "runtime"),
-        dry_run_devices=_text(devices),
-        runtime_library=_text(options.runtime_library),
+        dry_run_devices=_text(devices, "devices"),
+        runtime_library=_text(options.runtime_library, "runtime_library"),
         ignore_environment=int(options.ignore_environment),
-        decode_threads=options.decode_threads,
+        decode_threads=arg.uint32(options.decode_threads, "Options.decode_threads"),
         log=log,
         unbundler=_pick(_UNBUNDLERS, options.unbundler, "unbundler"),
-        extended_isa_compat=_text(options.extended_isa_compat),
+        extended_isa_compat=_text(options.extended_isa_compat, "extended_isa_compat"),
         hotswap=0 if options.hotswap is None else 2 if options.hotswap else 1,
-        hotswap_plugin=_text(options.hotswap_plugin),
-        hotswap_pairs=_text(options.hotswap_pairs),
+        hotswap_plugin=_text(options.hotswap_plugin, "hotswap_plugin"),
+        hotswap_pairs=_text(options.hotswap_pairs, "hotswap_pairs"),
         hash_check=_pick(_HASH_CHECKS, options.hash_check, "hash_check"),
-        max_decompressed_bytes=options.max_decompressed_bytes,
+        max_decompressed_bytes=arg.uint64(options.max_decompressed_bytes, "Options.max_decompressed_bytes"),
         log_level=_pick(_LOG_LEVELS, options.log_level, "log_level"),
-        verify_cache=_text(options.verify_cache),
+        verify_cache=_text(options.verify_cache, "verify_cache"),
     )
     if options.hsa_agents is not None:
-        agents = (ctypes.c_uint64 * len(options.hsa_agents))(*options.hsa_agents)
+        checked = [arg.uint64(agent, f"Options.hsa_agents[{i}]") for i, agent in enumerate(options.hsa_agents)]
+        agents = (ctypes.c_uint64 * len(checked))(*checked)
         arrays.append(agents)
         c.hsa_agents, c.hsa_agent_count = agents, len(options.hsa_agents)
     if options.hip_devices is not None:
-        ordinals = (ctypes.c_int * len(options.hip_devices))(*options.hip_devices)
+        ints = [arg.int32(ordinal, f"Options.hip_devices[{i}]") for i, ordinal in enumerate(options.hip_devices)]
+        ordinals = (ctypes.c_int * len(ints))(*ints)
         arrays.append(ordinals)
         c.hip_devices, c.hip_device_count = ordinals, len(options.hip_devices)
     return c

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from . import _arguments as arg
 from . import _library as lib
 from .errors import Error, Malformed, Status, error_for
 from .registry import _HASH_CHECKS, Binary, Choice, PathLike, Registry, RuntimeName, _choice_of, _pick
@@ -50,6 +51,7 @@ def select(
     `device` ("gfx942", "gfx90a:xnack-", or an ISA name as ROCr gives it) and
     why. Raises the Error of the first bundle when no bundle has a fit
     (NotFound, its ``report`` set), or when `path` cannot be read."""
+    arg.path(path, "path")  # os.path.isdir answers False for a path with a NUL
     if os.path.isdir(path):
         return _select_in_registry(path, device, ignore_environment, hash_check, max_decompressed_bytes,
                                    extended_isa_compat)
@@ -59,10 +61,10 @@ def select(
         struct_size=ctypes.sizeof(lib.SelectOptions),
         ignore_environment=int(ignore_environment),
         hash_check=_pick(_HASH_CHECKS, hash_check, "hash_check"),
-        max_decompressed_bytes=max_decompressed_bytes,
-        extended_isa_compat=None if extended_isa_compat is None else extended_isa_compat.encode(),
+        max_decompressed_bytes=arg.uint64(max_decompressed_bytes, "max_decompressed_bytes"),
+        extended_isa_compat=None if extended_isa_compat is None else arg.text(extended_isa_compat, "extended_isa_compat"),
     )
-    isas = (ctypes.c_char_p * 1)(device.encode())
+    isas = (ctypes.c_char_p * 1)(arg.text(device, "device"))
     out = ctypes.POINTER(lib.Selection)()
     buffer = ctypes.create_string_buffer(image, len(image))
     try:
@@ -143,6 +145,7 @@ def check(
     dry-run: `device` is a target ID ("gfx942"); hsa/hip: a device number, or
     a target ID one of the runtime's devices has (exactly, or its processor).
     Returns None when it loads; raises the Error that stopped it."""
+    arg.path(path, "path")
     with Registry(
         runtime=runtime,
         devices=str(device) if runtime == "dry-run" else None,

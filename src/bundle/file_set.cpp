@@ -2,17 +2,14 @@
 // FatBinary::open_files; docs/loading.md, "File sets"). Bare code objects
 // with the same kernel names become one bundle (FileGroup) whose entries are
 // those files; every other file adds its own bundles.
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <map>
-#include <system_error>
 #include <utility>
 
 #include "bundle/file_group.h"
+#include "bundle/map_budget.h"
 #include "codeobject/elf_view.h"
 #include "coload/fat_binary.h"
 #include "common/bytes.h"
@@ -21,8 +18,6 @@
 
 namespace coload {
 namespace {
-
-namespace fs = std::filesystem;
 
 /// The kernels of a bare code object: its defined, non-local `.kd`
 /// descriptor symbols (what CodeObject::read turns into kernels), from the
@@ -54,47 +49,7 @@ struct BareObject {
   std::vector<std::string> kernels;
 };
 
-Error io_error(const std::string& path, std::string_view what, const std::error_code& code) {
-  return Error(ErrorKind::Io, path + ": " + std::string(what) + ": " + code.message());
-}
-
 }  // namespace
-
-Expected<std::vector<std::string>> list_directory(const std::string& path, const DirectoryScan& scan) {
-  std::error_code code;
-  if (!fs::is_directory(path, code)) {
-    if (code) return io_error(path, "cannot open directory", code);
-    return Error(ErrorKind::Io, path + ": not a directory");
-  }
-  std::vector<std::string> files;
-  auto take = [&](const fs::directory_entry& entry) {
-    std::string name = entry.path().filename().string();
-    std::error_code ignored;  // a dangling link or a vanished file is no member
-    if (!entry.is_regular_file(ignored)) return;
-    if (!scan.pattern.empty() && ::fnmatch(scan.pattern.c_str(), name.c_str(), 0) != 0) return;
-    files.push_back(entry.path().string());
-  };
-  auto hidden = [](const fs::directory_entry& entry) { return entry.path().filename().string().starts_with("."); };
-  if (scan.recursive) {
-    // Symbolic links to directories are not followed: a link to an ancestor would loop.
-    fs::recursive_directory_iterator it(path, code), end;
-    for (; !code && it != end; it.increment(code)) {
-      if (hidden(*it)) {
-        it.disable_recursion_pending();
-        continue;
-      }
-      take(*it);
-    }
-  } else {
-    fs::directory_iterator it(path, code), end;
-    for (; !code && it != end; it.increment(code)) {
-      if (!hidden(*it)) take(*it);
-    }
-  }
-  if (code) return io_error(path, "cannot read directory", code);
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 Expected<std::vector<std::string>> list_set_members(const std::string& path, const DirectoryScan& scan) {
   auto files = list_directory(path, scan);
@@ -115,9 +70,30 @@ Expected<FatBinary> FatBinary::open_directory(const std::string& path, const Dir
 Expected<FatBinary> FatBinary::open_files(std::span<const std::string> paths, std::string name,
                                           const ReadOptions& options) {
   if (paths.empty()) return Error(ErrorKind::InvalidArgument, "a file set needs at least one file");
+  if (paths.size() > kMaxSetFiles) {
+    return Error(ErrorKind::LimitExceeded, "a file set of " + std::to_string(paths.size()) +
+                                               " files is above the limit of " + std::to_string(kMaxSetFiles))
+        .at_field("files", std::nullopt, paths.size(), kMaxSetFiles);
+  }
   if (name.empty()) {
     name =
         paths.size() == 1 ? paths.front() : paths.front() + " and " + std::to_string(paths.size() - 1) + " more files";
+  }
+  // Each member stays mapped: a set the process has no mappings left for
+  // would fail at the first mmap past vm.max_map_count, after mapping and
+  // reading every file before it (docs/loading.md, "File sets").
+  if (auto budget = detail::map_budget(); budget && paths.size() > 1) {
+    const std::uint64_t used = budget->in_use + detail::kReservedMappings;
+    const std::uint64_t left = budget->max_map_count > used ? budget->max_map_count - used : 0;
+    if (paths.size() > left) {
+      return Error(ErrorKind::LimitExceeded, name + ": a file set of " + std::to_string(paths.size()) +
+                                                 " files maps each one, but vm.max_map_count " +
+                                                 std::to_string(budget->max_map_count) + " leaves " +
+                                                 std::to_string(left) + " (" + std::to_string(budget->in_use) +
+                                                 " mappings in use, " + std::to_string(detail::kReservedMappings) +
+                                                 " kept for the rest of the process)")
+          .at_field("vm.max_map_count", std::nullopt, paths.size(), left);
+    }
   }
   if (paths.size() == 1) {
     auto one = open(paths.front(), options);

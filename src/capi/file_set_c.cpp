@@ -21,6 +21,11 @@ coload_status coload_register_files(coload_registry* registry, const char* const
     if (!out) return null_argument(function, "out");
     *out = 0;
     if (!paths) return null_argument(function, "paths");
+    if (count > coload::kMaxSetFiles) {  // before anything is allocated for it
+      return fail(COLOAD_ERROR_LIMIT_EXCEEDED, std::string(function) + ": count " + std::to_string(count) +
+                                                   " is above the " + std::to_string(coload::kMaxSetFiles) +
+                                                   " files a file set may hold");
+    }
     std::vector<std::string> copied;
     copied.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {

@@ -217,6 +217,12 @@ coload_status select_image(const char* function, const std::string& name, const 
                            const char* const* isas, size_t isa_count, const coload_select_options* options,
                            coload_selection** out) {
   if (!isas && isa_count > 0) return null_argument(function, "isas");
+  // More ISAs than any machine has devices: a count that is not one (coload_c.cpp's kMaxDevices).
+  constexpr std::size_t kMaxIsas = 4096;
+  if (isa_count > kMaxIsas) {
+    return fail(COLOAD_ERROR_INVALID_ARGUMENT, std::string(function) + ": isa_count " + std::to_string(isa_count) +
+                                                   " is above the limit of " + std::to_string(kMaxIsas));
+  }
   for (std::size_t i = 0; i < isa_count; ++i) {
     if (!isas[i]) return null_argument(function, ("isas[" + std::to_string(i) + "]").c_str());
   }

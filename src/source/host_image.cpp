@@ -150,7 +150,19 @@ class HostImageReader {
   struct Target {
     bool section_relative = false;  // ET_REL: value is an offset into .hip_fatbin
     std::uint64_t value = 0;
+    bool undefined = false;  // a linked image's absolute relocation against an undefined symbol: no value
   };
+
+  /// The absolute 64-bit relocation of the image's machine (R_X86_64_64,
+  /// R_AARCH64_ABS64), which a linker emits for a pointer to a preemptible
+  /// symbol; 0 for another machine.
+  std::uint32_t absolute_type() const {
+    switch (elf_.getHeader().e_machine) {
+      case llvm::ELF::EM_X86_64: return llvm::ELF::R_X86_64_64;
+      case llvm::ELF::EM_AARCH64: return llvm::ELF::R_AARCH64_ABS64;
+      default: return 0;
+    }
+  }
 
   /// Relocations that write the pointer fields, by wrapper index (count is
   /// bounded by the section's size in the file).
@@ -161,6 +173,7 @@ class HostImageReader {
     // into the section in relocatable objects.
     std::uint64_t base = relocatable ? 0 : wrappers.sh_addr;
     std::uint32_t relative_type = elf_.getRelativeRelocationType();
+    std::uint32_t absolute = relocatable ? 0 : absolute_type();
     // Tables that fit the file side by side hold at most this many entries;
     // section headers sharing one table would each be walked in full.
     const std::uint64_t most = bytes_.size() / sizeof(llvm::object::ELF64LE::Rela);
@@ -179,7 +192,23 @@ class HostImageReader {
                                                    " bytes holds: section headers share or overlap tables")
             .at_field("SHT_RELA entries", section.sh_offset, visited, most);
       }
-      const ElfShdr* symbols = nullptr;
+      const ElfShdr* symbols = nullptr;  // read when a relocation names a symbol
+      auto symbol_of = [&](const auto& rela) -> const llvm::object::ELF64LE::Sym* {
+        if (!symbols) {
+          auto linked = elf_.getSection(section.sh_link);
+          if (!linked) {
+            llvm::consumeError(linked.takeError());
+            return nullptr;
+          }
+          symbols = *linked;
+        }
+        auto symbol = elf_.getRelocationSymbol(rela, symbols);
+        if (!symbol) {
+          llvm::consumeError(symbol.takeError());
+          return nullptr;
+        }
+        return *symbol;
+      };
       if (relocatable) {
         auto linked = elf_.getSection(section.sh_link);
         if (!linked) return from_llvm(linked.takeError(), ErrorKind::OutOfBounds, "relocation symbol table");
@@ -189,19 +218,28 @@ class HostImageReader {
         std::uint64_t at = rela.r_offset;
         if (at < base || at - base >= count * kWrapperSize || (at - base) % kWrapperSize != 8) continue;
         std::uint64_t index = (at - base) / kWrapperSize;
+        const auto addend = static_cast<std::uint64_t>(rela.r_addend);
         if (!relocatable) {
-          if (rela.getType(false) == relative_type) {
-            targets[index] = Target{false, static_cast<std::uint64_t>(rela.r_addend)};
+          // RELATIVE: base + addend. An absolute relocation against a symbol
+          // (a preemptible __hip_fatbin): symbol + addend, resolved as a
+          // RELATIVE one when the image defines the symbol (docs/reading-rules.md).
+          std::uint32_t type = rela.getType(false);
+          if (type == relative_type) {
+            targets[index] = Target{false, addend};
+          } else if (type != 0 && type == absolute) {
+            if (rela.getSymbol(false) == 0) {  // no symbol: the addend is the address
+              targets[index] = Target{false, addend};
+            } else if (const auto* symbol = symbol_of(rela); symbol && symbol->st_shndx != llvm::ELF::SHN_UNDEF) {
+              targets[index] = Target{false, symbol->st_value + addend};
+            } else {
+              targets[index] = Target{.undefined = true};
+            }
           }
           continue;
         }
-        auto symbol = elf_.getRelocationSymbol(rela, symbols);
-        if (!symbol) {
-          llvm::consumeError(symbol.takeError());
-          continue;
-        }
-        if (*symbol != nullptr && (*symbol)->st_shndx == found_.fatbin_index) {
-          targets[index] = Target{true, (*symbol)->st_value + static_cast<std::uint64_t>(rela.r_addend)};
+        const auto* symbol = symbol_of(rela);
+        if (symbol != nullptr && symbol->st_shndx == found_.fatbin_index) {
+          targets[index] = Target{true, symbol->st_value + addend};
         }
       }
     }
@@ -217,6 +255,11 @@ class HostImageReader {
     std::uint64_t within = 0;
     if (found && found->section_relative) {
       within = found->value;
+    } else if (found && found->undefined) {
+      warn(where() +
+           ": its pointer is written by a relocation against an undefined symbol, which only the "
+           "dynamic loader resolves; skipped");
+      return std::nullopt;
     } else if (elf_.getHeader().e_type == llvm::ELF::ET_REL) {
       warn(where() + ": no relocation into .hip_fatbin; skipped");
       return std::nullopt;
