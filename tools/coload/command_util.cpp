@@ -99,12 +99,14 @@ bool report(const std::string& path, std::string_view what, int error) {
 }
 
 /// A pipe or a device (-o /dev/stdout) is written in place: it has no
-/// folder to hold a replacement, and nothing to keep whole.
-bool write_in_place(const std::string& path, std::span<const std::byte> bytes) {
+/// folder to hold a replacement, and nothing to keep whole. So is a regular
+/// file with other hard links, which must see the new bytes: the bytes go
+/// over the old ones and the file is cut to their length after.
+bool write_in_place(const std::string& path, std::span<const std::byte> bytes, bool regular) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return report(path, "cannot open", errno);
   int error = 0;
-  write_all(fd, bytes, error);
+  if (write_all(fd, bytes, error) && regular && ::ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) error = errno;
   if (::close(fd) != 0 && error == 0) error = errno;
   return error == 0 || report(path, "write failed", error);
 }
@@ -116,17 +118,20 @@ bool write_file(const std::string& path, std::span<const std::byte> bytes) {
   // over it (docs/reading-rules.md, "Files"): a failed write leaves the old
   // file whole, and an output that is also an input (one of several OUT.N)
   // replaces the name, not the bytes a mapping of the input still reads.
-  // A symlink is followed: its target is replaced, the link kept.
+  // A symlink is followed: its target is replaced, the link kept. A pipe,
+  // a device or a file with other hard links is written in place.
+  struct stat old{};
+  bool exists = ::stat(path.c_str(), &old) == 0;
+  if (exists && (!S_ISREG(old.st_mode) || old.st_nlink > 1)) {
+    return write_in_place(path, bytes, S_ISREG(old.st_mode));
+  }
   std::error_code code;
   std::filesystem::path target = path;
-  if (std::filesystem::is_symlink(target, code)) {
-    auto resolved = std::filesystem::weakly_canonical(target, code);
+  if (exists && std::filesystem::is_symlink(target, code)) {
+    auto resolved = std::filesystem::canonical(target, code);
     if (code) return report(path, "cannot resolve", code.value());
     target = resolved;
   }
-  struct stat old{};
-  bool exists = ::stat(target.c_str(), &old) == 0;
-  if (exists && !S_ISREG(old.st_mode)) return write_in_place(path, bytes);
   mode_t mode = 0;
   if (exists) {
     mode = old.st_mode & 07777;
