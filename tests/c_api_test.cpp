@@ -5,8 +5,13 @@
 #include "coload/coload.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -341,6 +346,39 @@ TEST_F(CApiTest, RegisterMemoryAndBadInput) {
   EXPECT_EQ(coload_register_memory(registry, garbage, sizeof garbage, "garbage", &binary), COLOAD_ERROR_BAD_MAGIC);
   EXPECT_EQ(binary, 0u);
   EXPECT_EQ(coload_register_file(registry, "/nonexistent/file.hipfb", &binary), COLOAD_ERROR_IO);
+}
+
+// A FIFO named as a file is refused at once (docs/reading-rules.md, "Files"),
+// not waited on until a writer comes. Should the open block, a watchdog
+// opens the write end after 5 s so the test ends, and fails on the time.
+TEST_F(CApiTest, RegisterFileRefusesAFifo) {
+  std::string fifo = ::testing::TempDir() + "coload_c_api_fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::mutex mutex;
+  std::condition_variable returned;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(mutex);
+    if (returned.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) return;
+    int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (writer >= 0) ::close(writer);
+  });
+  auto start = std::chrono::steady_clock::now();
+  coload_binary binary = 0;
+  coload_status status = coload_register_file(registry, fifo.c_str(), &binary);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+  }
+  returned.notify_all();
+  watchdog.join();
+  ::unlink(fifo.c_str());
+  EXPECT_LT(elapsed, std::chrono::seconds(5)) << "coload_register_file waited in open for a writer";
+  EXPECT_EQ(status, COLOAD_ERROR_IO);
+  EXPECT_NE(std::string(coload_last_error_message()).find("not a regular file (a FIFO)"), std::string::npos)
+      << coload_last_error_message();
 }
 
 TEST(CApiContract, LastErrorIsPerThread) {

@@ -31,7 +31,10 @@ enum class LimitWording : std::uint8_t {
 struct VerifyOptions {
   /// True: MD5 the whole stream and check the stored hash, unless a mark in
   /// ReadOptions::verified_cache says these bytes were checked; record a
-  /// mark when it matches. False (a Skip-mode stream): no MD5, no marks.
+  /// mark when it matches. With marks in use, the CCOB is first copied
+  /// into memory of its own, and both the mark's name and the decoder read
+  /// that copy (docs/reading-rules.md, "Files"). False (a Skip-mode
+  /// stream): no MD5, no marks, no copy.
   bool check_hash = true;
   LimitWording limit_wording = LimitWording::Bare;
 };

@@ -2,6 +2,7 @@
 // a complete plain bundle. The stored hash is the first 8 bytes of the MD5 of
 // that plain bundle; clang never checks it, we always do.
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "bundle/window_memory.h"
 #include "coload/bundle.h"
 #include "common/bytes.h"
+#include "source/read_pages.h"
 
 namespace coload {
 namespace {
@@ -116,8 +118,17 @@ Expected<detail::HashOutcome> detail::decode_verified(Bytes ccob, const Compress
         .at_field("total_size", ccob_layout(header.version).total_size.offset, end, ccob.size());
   }
   std::optional<VerifiedMark> mark;
+  std::unique_ptr<std::byte[]> copy;
   if (verify.check_hash && !options.verified_cache.empty()) {
-    mark.emplace(options.verified_cache, ccob.first(end), header);
+    // The bytes are read once, into memory of our own: the mark is named
+    // from what the decoder then consumes, so a file rewritten under its
+    // mapping can neither skip the MD5 of bytes no mark stands for nor get a
+    // mark for bytes that were not checked (docs/reading-rules.md, "Files").
+    copy = std::make_unique_for_overwrite<std::byte[]>(end);
+    std::memcpy(copy.get(), ccob.data(), end);
+    detail::ReadPages(ccob).read_to(end);  // the mapping's pages are read; give them back
+    ccob = Bytes(copy.get(), end);
+    mark.emplace(options.verified_cache, ccob, header);
   }
   bool checked_earlier = mark && mark->present();
   bool hash = verify.check_hash && !checked_earlier;

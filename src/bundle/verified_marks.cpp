@@ -35,6 +35,26 @@ bool make_directories(const std::string& path) {
   return ::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST;
 }
 
+/// Whether `folder` may hold marks: absent (record() makes it, 0700), or a
+/// directory of the effective user that no group or other may write. A
+/// folder anyone else may write could hold a mark of bytes never checked
+/// (docs/reading-rules.md, "Files"); it is ignored, with one warning per
+/// process.
+bool trusted_folder(const std::string& folder) {
+  struct stat info{};
+  if (::stat(folder.c_str(), &info) != 0) return errno == ENOENT;
+  if (S_ISDIR(info.st_mode) && info.st_uid == ::geteuid() && (info.st_mode & 022) == 0) return true;
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    std::fprintf(stderr,
+                 "coload: warning: verified cache %s is not a directory of uid %u that only it may write "
+                 "(uid %u, mode %04o); its marks are ignored and every compressed bundle is checked in full\n",
+                 folder.c_str(), static_cast<unsigned>(::geteuid()), static_cast<unsigned>(info.st_uid),
+                 static_cast<unsigned>(info.st_mode & 07777));
+  }
+  return false;
+}
+
 bool write_all(int fd, std::string_view text) {
   while (!text.empty()) {
     ssize_t wrote = ::write(fd, text.data(), text.size());
@@ -59,8 +79,16 @@ VerifiedMark::VerifiedMark(const std::string& directory, Bytes ccob, const Compr
 }
 
 bool VerifiedMark::present() const {
-  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (!trusted_folder(directory_)) return false;
+  // Not a symlink, FIFO or device: O_NOFOLLOW, O_NONBLOCK, then fstat. Only
+  // a regular file of the effective user that nobody else may write counts.
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return false;
+  struct stat info{};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid() || (info.st_mode & 022) != 0) {
+    ::close(fd);
+    return false;
+  }
   char buffer[kMaxContents];
   std::size_t have = 0;
   while (have < sizeof buffer) {
@@ -74,7 +102,7 @@ bool VerifiedMark::present() const {
 }
 
 void VerifiedMark::record() const {
-  if (!make_directories(directory_)) return;
+  if (!trusted_folder(directory_) || !make_directories(directory_) || !trusted_folder(directory_)) return;
   static std::atomic<std::uint64_t> serial{0};
   std::string temporary = path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
   int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

@@ -9,7 +9,9 @@
 // function of the bytes, so a CCOB with a mark needs no second MD5, and a
 // stream of it may stop as Skip mode does. Changed bytes give another name,
 // so corruption is still caught. Marks are best-effort: a mark that cannot be
-// read or written is a miss, never an error.
+// read or written is a miss, never an error. Only a folder and marks of the
+// effective user that no one else may write are trusted, and only regular
+// files (docs/reading-rules.md, "Files"); anything else is a miss.
 #pragma once
 
 #include <string>
@@ -25,11 +27,14 @@ class VerifiedMark {
   /// in `directory`.
   VerifiedMark(const std::string& directory, Bytes ccob, const CompressedHeader& header);
 
-  /// Whether the mark exists and says what `header` says.
+  /// Whether the mark exists, is a regular file of the effective user in
+  /// a folder of that user (neither writable by group or others) and says
+  /// what `header` says.
   bool present() const;
   /// Records the mark: written under a temporary name, then renamed into
   /// place, so a reader never sees half of one. The directory (and its
-  /// parents) is created as needed.
+  /// parents) is created as needed; nothing is written to a folder
+  /// present() would not trust.
   void record() const;
 
  private:

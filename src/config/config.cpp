@@ -292,7 +292,10 @@ Expected<Config> Config::from_variables(const Lookup& lookup) {
 namespace {
 
 std::optional<std::string> environment_variable(std::string_view name) {
-  const char* value = std::getenv(std::string(name).c_str());  // the library's only getenv
+  // secure_getenv: in a setuid or setgid process (AT_SECURE) every variable
+  // reads as unset, so an unprivileged user cannot name a plugin that a
+  // privileged program would load (docs/environment.md).
+  const char* value = ::secure_getenv(std::string(name).c_str());  // the library's only getenv
   if (!value) return std::nullopt;
   return std::string(value);
 }

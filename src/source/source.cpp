@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/bytes.h"
+#include "source/file_type.h"
 #include "source/read_pages.h"
 
 namespace coload {
@@ -30,6 +31,19 @@ Error io_error(const std::string& path, std::string_view what, int error_number)
 }
 
 }  // namespace
+
+std::string_view detail::file_type(unsigned mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+  }
+  return "of unknown type";
+}
 
 std::string_view to_string(SourceKind kind) {
   switch (kind) {
@@ -123,9 +137,13 @@ Expected<Source> Source::map_file(const std::string& path) {
   // every pread of a table or header pays touch_atime (~15% of a 1 KiB
   // pread). The kernel grants it only to the file's owner (EPERM otherwise),
   // and a FUSE server may refuse it: any failure opens again without it, and
-  // that open's error is the one reported.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME);
-  if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // that open's error is the one reported. O_NONBLOCK: a FIFO (or a device)
+  // named as a file would block the open until a writer came; it opens at
+  // once and fstat refuses it (docs/reading-rules.md, "Files"). A symlink
+  // the caller names is followed, as any path a user gives.
+  constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+  int fd = ::open(path.c_str(), kFlags | O_NOATIME);
+  if (fd < 0) fd = ::open(path.c_str(), kFlags);
   if (fd < 0) return io_error(path, "cannot open", errno);
   struct stat info{};
   if (::fstat(fd, &info) != 0) {
@@ -135,7 +153,7 @@ Expected<Source> Source::map_file(const std::string& path) {
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd);
-    return Error(ErrorKind::Io, path + ": not a regular file");
+    return Error(ErrorKind::Io, path + ": not a regular file (" + std::string(detail::file_type(info.st_mode)) + ")");
   }
   auto size = static_cast<std::size_t>(info.st_size);
   if (size == 0) {  // mmap refuses length 0; an empty file is an empty view

@@ -77,35 +77,83 @@ std::string no_fit_message(const FatBinary& binary, std::size_t index, const Dev
 
 void print_error(const Error& error) { std::fprintf(stderr, "coload: %s\n", error.message().c_str()); }
 
-bool write_file(const std::string& path, std::span<const std::byte> bytes) {
-  // Not O_TRUNC: over an existing file, truncating first frees its pages and
-  // blocks only for the write to take them again (3.6 ms of an 11 MB entry's
-  // 6.5 here, docs/first-check.md). The bytes go over the old ones and the
-  // file is cut to their length after, so it ends the same, same inode.
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    std::fprintf(stderr, "coload: %s: cannot create: %s\n", path.c_str(), std::strerror(errno));
-    return false;
-  }
-  int error = 0;  // the first failure's errno
-  for (std::span<const std::byte> left = bytes; error == 0 && !left.empty();) {
-    ssize_t wrote = ::write(fd, left.data(), left.size());
+namespace {
+
+bool write_all(int fd, std::span<const std::byte> bytes, int& error) {
+  while (!bytes.empty()) {
+    ssize_t wrote = ::write(fd, bytes.data(), bytes.size());
     if (wrote > 0) {
-      left = left.subspan(static_cast<std::size_t>(wrote));
+      bytes = bytes.subspan(static_cast<std::size_t>(wrote));
     } else if (wrote == 0 || errno != EINTR) {
       error = wrote == 0 ? EIO : errno;
+      return false;
     }
   }
-  struct stat info{};
-  // A pipe or a device (-o /dev/stdout) has no length to cut.
-  if (error == 0 && ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
-      static_cast<std::uint64_t>(info.st_size) != bytes.size() &&
-      ::ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) {
-    error = errno;
-  }
+  return true;
+}
+
+bool report(const std::string& path, std::string_view what, int error) {
+  std::fprintf(stderr, "coload: %s: %.*s: %s\n", path.c_str(), static_cast<int>(what.size()), what.data(),
+               std::strerror(error));
+  return false;
+}
+
+/// A pipe or a device (-o /dev/stdout) is written in place: it has no
+/// folder to hold a replacement, and nothing to keep whole. So is a regular
+/// file with other hard links, which must see the new bytes: the bytes go
+/// over the old ones and the file is cut to their length after.
+bool write_in_place(const std::string& path, std::span<const std::byte> bytes, bool regular) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return report(path, "cannot open", errno);
+  int error = 0;
+  if (write_all(fd, bytes, error) && regular && ::ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) error = errno;
   if (::close(fd) != 0 && error == 0) error = errno;
-  if (error != 0) std::fprintf(stderr, "coload: %s: write failed: %s\n", path.c_str(), std::strerror(error));
-  return error == 0;
+  return error == 0 || report(path, "write failed", error);
+}
+
+}  // namespace
+
+bool write_file(const std::string& path, std::span<const std::byte> bytes) {
+  // A regular file is written to a temporary file in its folder and renamed
+  // over it (docs/reading-rules.md, "Files"): a failed write leaves the old
+  // file whole, and an output that is also an input (one of several OUT.N)
+  // replaces the name, not the bytes a mapping of the input still reads.
+  // A symlink is followed: its target is replaced, the link kept. A pipe,
+  // a device or a file with other hard links is written in place.
+  struct stat old{};
+  bool exists = ::stat(path.c_str(), &old) == 0;
+  if (exists && (!S_ISREG(old.st_mode) || old.st_nlink > 1)) {
+    return write_in_place(path, bytes, S_ISREG(old.st_mode));
+  }
+  std::error_code code;
+  std::filesystem::path target = path;
+  if (exists && std::filesystem::is_symlink(target, code)) {
+    auto resolved = std::filesystem::canonical(target, code);
+    if (code) return report(path, "cannot resolve", code.value());
+    target = resolved;
+  }
+  mode_t mode = 0;
+  if (exists) {
+    mode = old.st_mode & 07777;
+  } else {
+    mode_t mask = ::umask(0);  // the mode a plain creat(0666) would give
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  std::filesystem::path folder = target.parent_path();
+  std::string temporary =
+      (folder.empty() ? std::string() : folder.string() + "/") + "." + target.filename().string() + ".coload-XXXXXX";
+  int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
+  if (fd < 0) return report(path, "cannot create a temporary file beside it", errno);
+  int error = 0;
+  if (write_all(fd, bytes, error) && ::fchmod(fd, mode) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && ::rename(temporary.c_str(), target.c_str()) != 0) error = errno;
+  if (error != 0) {
+    ::unlink(temporary.c_str());
+    return report(path, "write failed", error);
+  }
+  return true;
 }
 
 }  // namespace coload::cli
