@@ -93,9 +93,10 @@ const OptionSpec kPattern{
     .name = "--pattern",
     .kind = ValueKind::Text,
     .value_name = "GLOB",
-    .help = "a DIRECTORY operand takes only the files whose names match GLOB (fnmatch, e.g. '*.co'); a GLOB "
-            "with a '/' matches paths relative to DIRECTORY ('gfx94*/*.co') and enters only the subdirectories "
-            "it can reach"};
+    .help =
+        "a DIRECTORY operand takes only the files whose names match GLOB (fnmatch, e.g. '*.co'); a GLOB "
+        "with a '/' matches paths relative to DIRECTORY ('gfx94*/*.co') and enters only the subdirectories "
+        "it can reach"};
 
 namespace {
 
