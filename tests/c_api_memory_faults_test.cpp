@@ -48,20 +48,7 @@ ChildEnd status_in_child(Call call) {
 
 ChildEnd ended_with(coload_status status) { return {.code = static_cast<int>(status)}; }
 
-struct LoadedLibrary : ::testing::Test {
-  const std::string path = fixture("host/libkernels_mixed.so");
-  void* handle = nullptr;
-  std::vector<const void*> wrappers;
-  void SetUp() override {
-    handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle, nullptr) << ::dlerror();
-    wrappers = loaded_wrappers(path, handle);
-    ASSERT_EQ(wrappers.size(), 3u);
-  }
-  void TearDown() override {
-    if (handle) ::dlclose(handle);
-  }
-};
+using LoadedLibrary = coload::testing::LoadedLibrary;
 
 TEST_F(LoadedLibrary, AWrapperPageMadeProtNoneIsOutOfBounds) {
   ChildEnd end = status_in_child([&](coload_registry* registry) {

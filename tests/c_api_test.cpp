@@ -3,6 +3,7 @@
 // sizes and small buffers; then the happy path with the dry-run runtime.
 #include "c_api_test_support.h"
 #include "coload/coload.h"
+#include "fifo_watchdog.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -10,8 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -355,27 +354,12 @@ TEST_F(CApiTest, RegisterFileRefusesAFifo) {
   std::string fifo = ::testing::TempDir() + "coload_c_api_fifo";
   ::unlink(fifo.c_str());
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  std::mutex mutex;
-  std::condition_variable returned;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock lock(mutex);
-    if (returned.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) return;
-    int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-    if (writer >= 0) ::close(writer);
-  });
-  auto start = std::chrono::steady_clock::now();
+  coload::testing::FifoWatchdog watchdog(fifo);
   coload_binary binary = 0;
   coload_status status = coload_register_file(registry, fifo.c_str(), &binary);
-  auto elapsed = std::chrono::steady_clock::now() - start;
-  {
-    std::lock_guard lock(mutex);
-    done = true;
-  }
-  returned.notify_all();
-  watchdog.join();
+  auto elapsed = watchdog.stop();
   ::unlink(fifo.c_str());
-  EXPECT_LT(elapsed, std::chrono::seconds(5)) << "coload_register_file waited in open for a writer";
+  EXPECT_LT(elapsed, coload::testing::FifoWatchdog::kPatience) << "coload_register_file waited in open for a writer";
   EXPECT_EQ(status, COLOAD_ERROR_IO);
   EXPECT_NE(std::string(coload_last_error_message()).find("not a regular file (a FIFO)"), std::string::npos)
       << coload_last_error_message();

@@ -3,6 +3,8 @@
 // how it ended. Only POSIX, so the C API's tests can use it too.
 #pragma once
 
+#include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -14,6 +16,9 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "loaded_wrappers.h"
 
 namespace coload::testing {
 
@@ -90,6 +95,23 @@ class PastEndMapping {
   int fd_ = -1;
   std::size_t mapped_ = 0;
   const std::byte* base_ = nullptr;
+};
+
+/// The host fixture whose wrappers the row-1 cases protect, dlopen'ed for
+/// each test: the pages made PROT_NONE lie in its PF_R PT_LOAD segment.
+struct LoadedLibrary : ::testing::Test {
+  const std::string path = std::string(COLOAD_FIXTURE_DIR) + "/host/libkernels_mixed.so";
+  void* handle = nullptr;
+  std::vector<const void*> wrappers;
+  void SetUp() override {
+    handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle, nullptr) << ::dlerror();
+    wrappers = loaded_wrappers(path, handle);
+    ASSERT_EQ(wrappers.size(), 3u);
+  }
+  void TearDown() override {
+    if (handle) ::dlclose(handle);
+  }
 };
 
 }  // namespace coload::testing

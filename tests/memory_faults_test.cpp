@@ -54,21 +54,7 @@ struct WrapperRecord {
 
 Registry dry_run(const char* device) { return Registry(open_dry_run_runtime({testing::device(device)}), Config{}); }
 
-/// The loaded fixture library whose wrappers the row-1 cases protect.
-struct LoadedLibrary : ::testing::Test {
-  const std::string path = kFixtures + "/host/libkernels_mixed.so";
-  void* handle = nullptr;
-  std::vector<const void*> wrappers;
-  void SetUp() override {
-    handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle, nullptr) << ::dlerror();
-    wrappers = loaded_wrappers(path, handle);
-    ASSERT_EQ(wrappers.size(), 3u);
-  }
-  void TearDown() override {
-    if (handle) ::dlclose(handle);
-  }
-};
+using LoadedLibrary = coload::testing::LoadedLibrary;
 
 TEST_F(LoadedLibrary, AWrapperInAPageMadeProtNoneIsRefusedAtRegistration) {
   // The library's PT_LOAD segment says PF_R; mprotect changed that since.

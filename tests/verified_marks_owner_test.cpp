@@ -9,16 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <condition_variable>
 #include <filesystem>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "bundle/ccob_layout.h"
 #include "bundle/verified_marks.h"
 #include "coload/stream_select.h"
+#include "fifo_watchdog.h"
 #include "stream_select_test_support.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"
@@ -128,25 +125,10 @@ TEST(VerifiedMarkOwner, AFifoAtAMarksNameIsAMiss) {
     ASSERT_EQ(::unlink(mark.c_str()), 0);
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     if (through_symlink) ASSERT_EQ(::symlink(fifo.c_str(), mark.c_str()), 0);
-    std::mutex mutex;
-    std::condition_variable returned;
-    bool done = false;
-    std::thread watchdog([&] {
-      std::unique_lock lock(mutex);
-      if (returned.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) return;
-      int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-      if (writer >= 0) ::close(writer);
-    });
-    auto start = std::chrono::steady_clock::now();
+    testing::FifoWatchdog watchdog(fifo);
     auto selected = select_ccob(ccob, "gfx90a", marked);
-    auto elapsed = std::chrono::steady_clock::now() - start;
-    {
-      std::lock_guard lock(mutex);
-      done = true;
-    }
-    returned.notify_all();
-    watchdog.join();
-    EXPECT_LT(elapsed, std::chrono::seconds(5)) << "the mark's open waited for a writer";
+    auto elapsed = watchdog.stop();
+    EXPECT_LT(elapsed, testing::FifoWatchdog::kPatience) << "the mark's open waited for a writer";
     ASSERT_TRUE(Succeeds(selected));
     EXPECT_EQ(selected->hash, StreamSelection::Hash::Checked) << through_symlink;
   }
