@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "coload/source.h"
+#include "common/bytes.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"
 
@@ -132,16 +133,8 @@ TEST(InspectSource, ThirtyTwoBitElfIsRefused) {
 // at the end of the file, after `append`.
 Bytes with_section_headers(Bytes elf, Bytes append,
                            const std::function<void(const Bytes& elf, std::vector<Bytes>& headers)>& edit) {
-  auto u64 = [&](std::size_t at) {
-    std::uint64_t v;
-    std::memcpy(&v, elf.data() + at, 8);
-    return v;
-  };
-  auto u16 = [&](std::size_t at) {
-    std::uint16_t v;
-    std::memcpy(&v, elf.data() + at, 2);
-    return v;
-  };
+  auto u64 = [&](std::size_t at) { return detail::load_le<std::uint64_t>(elf.data() + at); };
+  auto u16 = [&](std::size_t at) { return detail::load_le<std::uint16_t>(elf.data() + at); };
   const std::uint64_t shoff = u64(40);
   const std::uint16_t shnum = u16(60);
   std::vector<Bytes> headers;
@@ -257,21 +250,9 @@ TEST(HostImageLimits, WrapperWarningsPastSixteenAreCounted) {
 // symbol is made undefined).
 Bytes with_symbol_relocations(bool undefine) {
   Bytes elf = testing::read_file(std::string(COLOAD_FIXTURE_DIR) + "/host/libkernels.so");
-  auto u64 = [&](std::size_t at) {
-    std::uint64_t v;
-    std::memcpy(&v, elf.data() + at, 8);
-    return v;
-  };
-  auto u32 = [&](std::size_t at) {
-    std::uint32_t v;
-    std::memcpy(&v, elf.data() + at, 4);
-    return v;
-  };
-  auto u16 = [&](std::size_t at) {
-    std::uint16_t v;
-    std::memcpy(&v, elf.data() + at, 2);
-    return v;
-  };
+  auto u64 = [&](std::size_t at) { return detail::load_le<std::uint64_t>(elf.data() + at); };
+  auto u32 = [&](std::size_t at) { return detail::load_le<std::uint32_t>(elf.data() + at); };
+  auto u16 = [&](std::size_t at) { return detail::load_le<std::uint16_t>(elf.data() + at); };
   const std::uint64_t shoff = u64(40);
   const std::uint16_t shnum = u16(60);
   auto header = [&](std::size_t i) { return shoff + 64 * i; };
