@@ -39,6 +39,18 @@ check "extract over its own input: exit 0" test $? -eq 0
 check "extract over its own input: OUT.0 whole" cmp -s "$work/two.0" "$work/want.co"
 check "extract over its own input: OUT.1 whole" cmp -s "$work/two.1" "$work/want.co"
 
+# An output that is a hard link to the input (written in place, as hard
+# links are) is refused while the input is read from its mapping; the input
+# is left whole.
+cat "$two_arch" "$two_arch" > "$work/linked_input"
+cp "$work/linked_input" "$work/linked_input.copy"
+ln "$work/linked_input" "$work/linked.0"
+"$coload" extract --target "$gfx90a" -o "$work/linked" "$work/linked_input" > /dev/null 2> "$work/err"
+check "extract over a hard link to its input: exit 1" test $? -eq 1
+check "extract over a hard link to its input: named" \
+  grep -q "$work/linked.0: not written: a hard link to an input this command reads in place" "$work/err"
+check "extract over a hard link to its input: the input whole" cmp -s "$work/linked_input" "$work/linked_input.copy"
+
 # A write that fails (RLIMIT_FSIZE of 4 KiB, SIGXFSZ ignored) leaves the old
 # file as it was, its mode too, and no temporary file beside it.
 mkdir "$work/limited"

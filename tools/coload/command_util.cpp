@@ -1,6 +1,7 @@
 // Helpers the subcommands share: choosing in bundles, output files.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <new>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -111,6 +114,25 @@ bool write_in_place(const std::string& path, std::span<const std::byte> bytes, b
   return error == 0 || report(path, "write failed", error);
 }
 
+/// Whether this process maps the file `info` describes, as it maps an input
+/// it reads in place: /proc/self/maps gives each mapping's device and inode.
+bool mapped_here(const struct stat& info) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);  // start-end perms offset major:minor inode path
+    std::string range, perms, offset;
+    unsigned int major_id = 0, minor_id = 0;
+    char colon = 0;
+    std::uint64_t inode = 0;
+    if (fields >> range >> perms >> offset >> std::hex >> major_id >> colon >> minor_id >> std::dec >> inode &&
+        inode == info.st_ino && major_id == major(info.st_dev) && minor_id == minor(info.st_dev)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 bool write_file(const std::string& path, std::span<const std::byte> bytes) {
@@ -119,10 +141,18 @@ bool write_file(const std::string& path, std::span<const std::byte> bytes) {
   // file whole, and an output that is also an input (one of several OUT.N)
   // replaces the name, not the bytes a mapping of the input still reads.
   // A symlink is followed: its target is replaced, the link kept. A pipe,
-  // a device or a file with other hard links is written in place.
+  // a device or a file with other hard links is written in place, unless
+  // that file is an input this process maps.
   struct stat old{};
   bool exists = ::stat(path.c_str(), &old) == 0;
   if (exists && (!S_ISREG(old.st_mode) || old.st_nlink > 1)) {
+    // In place over an input read through its mapping would change the bytes
+    // later outputs are taken from: refused (its other name is the input).
+    if (S_ISREG(old.st_mode) && mapped_here(old)) {
+      std::fprintf(stderr, "coload: %s: not written: a hard link to an input this command reads in place\n",
+                   path.c_str());
+      return false;
+    }
     return write_in_place(path, bytes, S_ISREG(old.st_mode));
   }
   std::error_code code;
