@@ -67,6 +67,18 @@ check "failed write: no temporary left" test "$(ls -A "$work/limited")" = old.co
 check "write over a file: its mode kept" test "$(stat -c %a "$work/limited/old.co")" = 640
 check "write over a file: the new bytes" cmp -s "$work/limited/old.co" "$work/want.co"
 
+# A file with another hard link is written in place (the link sees the new
+# bytes); a write past RLIMIT_FSIZE fails before any byte changes.
+head -c 2048 /dev/zero | tr '\0' y > "$work/limited/linked.co"
+ln "$work/limited/linked.co" "$work/limited/linked.other"
+cp "$work/limited/linked.co" "$work/linked.copy"
+(ulimit -f 4; trap '' XFSZ; exec "$coload" extract --target "$gfx90a" -o "$work/limited/linked.co" "$two_arch") \
+  2> "$work/err"
+check "failed write over a hard-linked file: exit 1" test $? -eq 1
+check "failed write over a hard-linked file: the old file whole" cmp -s "$work/limited/linked.co" "$work/linked.copy"
+"$coload" extract --target "$gfx90a" -o "$work/limited/linked.co" "$two_arch"
+check "write over a hard-linked file: its link sees the new bytes" cmp -s "$work/limited/linked.other" "$work/want.co"
+
 # File names that are not UTF-8: --json stays valid JSON, the bytes escaped
 # as PEP 383 lone surrogates (docs/cli-json.md, "Names that are not UTF-8").
 odd=$(printf '%s/na\xffme\xc3\x28.hipfb' "$work")

@@ -103,13 +103,22 @@ bool report(const std::string& path, std::string_view what, int error) {
 
 /// A pipe or a device (-o /dev/stdout) is written in place: it has no
 /// folder to hold a replacement, and nothing to keep whole. So is a regular
-/// file with other hard links, which must see the new bytes: the bytes go
-/// over the old ones and the file is cut to their length after.
+/// file with other hard links, which must see the new bytes: the file is
+/// first given its new length's blocks, then the bytes go over the old ones
+/// and the file is cut to their length.
 bool write_in_place(const std::string& path, std::span<const std::byte> bytes, bool regular) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return report(path, "cannot open", errno);
   int error = 0;
-  if (write_all(fd, bytes, error) && regular && ::ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) error = errno;
+  // A regular file gets its new length's blocks before a byte changes: a
+  // write past RLIMIT_FSIZE or the disk's room then fails here, old file whole.
+  struct stat info{};
+  if (regular && ::fstat(fd, &info) == 0 && static_cast<std::uint64_t>(info.st_size) < bytes.size()) {
+    error = ::posix_fallocate(fd, info.st_size, static_cast<off_t>(bytes.size() - info.st_size));
+  }
+  if (error == 0 && write_all(fd, bytes, error) && regular && ::ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) {
+    error = errno;
+  }
   if (::close(fd) != 0 && error == 0) error = errno;
   return error == 0 || report(path, "write failed", error);
 }
