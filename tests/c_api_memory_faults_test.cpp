@@ -28,12 +28,7 @@ using coload::testing::page_of;
 using coload::testing::page_size;
 using coload::testing::PastEndMapping;
 
-struct Wrapper {
-  std::uint32_t magic = 0x48495046;
-  std::uint32_t version = 1;
-  const void* binary = nullptr;
-  void* reserved = nullptr;
-};
+using Wrapper = coload::testing::HipFatbinWrapper;
 
 /// The child's exit code: the status, or 99 when the registry cannot be made.
 template <class Call>

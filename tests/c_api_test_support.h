@@ -1,6 +1,7 @@
 // What the C API's tests share (they link libcoload.so and use coload.h only).
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -28,5 +29,13 @@ inline coload_kernel_info kernel_info() {
   info.struct_size = sizeof info;
   return info;
 }
+
+/// A __hip_fatbin_wrapper record as clang emits it (magic HIPF, version 1).
+struct HipFatbinWrapper {
+  std::uint32_t magic = 0x48495046;
+  std::uint32_t version = 1;
+  const void* binary = nullptr;
+  void* reserved = nullptr;
+};
 
 }  // namespace coload::testing

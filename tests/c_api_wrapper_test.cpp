@@ -20,12 +20,7 @@ using coload::testing::loaded_wrappers;
 using coload::testing::fixture;
 using coload::testing::kernel_info;
 
-struct Wrapper {
-  std::uint32_t magic = 0x48495046;
-  std::uint32_t version = 1;
-  const void* binary = nullptr;
-  void* reserved = nullptr;
-};
+using Wrapper = coload::testing::HipFatbinWrapper;
 
 struct CApiWrapperTest : ::testing::Test {
   coload_registry* registry = nullptr;
