@@ -31,7 +31,7 @@
 //                     warm lookups, 1 and 16 threads (absolute; target < 1 us)
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
-#define OPENSSL_SUPPRESS_DEPRECATED  // MD5_* (bundle/md5_stream.h says why)
+#define OPENSSL_SUPPRESS_DEPRECATED  // MD5_* (ccob/md5_stream.h says why)
 #include <openssl/md5.h>
 #include <stdlib.h>
 #include <zstd.h>

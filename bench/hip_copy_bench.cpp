@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "source/process_maps.h"
+#include "io/process_maps.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 // image against decoding and hashing its CCOBs alone, and warm lookups, 1 and
 // 16 threads.
 #include <benchmark/benchmark.h>
-#define OPENSSL_SUPPRESS_DEPRECATED  // MD5_* (bundle/md5_stream.h says why)
+#define OPENSSL_SUPPRESS_DEPRECATED  // MD5_* (ccob/md5_stream.h says why)
 #include <openssl/md5.h>
 #include <zstd.h>
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "bundle/decompress.h"
+#include "ccob/decompress.h"
 #include "coload/bundle.h"
 
 namespace {

@@ -1,5 +1,5 @@
-// Reads of this process's memory that cannot fault (src/source/checked_read.h).
-#include "source/checked_read.h"
+// Reads of this process's memory that cannot fault (src/io/checked_read.h).
+#include "io/checked_read.h"
 
 #include <gtest/gtest.h>
 #include <linux/filter.h>

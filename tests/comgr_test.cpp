@@ -14,7 +14,7 @@
 #include "coload/fat_binary.h"
 #include "coload/select.h"
 #include "select/comgr_lookup.h"
-#include "select/select_in_bundle.h"
+#include "select/comgr_select.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "bundle/decompress.h"
-#include "bundle/verified_marks.h"
+#include "ccob/decompress.h"
+#include "ccob/verified_marks.h"
 #include "coload/bundle.h"
 #include "coload/fat_binary.h"
 #include "common/bytes.h"

@@ -119,7 +119,7 @@ TEST(ConfigUnbundler, AcceptsBuiltinAndComgr) {
   auto comgr = config_with("COLOAD_UNBUNDLER", "comgr");
   ASSERT_TRUE(Succeeds(comgr));
   EXPECT_EQ(comgr->unbundler, Unbundler::Comgr);
-  EXPECT_EQ(comgr->select_options().unbundler, Unbundler::Comgr);
+  EXPECT_EQ(select_options(*comgr).unbundler, Unbundler::Comgr);
 }
 
 TEST(ConfigUnbundler, RefusesOtherValues) {
@@ -135,7 +135,7 @@ TEST(ConfigHotswap, AcceptsZeroAndOne) {
   auto on = config_with("COLOAD_HOTSWAP", "1");
   ASSERT_TRUE(Succeeds(on));
   EXPECT_TRUE(on->hotswap);
-  EXPECT_TRUE(on->select_options().hotswap);
+  EXPECT_TRUE(select_options(*on).hotswap);
 }
 
 TEST(ConfigHotswap, RefusesOtherValues) {
@@ -174,12 +174,12 @@ TEST(ConfigHotswapPairs, NarrowTheRegistryAllowlistWhenHotswapIsOn) {
   auto config =
       Config::from_variables(lookup_in({{"COLOAD_HOTSWAP", "1"}, {"COLOAD_HOTSWAP_PAIRS", "gfx1030>gfx1031"}}));
   ASSERT_TRUE(Succeeds(config));
-  SelectOptions select = config->select_options();
+  SelectOptions select = select_options(*config);
   ASSERT_EQ(select.hotswap_allowlist.pairs().size(), 1u);
   EXPECT_TRUE(select.hotswap_allowlist.contains("gfx1030", "gfx1031"));
 
   config->hotswap = false;  // off: nothing to consult
-  EXPECT_TRUE(config->select_options().hotswap_allowlist.empty());
+  EXPECT_TRUE(select_options(*config).hotswap_allowlist.empty());
 }
 
 TEST(ConfigLog, AcceptsEveryLevel) {
@@ -419,7 +419,7 @@ TEST(ConfigOptions, BuildsTheOtherModulesOptions) {
                                                   {"COLOAD_MAX_DECOMPRESSED_BYTES", "64M"},
                                                   {"COLOAD_EXTENDED_ISA_COMPAT", "gfx1031"}}));
   ASSERT_TRUE(Succeeds(config));
-  SelectOptions select = config->select_options();
+  SelectOptions select = select_options(*config);
   EXPECT_EQ(select.unbundler, Unbundler::Comgr);
   EXPECT_TRUE(select.hotswap);
   // The built-in passes' pairs (same-ISA retarget), not the environment's.
@@ -429,8 +429,8 @@ TEST(ConfigOptions, BuildsTheOtherModulesOptions) {
 
   Config defaults;
   EXPECT_EQ(defaults.read_options().max_decompressed_bytes, ReadOptions{}.max_decompressed_bytes);
-  EXPECT_EQ(defaults.select_options().unbundler, SelectOptions{}.unbundler);
-  EXPECT_EQ(defaults.select_options().hotswap, SelectOptions{}.hotswap);
+  EXPECT_EQ(select_options(defaults).unbundler, SelectOptions{}.unbundler);
+  EXPECT_EQ(select_options(defaults).hotswap, SelectOptions{}.hotswap);
 }
 
 TEST(ConfigOptions, OneBadVariableFailsTheWholeConfig) {

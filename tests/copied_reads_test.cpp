@@ -6,10 +6,10 @@
 
 #include <filesystem>
 
-#include "bundle/plain_table.h"
 #include "coload/device.h"
 #include "coload/fat_binary.h"
 #include "coload/select.h"
+#include "formats/plain_table.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-// The checked AMDGPU ELF view (src/codeobject/elf_view.h): the note walk's
+// The checked AMDGPU ELF view (src/elf/elf_view.h): the note walk's
 // padding and alignment rules and where it stops, the header tables of a
 // written object, and where the metadata decoder says `amdhsa.target` lies.
 #include <gtest/gtest.h>
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "codeobject/elf_view.h"
 #include "codeobject/metadata.h"
 #include "common/aligned_bytes.h"
+#include "elf/elf_view.h"
 #include "support/elf_writer.h"
 #include "support/msgpack_writer.h"
 #include "test_util.h"

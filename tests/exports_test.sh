@@ -33,7 +33,7 @@ if [ "$declared" != "$names" ]; then
 fi
 # Nor does loading it run a static dependency's initialiser: OpenSSL's CPU
 # probe (OPENSSL_cpuid_setup, an .init entry) stays out of the link
-# (bundle/md5_stream.cpp says how).
+# (ccob/md5_stream.cpp says how).
 symbols=$(nm "$library")
 [ -n "$symbols" ] || { echo "FAIL: $library has no symbol table to check"; exit 1; }
 if grep -q -w OPENSSL_cpuid_setup <<<"$symbols"; then

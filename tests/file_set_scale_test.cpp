@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "bundle/map_budget.h"
 #include "coload/fat_binary.h"
+#include "io/map_budget.h"
 #include "registry_test_support.h"
 #include "test_util.h"
 

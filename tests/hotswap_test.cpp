@@ -331,11 +331,11 @@ TEST(HotswapConfig, BuiltinPassesThenThePlugin) {
 
   config.hotswap = true;
   config.hotswap_pairs = {"gfx1250>gfx942"};
-  SelectOptions narrowed = config.select_options(*with_plugin);
+  SelectOptions narrowed = select_options(config, *with_plugin);
   ASSERT_EQ(narrowed.hotswap_allowlist.pairs().size(), 1u);
   EXPECT_TRUE(narrowed.hotswap_allowlist.contains("gfx1250", "gfx942"));
   config.hotswap_pairs.clear();
-  EXPECT_EQ(config.select_options(*with_plugin).hotswap_allowlist.pairs().size(),
+  EXPECT_EQ(select_options(config, *with_plugin).hotswap_allowlist.pairs().size(),
             with_plugin->allowlist().pairs().size());
 }
 

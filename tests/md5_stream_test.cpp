@@ -3,7 +3,7 @@
 // however they are cut into chunks; the helper is joined whether or not the
 // digest is taken, and not started on one CPU. In coload_concurrency_test, so
 // scripts/test.sh runs it under TSan too.
-#include "bundle/md5_stream.h"
+#include "ccob/md5_stream.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

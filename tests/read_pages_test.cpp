@@ -1,5 +1,5 @@
 // A large CCOB streamed out of a file coload mapped gives its payload's pages
-// back as the decoder reads them (source/read_pages.h); memory coload did
+// back as the decoder reads them (io/read_pages.h); memory coload did
 // not map is never advised.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 
 #include "coload/fat_binary.h"
 #include "coload/stream_select.h"
-#include "source/read_pages.h"
+#include "io/read_pages.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"
 

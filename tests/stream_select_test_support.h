@@ -53,7 +53,7 @@ inline std::vector<std::string> compressed_fixtures() {
 // ELF header followed by filler.
 
 // kLarge makes it 4.8 MB: past 2 MiB, libzstd's window gives way to decoding
-// in place (bundle/decompress.cpp), so both ways are covered.
+// in place (ccob/decompress.cpp), so both ways are covered.
 inline constexpr std::size_t kLarge = 4;
 
 inline Bytes three_entry_bundle(std::size_t scale = 1) {

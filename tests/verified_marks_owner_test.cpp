@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <string>
 
-#include "bundle/ccob_layout.h"
-#include "bundle/verified_marks.h"
+#include "ccob/ccob_layout.h"
+#include "ccob/verified_marks.h"
 #include "coload/stream_select.h"
 #include "fifo_watchdog.h"
 #include "stream_select_test_support.h"

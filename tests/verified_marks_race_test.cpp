@@ -10,8 +10,8 @@
 #include <cstring>
 #include <functional>
 
-#include "bundle/ccob_decode.h"
-#include "bundle/ccob_layout.h"
+#include "ccob/ccob_decode.h"
+#include "ccob/ccob_layout.h"
 #include "coload/bundle.h"
 #include "stream_select_test_support.h"
 #include "support/bundle_writer.h"

@@ -20,8 +20,6 @@
 
 namespace coload {
 
-class HotswapRegistry;
-
 enum class LogLevel : std::uint8_t { Error, Warn, Info, Debug };
 std::string_view to_string(LogLevel level);
 
@@ -59,12 +57,6 @@ struct Config {
   ReadOptions read_options() const;
   /// hash_check and read_options(), for select_in_compressed_bundle.
   StreamOptions stream_options() const;
-  /// select_options(HotswapRegistry::builtin()).
-  SelectOptions select_options() const;
-  /// The unbundler and hotswap switch; with hotswap on, the allowlist is
-  /// `registry`'s (coload::hotswap_registry(*this) for the plugin too)
-  /// narrowed to hotswap_pairs when that is not empty.
-  SelectOptions select_options(const HotswapRegistry& registry) const;
 
   /// Looks a variable up; nullopt when unset.
   using Lookup = std::function<std::optional<std::string>(std::string_view name)>;

@@ -81,8 +81,16 @@ class HotswapRegistry {
 /// The registry `config` asks for: the built-in passes, then the pass of
 /// COLOAD_HOTSWAP_PLUGIN when set. Errors: add_plugin's; NotFound when
 /// COLOAD_HOTSWAP_PAIRS names a pair no pass is validated for. Narrowing by
-/// hotswap_pairs is Config::select_options(const HotswapRegistry&)'s.
+/// hotswap_pairs is select_options(config, registry)'s.
 Expected<HotswapRegistry> hotswap_registry(const Config& config);
+
+/// The unbundler and hotswap switch of `config`; with hotswap on, the
+/// allowlist is `registry`'s (hotswap_registry(config) for the plugin too)
+/// narrowed to config.hotswap_pairs when that is not empty.
+SelectOptions select_options(const Config& config, const HotswapRegistry& registry);
+/// select_options(config, HotswapRegistry::builtin()); the registry is not
+/// built when hotswap is off.
+SelectOptions select_options(const Config& config);
 
 /// The built-in same-ISA retarget: rewrites the ELF header's EF_AMDGPU_MACH
 /// (and xnack/sramecc bits where the device needs them) and the metadata's

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "capi/c_api_support.h"
+#include "capi/c_boundary.h"
 #include "coload/config.h"
 #include "coload/device.h"
 #include "coload/error.h"
@@ -51,7 +51,7 @@ coload::Expected<std::vector<coload::Device>> parse_devices(std::string_view spe
   return devices;
 }
 
-/// The registry's Config: the settings `options` gives (c_api_support.h).
+/// The registry's Config: the settings `options` gives (c_boundary.h).
 coload::Expected<coload::Config> config_of(const coload_registry_options& options) {
   return config_of(Settings{.options = "coload_registry_options",
                             .ignore_environment = options.ignore_environment != 0,

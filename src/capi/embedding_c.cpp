@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <span>
 
-#include "capi/c_api_support.h"
+#include "capi/c_boundary.h"
 #include "coload/coload.h"
 #include "coload/registry.h"
 #include "coload/wrapper.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "capi/c_api_support.h"
+#include "capi/c_boundary.h"
 #include "coload/coload.h"
 #include "coload/fat_binary.h"
 #include "coload/registry.h"

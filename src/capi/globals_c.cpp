@@ -3,7 +3,7 @@
 // runtime placed it, for a HIP-style runtime's __hipRegisterVar.
 #include <string>
 
-#include "capi/c_api_support.h"
+#include "capi/c_boundary.h"
 #include "coload/coload.h"
 #include "coload/runtime.h"
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "capi/c_api_support.h"
+#include "capi/c_boundary.h"
 #include "coload/coload.h"
 #include "coload/config.h"
 #include "coload/device.h"
@@ -75,10 +75,10 @@ Expected<Device> device_of_isa(std::string_view isa, const coload::Config& confi
 /// The selector options `config` asks for; with hotswap on, its registry's
 /// pairs (a plugin's included), as the registry builds them.
 Expected<coload::SelectOptions> select_options_of(const coload::Config& config) {
-  if (!config.hotswap) return config.select_options();
+  if (!config.hotswap) return select_options(config);
   auto hotswap = coload::hotswap_registry(config);
   if (!hotswap) return std::move(hotswap).error();
-  return config.select_options(*hotswap);
+  return select_options(config, *hotswap);
 }
 
 void pad(std::string& text, std::string_view field, std::size_t width) {

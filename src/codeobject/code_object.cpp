@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "codeobject/elf_view.h"
 #include "codeobject/kernarg_layout.h"
 #include "codeobject/kernel_descriptor.h"
 #include "codeobject/metadata.h"
 #include "common/aligned_bytes.h"
 #include "common/bytes.h"
+#include "elf/elf_view.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringRef.h"

@@ -9,7 +9,6 @@
 #include <optional>
 #include <string>
 
-#include "coload/hotswap.h"
 #include "common/bytes.h"
 
 namespace coload {
@@ -224,28 +223,6 @@ ReadOptions Config::read_options() const {
 }
 
 StreamOptions Config::stream_options() const { return StreamOptions{.hash = hash_check, .read = read_options()}; }
-
-SelectOptions Config::select_options() const {
-  // Building the builtin registry validates every pass's pairs: not for nothing.
-  if (!hotswap) return SelectOptions{.unbundler = unbundler, .hotswap = false};
-  return select_options(HotswapRegistry::builtin());
-}
-
-SelectOptions Config::select_options(const HotswapRegistry& registry) const {
-  SelectOptions options;
-  options.unbundler = unbundler;
-  options.hotswap = hotswap;
-  if (!hotswap) return options;
-  HotswapAllowlist all = registry.allowlist();
-  for (const HotswapAllowlist::Pair& pair : all.pairs()) {
-    bool listed = hotswap_pairs.empty() || std::find(hotswap_pairs.begin(), hotswap_pairs.end(),
-                                                     pair.source + ">" + pair.device) != hotswap_pairs.end();
-    if (!listed) continue;
-    // Validated by the registry already; add() cannot refuse them.
-    [[maybe_unused]] Expected<void> added = options.hotswap_allowlist.add(pair.source, pair.device);
-  }
-  return options;
-}
 
 Expected<Config> Config::from_variables(const Lookup& lookup) {
   Config config;

@@ -7,7 +7,7 @@
 // no section or segment moves.
 //
 // The note is found by walking the note regions with the ELF view's note
-// walk (codeobject/elf_view.h), the string by the metadata decoder, which
+// walk (elf/elf_view.h), the string by the metadata decoder, which
 // says where it lies; never by searching for bytes. A string of a new
 // length is re-encoded in place: the
 // descriptor grows or shrinks only within its own padding, so the next note
@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "codeobject/elf_view.h"
 #include "codeobject/metadata.h"
 #include "coload/code_object.h"
 #include "coload/hotswap.h"
 #include "common/aligned_bytes.h"
 #include "common/bytes.h"
+#include "elf/elf_view.h"
 #include "hotswap/retarget_note.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "select/target_rules.h"

@@ -25,10 +25,10 @@
 
 #include "coload/runtime.h"
 #include "common/bytes.h"
+#include "io/process_maps.h"
 #include "load/hip_library.h"
 #include "load/loaded_module.h"
 #include "load/process_exit.h"
-#include "source/process_maps.h"
 
 namespace coload {
 namespace {

@@ -22,7 +22,7 @@
 #include "coload/fat_binary.h"
 #include "coload/runtime.h"
 #include "coload/select.h"
-#include "registry/registry_parts.h"
+#include "registry/registry_state.h"
 
 namespace coload::registry {
 

@@ -1,9 +1,9 @@
 // The registry's cache of bundles and the code objects read from them
-// (registry_parts.h, ImageCache).
+// (registry_state.h, ImageCache).
 #include "common/bytes.h"
-#include "registry/registry_parts.h"
+#include "io/checked_read.h"
+#include "registry/registry_state.h"
 #include "select/rank.h"
-#include "source/checked_read.h"
 
 namespace coload::registry {
 namespace {

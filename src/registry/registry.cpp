@@ -38,7 +38,7 @@
 #include "common/bytes.h"
 #include "registry/binary_state.h"
 #include "registry/host_stubs.h"
-#include "registry/registry_parts.h"
+#include "registry/registry_state.h"
 
 namespace coload {
 namespace {
@@ -118,7 +118,7 @@ struct Registry::Impl {
         hotswap = std::make_shared<const HotswapRegistry>();
       }
     }
-    select_options = config.select_options(*hotswap);
+    select_options = coload::select_options(config, *hotswap);
     if (runtime) {
       for (const std::string& warning : runtime->warnings()) {
         log(LogLevel::Warn, [&] { return std::string(runtime->name()) + ": " + warning; });

@@ -1,7 +1,7 @@
 // Applying a hotswap or same-ISA pass to a chosen entry for one device
-// (registry_parts.h, transform).
+// (registry_state.h, transform).
 #include "coload/validate.h"
-#include "registry/registry_parts.h"
+#include "registry/registry_state.h"
 
 namespace coload::registry {
 

@@ -5,7 +5,7 @@
 // amd_comgr_lookup_code_object and amd_comgr_get_data_isa_name. Every call
 // goes through one status check that names the comgr function; every comgr
 // data object is released on every path. Does not cover: what the answers
-// mean for selection (select_in_bundle.cpp) or comgr's compile actions.
+// mean for selection (comgr_select.cpp) or comgr's compile actions.
 // What Debian's comgr 5.2.3 really does is measured in docs/comgr.md.
 //
 // Lifetime and threads: a loaded library is never unloaded; Comgr objects live

@@ -14,10 +14,10 @@
 #include <optional>
 #include <string>
 
-#include "bundle/ccob_decode.h"
-#include "bundle/plain_table.h"
-#include "bundle/window_memory.h"
+#include "ccob/ccob_decode.h"
 #include "common/bytes.h"
+#include "formats/plain_table.h"
+#include "io/window_memory.h"
 #include "select/rank.h"
 
 namespace coload {

@@ -1,12 +1,14 @@
-// Internal: the target ID an AMDGPU code object declares in its ELF header.
-// The target module of a later stage grows around this; for now the bundle
-// reader needs it to present a bare code object as a one-entry bundle.
+// Internal: the target ID an AMDGPU code object declares in its ELF header,
+// as text, for the readers that present a bare code object as a one-entry
+// bundle. The header's fields themselves are read_code_object_target's
+// (coload/target.h); the object's extent is code_object_size's (elf/code_object_size.h).
 #pragma once
 
 #include <string>
 
 #include "coload/target.h"
 #include "common/bytes.h"
+#include "elf/code_object_size.h"
 
 namespace coload::detail {
 
@@ -15,11 +17,5 @@ namespace coload::detail {
 /// Errors: Malformed for a non-AMDGPU or unreadable ELF, NotFound for an
 /// EF_AMDGPU_MACH value LLVM does not know.
 Expected<std::string> target_id_from_elf_header(Bytes elf);
-
-/// Bytes an AMDGPU ELF at elf[0] occupies: the furthest end of its header,
-/// program and section header tables, and section and segment contents.
-/// `elf` may run past the object (an image inside .hip_fatbin).
-/// Errors: Malformed / OutOfBounds for tables or contents that do not fit.
-Expected<std::uint64_t> code_object_size(Bytes elf);
 
 }  // namespace coload::detail

@@ -30,14 +30,14 @@ std::optional<SelectOptions> cli_select_options(const Config& config) {
                    "coload: warning: COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but "
                    "COLOAD_HOTSWAP is not 1: the hotswap tier is off\n");
     }
-    return config.select_options();
+    return select_options(config);
   }
   auto registry = hotswap_registry(config);
   if (!registry) {
     std::fprintf(stderr, "coload: hotswap: %s\n", registry.error().message().c_str());
     return std::nullopt;
   }
-  return config.select_options(*registry);
+  return select_options(config, *registry);
 }
 
 KeptBytes command_budget(std::uint64_t limit) {

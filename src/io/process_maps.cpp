@@ -1,5 +1,5 @@
-// The lines of /proc/self/maps (source/process_maps.h).
-#include "source/process_maps.h"
+// The lines of /proc/self/maps (io/process_maps.h).
+#include "io/process_maps.h"
 
 #include <charconv>
 #include <fstream>

@@ -1,5 +1,5 @@
-// source/process_maps.h: the lines of /proc/self/maps, read by the wrapper
-// reader (how far readable memory runs, source/wrapper.cpp) and by the HIP
+// io/process_maps.h: the lines of /proc/self/maps, read by the wrapper
+// reader (how far readable memory runs, formats/wrapper.cpp) and by the HIP
 // backend (whether bytes lie in a file mapping HIP would reopen by path,
 // load/hip_runtime.cpp). Internal.
 #pragma once

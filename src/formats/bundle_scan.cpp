@@ -5,12 +5,12 @@
 #include <optional>
 #include <string>
 
-#include "bundle/ccob_layout.h"
-#include "bundle/decompress.h"
-#include "bundle/plain_table.h"
+#include "ccob/ccob_layout.h"
+#include "ccob/decompress.h"
 #include "coload/bundle.h"
 #include "coload/wrapper.h"
 #include "common/bytes.h"
+#include "formats/plain_table.h"
 #include "target/elf_target.h"
 
 namespace coload {
@@ -213,25 +213,6 @@ std::string where(std::size_t index, std::uint64_t offset) {
 }
 
 }  // namespace
-
-std::string_view to_string(BundleFormat format) {
-  switch (format) {
-    case BundleFormat::Plain: return "plain";
-    case BundleFormat::Compressed: return "ccob";
-    case BundleFormat::CodeObject: return "code_object";
-    case BundleFormat::FileGroup: return "file_group";
-  }
-  return "unknown";
-}
-
-std::string_view to_string(Compression compression) {
-  switch (compression) {
-    case Compression::None: return "none";
-    case Compression::Zlib: return "zlib";
-    case Compression::Zstd: return "zstd";
-  }
-  return "unknown";
-}
 
 Expected<BundleInfo> measure_image(std::span<const std::byte> bytes, const ReadOptions& options) {
   std::uint64_t v1_used = 0;

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "bundle/decompress.h"
+#include "ccob/decompress.h"
 #include "coload/bundle.h"
 #include "common/bytes.h"
 
@@ -16,7 +16,7 @@ namespace coload::detail {
 /// What became of the stored hash.
 enum class HashOutcome : std::uint8_t {
   Checked,         ///< the whole stream decoded, and its MD5 prefix matched
-  CheckedEarlier,  ///< a verified mark stood for the MD5 (bundle/verified_marks.h)
+  CheckedEarlier,  ///< a verified mark stood for the MD5 (ccob/verified_marks.h)
   NotChecked,      ///< not asked for (VerifyOptions::check_hash false)
 };
 

@@ -2,7 +2,7 @@
 // declares RawCompressedBundleHeader V1/V2/V3 (clang/lib/Driver/OffloadBundler.cpp).
 // Every reader of a header field, and every message that names a field's
 // offset, takes the offset from here. Does not cover the payload
-// (bundle/decompress.h) or what coload checks of it (docs/reading-rules.md).
+// (ccob/decompress.h) or what coload checks of it (docs/reading-rules.md).
 //
 //   v1: magic[4] version:u16 method:u16                 uncompressed_size:u32 hash:u64  20 bytes
 //   v2: magic[4] version:u16 method:u16 total_size:u32  uncompressed_size:u32 hash:u64  24 bytes

@@ -20,7 +20,7 @@ namespace coload::detail {
 class DecodeSink {
  public:
   virtual ~DecodeSink() = default;
-  /// Called by decode_verified (bundle/ccob_decode.h) before the first
+  /// Called by decode_verified (ccob/ccob_decode.h) before the first
   /// write: true when the whole stream is decoded anyway (to check its
   /// hash), so a sink that could stop early may keep reading instead.
   virtual void begin(bool /*whole_stream*/) {}

@@ -4,7 +4,7 @@
 // choice beside coload's own judgement of every entry. Whatever comgr cannot
 // serve is an UnsupportedMethod error, never a silent miss; docs/comgr.md has
 // the measurements of Debian's comgr 5.2.3 behind each rule.
-#include "select/select_in_bundle.h"
+#include "select/comgr_select.h"
 
 #include <optional>
 #include <string>

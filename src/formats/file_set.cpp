@@ -8,11 +8,11 @@
 #include <map>
 #include <utility>
 
-#include "bundle/file_group.h"
-#include "bundle/map_budget.h"
-#include "codeobject/elf_view.h"
 #include "coload/fat_binary.h"
 #include "common/bytes.h"
+#include "elf/elf_view.h"
+#include "formats/file_group.h"
+#include "io/map_budget.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "target/elf_target.h"
 

@@ -1,5 +1,5 @@
 // Internal: memory for libzstd's decoding buffers, for the scratch memory a
-// single-segment frame is decoded into in place (bundle/decompress.cpp), and
+// single-segment frame is decoded into in place (ccob/decompress.cpp), and
 // for the bundles read_bundle decompresses (detail::DecompressedBundle).
 //
 // The bundler writes one single-segment zstd frame, whose window is as large

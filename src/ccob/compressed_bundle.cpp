@@ -6,15 +6,15 @@
 #include <optional>
 #include <string>
 
-#include "bundle/ccob_decode.h"
-#include "bundle/ccob_layout.h"
-#include "bundle/decompress.h"
-#include "bundle/md5_stream.h"
-#include "bundle/verified_marks.h"
-#include "bundle/window_memory.h"
+#include "ccob/ccob_decode.h"
+#include "ccob/ccob_layout.h"
+#include "ccob/decompress.h"
+#include "ccob/md5_stream.h"
+#include "ccob/verified_marks.h"
 #include "coload/bundle.h"
 #include "common/bytes.h"
-#include "source/read_pages.h"
+#include "io/read_pages.h"
+#include "io/window_memory.h"
 
 namespace coload {
 namespace {
@@ -93,6 +93,26 @@ Expected<std::uint64_t> read_field(detail::Cursor& cursor, detail::CcobField fie
 }
 
 }  // namespace
+
+// The names of coload/bundle.h's enums, for reports and JSON.
+std::string_view to_string(BundleFormat format) {
+  switch (format) {
+    case BundleFormat::Plain: return "plain";
+    case BundleFormat::Compressed: return "ccob";
+    case BundleFormat::CodeObject: return "code_object";
+    case BundleFormat::FileGroup: return "file_group";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Compression compression) {
+  switch (compression) {
+    case Compression::None: return "none";
+    case Compression::Zlib: return "zlib";
+    case Compression::Zstd: return "zstd";
+  }
+  return "unknown";
+}
 
 Expected<void> detail::check_decoded_limit(const CompressedHeader& header, const ReadOptions& options,
                                            LimitWording wording) {

@@ -1,5 +1,5 @@
-// Reads of this process's memory that cannot fault (source/checked_read.h).
-#include "source/checked_read.h"
+// Reads of this process's memory that cannot fault (io/checked_read.h).
+#include "io/checked_read.h"
 
 #include <fcntl.h>
 #include <sys/uio.h>

@@ -1,5 +1,5 @@
-// The C API's shared parts (c_api_support.h).
-#include "capi/c_api_support.h"
+// The C API's shared parts (c_boundary.h).
+#include "capi/c_boundary.h"
 
 #include <algorithm>
 #include <cstddef>

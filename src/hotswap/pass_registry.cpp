@@ -109,4 +109,27 @@ Expected<HotswapRegistry> hotswap_registry(const Config& config) {
   return registry;
 }
 
+SelectOptions select_options(const Config& config) {
+  // Building the builtin registry validates every pass's pairs: not for nothing.
+  if (!config.hotswap) return SelectOptions{.unbundler = config.unbundler, .hotswap = false};
+  return select_options(config, HotswapRegistry::builtin());
+}
+
+SelectOptions select_options(const Config& config, const HotswapRegistry& registry) {
+  SelectOptions options;
+  options.unbundler = config.unbundler;
+  options.hotswap = config.hotswap;
+  if (!config.hotswap) return options;
+  HotswapAllowlist all = registry.allowlist();
+  for (const HotswapAllowlist::Pair& pair : all.pairs()) {
+    bool listed =
+        config.hotswap_pairs.empty() || std::find(config.hotswap_pairs.begin(), config.hotswap_pairs.end(),
+                                                  pair.source + ">" + pair.device) != config.hotswap_pairs.end();
+    if (!listed) continue;
+    // Validated by the registry already; add() cannot refuse them.
+    [[maybe_unused]] Expected<void> added = options.hotswap_allowlist.add(pair.source, pair.device);
+  }
+  return options;
+}
+
 }  // namespace coload

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <string>
 
-#include "bundle/plain_table.h"
 #include "coload/bundle.h"
 #include "common/bytes.h"
+#include "formats/plain_table.h"
 
 namespace coload {
 namespace {

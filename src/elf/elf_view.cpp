@@ -1,7 +1,7 @@
 // The checked AMDGPU ELF view (elf_view.h): the ELF gABI and AMDGPUUsage
 // ("ELF Code Object", "Note Records") are the rules; docs/reading-rules.md
 // (Code objects) lists the bounds a crafted object meets.
-#include "codeobject/elf_view.h"
+#include "elf/elf_view.h"
 
 #include <algorithm>
 #include <cstddef>

@@ -1,8 +1,8 @@
-#include "bundle/md5_stream.h"
+#include "ccob/md5_stream.h"
 
 // MD5_Init/Update/Final are deprecated in OpenSSL 3.0 in favour of EVP, and
 // kept: EVP_MD_fetch would load the provider machinery for the same
-// assembly (bundle/md5_stream.h).
+// assembly (ccob/md5_stream.h).
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/md5.h>
 #include <sched.h>

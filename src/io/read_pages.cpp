@@ -1,4 +1,4 @@
-#include "source/read_pages.h"
+#include "io/read_pages.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

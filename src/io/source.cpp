@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "common/bytes.h"
-#include "source/file_type.h"
-#include "source/read_pages.h"
+#include "io/file_type.h"
+#include "io/read_pages.h"
 
 namespace coload {
 

@@ -1,5 +1,5 @@
-// How many more mappings the process may make (bundle/map_budget.h).
-#include "bundle/map_budget.h"
+// How many more mappings the process may make (io/map_budget.h).
+#include "io/map_budget.h"
 
 #include <atomic>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "bundle/window_memory.h"
+#include "io/window_memory.h"
 
 #include <pthread.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "bundle/decompress.h"
+#include "ccob/decompress.h"
 
 #include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_customMem, exported by the shared libzstd too
@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "bundle/window_memory.h"
-#include "source/read_pages.h"
+#include "io/read_pages.h"
+#include "io/window_memory.h"
 
 namespace coload::detail {
 namespace {
@@ -35,7 +35,7 @@ using ZstdContext = std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)>;
 // many small bundles of a host image do not each allocate and fault in a
 // fresh one. One that grew past kKeptContextBytes (a large frame's window)
 // is freed after its call; its window's mapping is then kept, lazily freed,
-// for the next large frame (bundle/window_memory.h).
+// for the next large frame (io/window_memory.h).
 constexpr std::size_t kKeptContextBytes = std::size_t{4} << 20;
 
 class ZstdLease {

@@ -1,7 +1,7 @@
 #include "coload/fat_binary.h"
 
-#include "bundle/file_group.h"
 #include "common/bytes.h"
+#include "formats/file_group.h"
 
 namespace coload {
 

@@ -1,5 +1,5 @@
-// VerifiedMark: one small file per checked CCOB (bundle/verified_marks.h).
-#include "bundle/verified_marks.h"
+// VerifiedMark: one small file per checked CCOB (ccob/verified_marks.h).
+#include "ccob/verified_marks.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

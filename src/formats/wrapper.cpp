@@ -1,6 +1,6 @@
 // The image behind a __hip_fatbin_wrapper pointer (coload/wrapper.h), read
 // only within the mapping that holds each pointer, and only through checked
-// copies (source/checked_read.h): a page there may still fault
+// copies (io/checked_read.h): a page there may still fault
 // (docs/reading-rules.md, "What coload requires of the caller's memory and files").
 #include "coload/wrapper.h"
 
@@ -17,8 +17,8 @@
 #include <string_view>
 
 #include "common/bytes.h"
-#include "source/checked_read.h"
-#include "source/process_maps.h"
+#include "io/checked_read.h"
+#include "io/process_maps.h"
 
 namespace coload {
 namespace {
