@@ -127,7 +127,8 @@ typedef struct coload_registry_options {
    *  left at 0 or null takes its default. */
   int ignore_environment;
   /** Threads a first lookup may read a host image's bundles on (the calling
-   *  one included); 0: the hardware's concurrency, at most 8. */
+   *  one included); 0: as coload decides (one per bundle up to the
+   *  hardware's concurrency, at most 8; one with the comgr unbundler). */
   uint32_t decode_threads;
   /** Receives the registry's messages at COLOAD_LOG's level (default warn)
    *  or more severe; null: they go to stderr. */

@@ -45,6 +45,9 @@ struct Device {
   std::string code_object_versions_text() const;
   /// runtime_release, or "the runtime" without one.
   std::string runtime_name() const { return runtime_release.empty() ? "the runtime" : runtime_release; }
+
+  /// Every field equal: the two devices are judged alike by selection.
+  friend bool operator==(const Device&, const Device&) = default;
 };
 
 /// Overrides for a spec string; unset fields come from the processor table.

@@ -94,6 +94,11 @@ struct BundleChoice {
 Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
                                         const StreamOptions& stream, Selection* spent = nullptr);
 
+/// Reads bundle `index` for `selector`'s device in place of choose_in_bundle:
+/// the seam for a caller that keeps what it reads across calls (the
+/// registry's cache of bundles and code objects). Called on a decode thread.
+using BundleReader = std::function<Expected<BundleChoice>(std::size_t index, const Selector& selector)>;
+
 /// How choose_in_binary works.
 struct ChooseOptions {
   SelectOptions select;
@@ -103,13 +108,20 @@ struct ChooseOptions {
   /// Whether a CCOB's BundleChoice::heads are handed over (for a caller that
   /// selects again on them); dropped otherwise.
   bool keep_heads = false;
+  /// Reads each bundle instead of choose_in_bundle; null: choose_in_bundle.
+  BundleReader reader;
+  /// Whether `reader` also reads each chosen entry's code object, which
+  /// makes a plain bundle worth a thread too (decode_threads).
+  bool reads_entries = false;
 };
 
-/// Threads worth reading bundles `indices` of `binary` on: one per CCOB, up
-/// to the hardware's concurrency (at most 8); 1 when fewer than two are
-/// compressed or the comgr unbundler reads them (plain bundles are cheaper
-/// to read than a thread is to start).
-std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler);
+/// Threads worth reading bundles `indices` of `binary` on: one per bundle
+/// worth a thread, up to the hardware's concurrency (at most 8); 1 when
+/// fewer than two are, or when the comgr unbundler reads them. A CCOB is
+/// worth a thread; a plain bundle only when its chosen entry's code object is
+/// read too (`reads_entries`): choosing alone costs less than a thread's start.
+std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler,
+                           bool reads_entries = false);
 
 /// Takes a bundle's result on the calling thread; returns false to stop.
 /// It may move the result out.

@@ -116,9 +116,11 @@ struct RegistryOptions {
   std::shared_ptr<const HotswapRegistry> hotswap;
   /// Threads a first lookup may read a host image's bundles on (decoding
   /// CCOBs, reading the chosen code objects; the calling thread included,
-  /// extra threads live only during that lookup). 0: the hardware's
-  /// concurrency, at most 8. 1: the calling thread only. Peak memory grows
-  /// with it: each stream holds its decoder window and its chosen entry.
+  /// extra threads live only during that lookup). 0: as the pipeline
+  /// decides (coload::decode_threads: one per bundle up to the hardware's
+  /// concurrency, at most 8; one with the comgr unbundler). 1: the calling
+  /// thread only. Peak memory grows with it: each stream holds its decoder
+  /// window and its chosen entry.
   std::size_t decode_threads = 0;
   /// Receives the registry's messages of the Config's log_level
   /// (COLOAD_LOG) or more severe: warn, a (binary, device) load that failed

@@ -64,7 +64,7 @@ class Options:
     #: hsa/hip: the library to open instead of the default.
     runtime_library: PathLike | None = None
     ignore_environment: bool = False
-    #: threads a first lookup may read bundles on; 0: the hardware's, at most 8.
+    #: threads a first lookup may read bundles on; 0: as coload decides (one per bundle up to the hardware's, at most 8).
     decode_threads: int = 0
     #: receives the registry's messages (any thread, keep it short); None: stderr.
     log: Callable[[LogLevel, str], None] | None = None

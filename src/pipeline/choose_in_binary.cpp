@@ -69,16 +69,18 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   return choice;
 }
 
-std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler) {
-  // Only decoding CCOBs is worth a thread: for plain bundles a second thread's
-  // start and malloc arena cost more than the work it would share
-  // (docs/performance.md).
+std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler,
+                           bool reads_entries) {
+  // Only decoding CCOBs (or reading code objects) is worth a thread: for
+  // choosing in plain bundles a second thread's start and malloc arena cost
+  // more than the work it would share (docs/performance.md).
   if (unbundler != Unbundler::Builtin) return 1;
-  std::size_t compressed = std::count_if(indices.begin(), indices.end(), [&](std::size_t index) {
-    return binary.bundles()[index].format == BundleFormat::Compressed;
-  });
-  if (compressed < 2) return 1;  // hardware_concurrency reads sysfs
-  return std::min<std::size_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u), compressed);
+  const std::size_t worth =
+      reads_entries ? indices.size() : std::count_if(indices.begin(), indices.end(), [&](std::size_t index) {
+        return binary.bundles()[index].format == BundleFormat::Compressed;
+      });
+  if (worth < 2) return 1;  // hardware_concurrency reads sysfs
+  return std::min<std::size_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u), worth);
 }
 
 Error bundle_failure(std::size_t index, const std::exception& exception) {
@@ -92,7 +94,9 @@ void choose_in_binary(const FatBinary& binary, std::span<const std::size_t> indi
                       const ChooseOptions& options, const ChoiceTaker& take) {
   const Selector selector(device, options.select);
   const std::size_t threads =
-      options.threads ? options.threads : decode_threads(binary, indices, options.select.unbundler);
+      std::min(options.threads ? options.threads
+                               : decode_threads(binary, indices, options.select.unbundler, options.reads_entries),
+               std::max<std::size_t>(indices.size(), 1));
   // One thread: each bundle's report (a Candidate with two strings per
   // entry) takes over the storage of the one before; an image of 128
   // bundles was 2 300 allocations for them.
@@ -100,7 +104,8 @@ void choose_in_binary(const FatBinary& binary, std::span<const std::size_t> indi
   Selection* reuse = threads < 2 ? &spent : nullptr;
   auto choose = [&](std::size_t index) -> Expected<BundleChoice> {
     try {
-      auto choice = choose_in_bundle(binary, index, selector, options.stream, reuse);
+      auto choice = options.reader ? options.reader(index, selector)
+                                   : choose_in_bundle(binary, index, selector, options.stream, reuse);
       if (!options.keep_heads && choice) std::vector<EntryHead>().swap(choice->heads);
       return choice;
     } catch (const std::exception& exception) {

@@ -87,6 +87,15 @@ Expected<std::vector<std::byte>> copy_entry(const FatBinary& fat, std::size_t in
   return copy;
 }
 
+/// The selection an equal device's stream made in `data`, if one did.
+std::optional<Selection> streamed_selection(const BundleData& data, const Device& device) {
+  std::lock_guard lock(data.entries_mutex);
+  for (const auto& [streamed_for, selection] : data.streamed_selections) {
+    if (streamed_for == device) return selection;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Expected<BundleChoice> ImageCache::stream(const FatBinary& fat, const std::string& name, std::size_t index,
@@ -190,19 +199,26 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
       return std::move(charged).error().with_context("CCOB of " + std::to_string(data.heads.size()) + " entries");
     }
   }
-  if (!streamed && !data.every_head) {
-    // Skip mode stopped the stream that kept these heads before some
-    // entries' ELF headers: this device's choice needs a stream of its own.
-    auto again = stream(*fat, name, index, selector);
-    if (!again) return std::move(again).error();
-    streamed = std::move(*again);
-  }
   if (streamed) {
     choice.selection = streamed->selection;  // the stream's own, kept for the check below
-  } else {
+  } else if (data.every_head) {
     auto selection = selector.select(data.bundle);
     if (!selection) return std::move(selection).error();
     choice.selection = std::move(*selection);
+  } else if (auto made = streamed_selection(data, selector.device())) {
+    choice.selection = std::move(*made);
+  } else {
+    // Skip mode stopped the stream that kept these heads before some
+    // entries' ELF headers, and no equal device has streamed: this device's
+    // choice needs a stream of its own.
+    auto again = stream(*fat, name, index, selector);
+    if (!again) return std::move(again).error();
+    streamed = std::move(*again);
+    choice.selection = streamed->selection;
+  }
+  if (streamed && !data.every_head) {
+    std::lock_guard lock(data.entries_mutex);
+    data.streamed_selections.emplace_back(selector.device(), streamed->selection);
   }
   const Candidate* chosen = choice.selection.chosen();
   if (!chosen) return choice;

@@ -1,14 +1,12 @@
-// The lazy, thread-safe registry of fat binaries (coload/registry.h): handles,
-// devices and lookups. Each (binary, device) load takes the pipeline
-// (coload/pipeline.h) through the registry's ImageCache (image_cache.cpp),
-// which shares bundles, CCOB heads and code objects between devices and
-// registrations; hotswap passes are applied in transform.cpp, and every code
-// object is admitted (coload::admit) before the runtime sees it.
+// The lazy, thread-safe registry of fat binaries (coload/registry.h):
+// handles, device slots and the kernel index. A (binary, device) pair loads
+// once, in device_load.cpp (the pipeline through the registry's ImageCache,
+// image_cache.cpp); host stubs are host_stubs.h's.
 //
 //   Registry::Impl  the runtime, the devices, the handle -> Binary map
 //                   (shared_mutex: lookups share it, register/unregister own
-//                   it) and the host stubs (host_stubs.h); Binary and
-//                   DeviceSlot are in binary_state.h.
+//                   it) and the host stubs; Binary and DeviceSlot are in
+//                   binary_state.h.
 #include "coload/registry.h"
 
 #include <algorithm>
@@ -37,6 +35,7 @@
 #include "coload/wrapper.h"
 #include "common/bytes.h"
 #include "registry/binary_state.h"
+#include "registry/device_load.h"
 #include "registry/host_stubs.h"
 #include "registry/registry_state.h"
 
@@ -76,9 +75,8 @@ struct Registry::Impl {
   ReadOptions read_options;
   std::shared_ptr<const HotswapRegistry> hotswap;  // never null
   std::optional<Error> hotswap_error;              // the registry could not be built: every load fails
-  SelectOptions select_options;
   StreamOptions stream_options;
-  std::size_t decode_threads = 1;  // at least 1
+  ChooseOptions choose_options;  // select, stream and RegistryOptions::decode_threads
   registry::Log log;
   std::vector<Device> devices;
   registry::Counters counters;
@@ -96,8 +94,7 @@ struct Registry::Impl {
         hotswap(std::move(options.hotswap)),
         stream_options(config.stream_options()),
         log{config.log_level, std::move(options.log)} {
-    decode_threads = options.decode_threads;
-    if (decode_threads == 0) decode_threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+    choose_options.threads = options.decode_threads;  // 0: the pipeline's decode_threads decides
     if (!hotswap && !config.hotswap) {
       // Only the same-ISA retarget can run: the built-in passes, no plugin.
       hotswap = std::shared_ptr<const HotswapRegistry>(std::shared_ptr<const void>(), &HotswapRegistry::builtin());
@@ -118,7 +115,8 @@ struct Registry::Impl {
         hotswap = std::make_shared<const HotswapRegistry>();
       }
     }
-    select_options = coload::select_options(config, *hotswap);
+    choose_options.select = coload::select_options(config, *hotswap);
+    choose_options.stream = stream_options;
     if (runtime) {
       for (const std::string& warning : runtime->warnings()) {
         log(LogLevel::Warn, [&] { return std::string(runtime->name()) + ": " + warning; });
@@ -174,141 +172,9 @@ struct Registry::Impl {
     return it->second;
   }
 
-  /// Selects, reads and loads every bundle of `binary` that fits device
-  /// `index` into `state`; on failure, nothing stays loaded and the error is kept.
-  void load(Binary& binary, std::size_t index, DeviceState& state) {
-    auto result = load_modules(binary, index, state);
-    if (!result) {
-      log(LogLevel::Warn, [&] {
-        return "device " + std::to_string(index) + " (" + devices[index].str() + "): " + result.error().message();
-      });
-      state.kernels.clear();
-      state.modules.clear();  // unload before releasing the images
-      state.origins.clear();
-      state.images.clear();
-      state.error = std::move(result).error();
-      return;
-    }
-    for (std::size_t m = 0; m < state.modules.size(); ++m) {
-      const LoadedModule* module = state.modules[m].get();
-      std::span<const LoadedKernel> kernels = module->kernels();
-      for (std::size_t i = 0; i < kernels.size(); ++i) {
-        const DeviceState::KernelSlot slot{&kernels[i], module, i, state.origins[m].rank};
-        auto [at, inserted] = state.kernels.try_emplace(kernels[i].name, slot);
-        if (!inserted && slot.rank < at->second.rank) at->second = slot;
-      }
-    }
-  }
-
-  /// Every bundle's choice for `device`, in bundle order, made on up to
-  /// `decode_threads` threads (this one included): bundles are independent,
-  /// and decoding CCOBs and reading code objects is most of a cold lookup.
-  /// Each selection is cut to what load_modules reads: the chosen candidate,
-  /// or, of the bundles where nothing fits, the first one's whole report.
-  /// All of them at once would hold every bundle's table again, per device.
-  std::vector<std::optional<Expected<Choice>>> choose_all(Binary& binary, const Device& device) {
-    const std::size_t count = binary.fat->bundles().size();
-    std::vector<std::optional<Expected<Choice>>> choices(count);
-    const Selector selector(device, select_options);
-    KeptBytes kept(read_options.max_decompressed_bytes, "what one load keeps of its compressed bundles");
-    std::mutex misses_mutex;
-    std::size_t first_miss = count;  // the bundle whose report is kept
-    auto settle = [&](std::size_t i, Expected<Choice> made) {
-      Selection* selection = made ? &made->selection : nullptr;
-      if (selection && selection->chosen()) {
-        Candidate chosen = std::move(selection->candidates[*selection->selected]);
-        selection->candidates.assign(1, std::move(chosen));
-        selection->selected = 0;
-      } else if (selection) {
-        log(LogLevel::Debug, [&] { return binary.fat->at_bundle(no_fit_error(device, *selection), i).message(); });
-        std::lock_guard lock(misses_mutex);  // held while placed: an earlier miss found later clears it
-        const bool earliest = i < first_miss;
-        if (!earliest) selection->candidates.clear();
-        choices[i].emplace(std::move(made));
-        if (earliest) {
-          if (first_miss < count) (*choices[first_miss])->selection.candidates.clear();
-          first_miss = i;
-        }
-        return;
-      }
-      choices[i].emplace(std::move(made));
-    };
-    // Every slot is settled by the thread that made it (the report cut
-    // above must happen there) and kept: handing over in order has nothing
-    // to do, and no helper need wait for it.
-    auto work = [&](std::size_t i) {
-      try {
-        settle(i, images.choose(binary.fat, binary.name, *binary.bundles[i], i, selector, kept, binary.copy_entries));
-      } catch (const std::exception& exception) {  // must not end a helper thread (std::terminate)
-        choices[i].emplace(bundle_failure(i, exception));
-      }
-    };
-    for_each_in_order(count, std::min(decode_threads, count), work, [](std::size_t) { return true; }, count);
-    return choices;
-  }
-
-  Expected<void> load_modules(Binary& binary, std::size_t index, DeviceState& state) {
-    const Device& device = devices[index];
-    if (hotswap_error) return hotswap_error->with_context(binary.name + ": device " + device.str());
-    const std::size_t count = binary.fat->bundles().size();
-    std::vector<std::optional<Expected<Choice>>> choices = choose_all(binary, device);
-    std::optional<Selection> first_miss;
-    std::size_t first_miss_index = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      Expected<Choice>& choice = *choices[i];
-      if (!choice) return binary.fat->at_bundle(std::move(choice).error(), i);
-      const Candidate* chosen = choice->selection.chosen();
-      if (!chosen) {
-        if (state.skipped++ == 0) {  // the first miss: choose_all kept its whole report
-          state.first_skipped = binary.fat->at_bundle(no_fit_error(device, choice->selection), i).message();
-        }
-        if (!first_miss) {
-          first_miss = std::move(choice->selection);
-          first_miss_index = i;
-        }
-        continue;
-      }
-      // A file set names the file the entry came from (a one-file binary: its name).
-      const std::string& file = binary.fat->file(i, chosen->entry_index);
-      const std::string where = file + ": bundle " + std::to_string(i);
-      const std::string entry_where = where + " entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
-      const std::shared_ptr<const EntryImage>& image = choice->image;
-      log(LogLevel::Info, [&] {
-        return entry_where + ": " + std::string(to_string(*chosen->tier)) + " for device " + std::to_string(index) +
-               " (" + device.str() + ")" +
-               (chosen->tier == Tier::Hotswap || chosen->tier == Tier::Equivalent ? ", transformed for it" : "");
-      });
-      if (chosen->tier == Tier::Hotswap || chosen->tier == Tier::Equivalent) {
-        auto transformed = registry::transform(*hotswap, image, *chosen->tier, device, entry_where, counters);
-        if (!transformed) return std::move(transformed).error();
-        const TransformedImage& out = **transformed;
-        auto module = runtime->load(index, Image{out.bytes, *transformed}, *out.code_object);
-        if (!module) return module.error().with_context(entry_where + " (transformed for " + device.str() + ")");
-        counters.add(counters.modules_loaded);
-        state.images.push_back(std::move(*transformed));
-        state.modules.push_back(std::move(*module));
-        state.origins.push_back({fit_rank(*chosen), file});
-        continue;
-      }
-      if (auto admitted = admit(image->code_object, device, entry_where); !admitted) return admitted.error();
-      auto module = runtime->load(index, Image{image->bytes, image}, image->code_object);
-      if (!module) return module.error().with_context(entry_where);
-      counters.add(counters.modules_loaded);
-      state.images.push_back(image);
-      state.modules.push_back(std::move(*module));
-      state.origins.push_back({fit_rank(*chosen), file});
-    }
-    if (!state.modules.empty()) return {};
-    if (!first_miss) return Error(ErrorKind::NotFound, binary.name + ": holds no bundle");
-    if (binary.fat->file_count() > 1) {  // its bundles' files: a group's report lists them
-      return binary.fat->at_bundle(no_fit_error(device, *first_miss), first_miss_index)
-          .with_context("none of its " + std::to_string(count) + " bundles fits");
-    }
-    std::string where = binary.name + ": bundle " + std::to_string(first_miss_index);
-    if (count > 1)
-      where = binary.name + ": none of its " + std::to_string(count) + " bundles fits; bundle " +
-              std::to_string(first_miss_index);
-    return no_fit_error(device, *first_miss).with_context(where);
+  registry::LoadContext load_context() {
+    return {*runtime, devices,  *hotswap, hotswap_error, choose_options, read_options.max_decompressed_bytes,
+            images,   counters, log};
   }
 
   /// The kernel `host_stub` stands for on `device`, valid while `binary` is
@@ -384,7 +250,7 @@ struct Registry::Impl {
     if (!slot.ready.load(std::memory_order_acquire)) {
       std::lock_guard lock(slot.mutex);
       if (!slot.ready.load(std::memory_order_relaxed)) {
-        load(*binary, device, slot.state);
+        registry::load_device(load_context(), *binary, device, slot.state);
         slot.ready.store(true, std::memory_order_release);
       }
     }
@@ -562,10 +428,7 @@ Expected<void> Registry::choose(BinaryHandle binary, std::size_t device, const C
   if (impl_->hotswap_error) return impl_->hotswap_error->with_context(held.name);
   std::vector<std::size_t> every(held.fat->bundles().size());
   std::iota(every.begin(), every.end(), std::size_t{0});
-  const ChooseOptions options{.select = impl_->select_options,
-                              .stream = impl_->stream_options,
-                              .threads = std::min(impl_->decode_threads, std::max<std::size_t>(every.size(), 1))};
-  choose_in_binary(*held.fat, every, impl_->devices[device], options, take);
+  choose_in_binary(*held.fat, every, impl_->devices[device], impl_->choose_options, take);
   return {};
 }
 

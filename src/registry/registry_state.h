@@ -75,6 +75,10 @@ struct BundleData {
   std::shared_ptr<const FatBinary> source;  // plain: what `bundle`'s entries view
   mutable std::mutex entries_mutex;         // also held while a CCOB entry decompresses
   mutable StringMap<std::weak_ptr<const EntryImage>> entries;
+  /// CCOB with partial heads: the selection each device's stream made, so an
+  /// equal device (another registration's, or a second card of one kind)
+  /// selects without a stream of its own. Under entries_mutex.
+  mutable std::vector<std::pair<Device, Selection>> streamed_selections;
 
   BundleData(Bundle b, std::shared_ptr<const FatBinary> s) : bundle(std::move(b)), source(std::move(s)) {}
   BundleData(const BundleInfo& info, std::vector<EntryHead> h, bool every)
@@ -139,7 +143,8 @@ class ImageCache {
   /// CCOB) and that device's entry; a later device selects on the heads and
   /// decompresses again only for an entry no device has chosen yet (or whose
   /// code object is no longer in use), or when the heads are partial (Skip
-  /// mode stopped before some). What it keeps of CCOBs is charged to `kept`.
+  /// mode stopped before some) and no equal device has streamed: at most one
+  /// stream per device. What it keeps of CCOBs is charged to `kept`.
   /// With `copy_entries` (the bytes of registered files), a plain bundle's
   /// table is probed through a checked read before each selection and the
   /// chosen entry copied through one, so a file that shrank is Io, never
