@@ -14,7 +14,8 @@
  * Conventions:
  * - Every function returns a coload_status; COLOAD_OK is 0. On failure the
  *   calling thread's coload_last_error_message() says what, where and which
- *   value. No C++ exception ever crosses this boundary.
+ *   value, and coload_last_error_location() gives the where as fields. No C++
+ *   exception ever crosses this boundary.
  * - Handles are opaque and checked on entry: a null or foreign pointer gives
  *   COLOAD_ERROR_INVALID_HANDLE (a pointer to freed memory cannot be detected
  *   reliably; do not use a registry after destroying it).
@@ -443,6 +444,50 @@ coload_status coload_device_name(const coload_registry* registry, size_t device,
 /** The message of this thread's last failed call; "" after a success. Valid
  *  until this thread's next coload call. Never null. */
 const char* coload_last_error_message(void);
+
+/** coload_error_location.has: which of its numbers are set. */
+#define COLOAD_LOCATION_HAS_BUNDLE (1u << 0)
+#define COLOAD_LOCATION_HAS_BUNDLE_OFFSET (1u << 1)
+#define COLOAD_LOCATION_HAS_ENTRY (1u << 2)
+#define COLOAD_LOCATION_HAS_OFFSET (1u << 3)
+#define COLOAD_LOCATION_HAS_VALUE (1u << 4)
+#define COLOAD_LOCATION_HAS_LIMIT (1u << 5)
+
+/** Where this thread's last error lies, as data (coload::ErrorLocation): the
+ *  fields coload_last_error_message() renders into its sentence. A number is
+ *  set only when its COLOAD_LOCATION_HAS_* bit is in `has` (else it is 0); a
+ *  string is "" when unset, never null. Added in 0.4. */
+typedef struct coload_error_location {
+  size_t struct_size;     /**< sizeof(coload_error_location), set by the caller */
+  coload_status status;   /**< the status the failed call returned; COLOAD_OK when none failed */
+  uint32_t has;           /**< COLOAD_LOCATION_HAS_* bits */
+  const char* file;       /**< the file, or the name a binary was registered under */
+  uint64_t bundle;        /**< the bundle's index in the file */
+  uint64_t bundle_offset; /**< that bundle's byte offset in the file */
+  uint64_t entry;         /**< the entry's index in that bundle's table */
+  const char* entry_id;   /**< that entry's ID ("hipv4-amdgcn-amd-amdhsa--gfx90a") */
+  const char* field;      /**< the field at fault ("uncompressed_size", "max_decompressed_bytes") */
+  uint64_t offset;        /**< the field's byte offset in its structure */
+  uint64_t value;         /**< the value found there */
+  uint64_t limit;         /**< the limit it passes */
+} coload_error_location;
+
+/** Fills `*out` with where this thread's last error lies. The caller
+ *  zero-initialises it and sets struct_size to sizeof(coload_error_location);
+ *  only the fields that lie wholly within struct_size are written, and
+ *  struct_size never: a struct grown by a later coload.h keeps its new
+ *  fields 0 under this library, and a caller built against this one gets
+ *  the fields it knows from a later library. After a success, or before any call failed, it returns
+ *  COLOAD_OK with status COLOAD_OK, has 0 and every string "". An error that
+ *  named no place (a null argument, a bad handle) has has 0 and "" strings
+ *  too. The strings live in the thread's last-error storage: valid until
+ *  this thread's next coload call other than coload_last_error_message and
+ *  coload_last_error_location. Errors: COLOAD_ERROR_NULL_ARGUMENT (`out`),
+ *  COLOAD_ERROR_BAD_STRUCT_SIZE (struct_size does not reach `has`), which
+ *  leave the last error as it was: a mistaken call does not erase the error
+ *  being inspected. Threads: per thread, as coload_last_error_message. */
+coload_status coload_last_error_location(coload_error_location* out);
+
 /** A constant name for a status ("not_found"); "unknown_status" for others. */
 const char* coload_status_string(coload_status status);
 

@@ -8,7 +8,9 @@ device, over libcoload.so.0's C API (coload/coload.h) with ctypes.
         registry.check_dispatch(binary, 0, kernel.name, kernel.explicit_kernarg_size, dynamic_lds=4096)
 
 Errors raise ``coload.Error`` subclasses (``NotFound``, ``LimitExceeded``…)
-with ``.status`` and ``.message``. docs/python.md has the whole interface.
+with ``.status``, ``.message`` and where they lie (``.file``, ``.bundle``,
+``.entry``, ``.field``, ``.value``, ``.limit``…). docs/python.md has the
+whole interface.
 """
 
 from __future__ import annotations

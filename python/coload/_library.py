@@ -92,6 +92,37 @@ CHOICE_FILE_END: int = Choice.file.offset + ctypes.sizeof(ctypes.c_char_p)
 CHOOSE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Choice))
 
 
+class ErrorLocation(ctypes.Structure):
+    """coload_error_location."""
+
+    _fields_ = [
+        ("struct_size", c_size),
+        ("status", c_status),
+        ("has", ctypes.c_uint32),
+        ("file", ctypes.c_char_p),
+        ("bundle", ctypes.c_uint64),
+        ("bundle_offset", ctypes.c_uint64),
+        ("entry", ctypes.c_uint64),
+        ("entry_id", ctypes.c_char_p),
+        ("field", ctypes.c_char_p),
+        ("offset", ctypes.c_uint64),
+        ("value", ctypes.c_uint64),
+        ("limit", ctypes.c_uint64),
+    ]
+
+
+# coload_error_location's numbers and their COLOAD_LOCATION_HAS_* bits.
+LOCATION_NUMBERS: dict[str, int] = {
+    "bundle": 1 << 0,
+    "bundle_offset": 1 << 1,
+    "entry": 1 << 2,
+    "offset": 1 << 3,
+    "value": 1 << 4,
+    "limit": 1 << 5,
+}
+LOCATION_STRINGS = ("file", "entry_id", "field")
+
+
 class SelectOptions(ctypes.Structure):
     """coload_select_options."""
 
@@ -159,6 +190,7 @@ PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "coload_device_count": (c_status, [_registry, _p(c_size)]),
     "coload_device_name": (c_status, [_registry, c_size, _char_p, c_size, _p(c_size)]),
     "coload_last_error_message": (_char_p, []),
+    "coload_last_error_location": (c_status, [_p(ErrorLocation)]),
     "coload_status_string": (_char_p, [c_status]),
     "coload_version": (_char_p, []),
     "coload_select": (
@@ -242,11 +274,34 @@ def decode(text: bytes | None) -> str:
     return text.decode("utf-8", errors="replace") if text else ""
 
 
+def last_error_location(status: int) -> dict[str, str | int]:
+    """Where this thread's last error, of `status`, lies, as
+    coload_last_error_location() gives it: the strings that are not "" and
+    the numbers its `has` bits set; empty when the library has no such call
+    or its last error is not of `status`."""
+    if not has_function("coload_last_error_location"):
+        return {}
+    location = ErrorLocation(struct_size=ctypes.sizeof(ErrorLocation))
+    if function("coload_last_error_location")(ctypes.byref(location)) != 0 or location.status != status:
+        return {}
+    where: dict[str, str | int] = {}
+    for name in LOCATION_STRINGS:
+        text = decode(getattr(location, name))
+        if text:
+            where[name] = text
+    for name, bit in LOCATION_NUMBERS.items():
+        if location.has & bit:
+            where[name] = int(getattr(location, name))
+    return where
+
+
 def call(name: str, *arguments: Any) -> None:
     """Calls `name`; on a failed status, raises its Error with the message
-    this thread's coload_last_error_message() gives right after the call."""
+    and location this thread's coload_last_error_message() and
+    coload_last_error_location() give right after the call."""
     status: int = function(name)(*arguments)
     if status != 0:
         message = decode(function("coload_last_error_message")())
+        location = last_error_location(status)
         status_name = decode(function("coload_status_string")(status))
-        raise error_for(status, message, status_name)
+        raise error_for(status, message, status_name, location)

@@ -1,8 +1,9 @@
 """Errors: one ``coload.Error`` subclass per ``coload_status`` (coload/coload.h).
 
-Every failed C call raises the subclass for its status, carrying the status
-and the message ``coload_last_error_message()`` gave on the calling thread
-right after the call (what, where and which value). ``LibraryError`` and its
+Every failed C call raises the subclass for its status, carrying the status,
+the message ``coload_last_error_message()`` gave on the calling thread right
+after the call (what, where and which value) and where the error lies as
+fields, from ``coload_last_error_location()``. ``LibraryError`` and its
 subclasses are raised when no call could be made: the library is missing,
 or too old for the function asked for.
 """
@@ -10,6 +11,7 @@ or too old for the function asked for.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 
 
 class Status(enum.IntEnum):
@@ -47,17 +49,50 @@ class Error(Exception):
     ``LibraryError``), ``status_name`` its name ("not_found"), ``message``
     the library's message. ``report`` is the selection report when the error
     comes from ``coload.select`` (else "").
+
+    Where the error lies, as ``coload_error_location`` gives it (each None
+    when the error does not say, or the library predates the call): ``file``
+    (the file, or the name a binary was registered under), ``bundle`` (its
+    index in the file), ``bundle_offset``, ``entry`` (its index in the
+    bundle's table), ``entry_id``, ``field`` (the field at fault,
+    "uncompressed_size"), ``offset`` (the field's byte offset in its
+    structure), ``value`` (the value found there) and ``limit`` (the limit it
+    passes).
     """
 
-    def __init__(self, message: str, status: int | None = None, status_name: str = "library") -> None:
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        status_name: str = "library",
+        location: Mapping[str, str | int] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message: str = message
         self.status: int | None = status
         self.status_name: str = status_name
         self.report: str = ""
+        where = location or {}
+        self.file: str | None = _text(where.get("file"))
+        self.bundle: int | None = _number(where.get("bundle"))
+        self.bundle_offset: int | None = _number(where.get("bundle_offset"))
+        self.entry: int | None = _number(where.get("entry"))
+        self.entry_id: str | None = _text(where.get("entry_id"))
+        self.field: str | None = _text(where.get("field"))
+        self.offset: int | None = _number(where.get("offset"))
+        self.value: int | None = _number(where.get("value"))
+        self.limit: int | None = _number(where.get("limit"))
 
     def __str__(self) -> str:
         return f"{self.status_name}: {self.message}"
+
+
+def _text(value: str | int | None) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _number(value: str | int | None) -> int | None:
+    return value if isinstance(value, int) else None
 
 
 class InvalidHandle(Error):
@@ -186,6 +221,10 @@ def known_status(status: int) -> int:
     return Status(status) if status in Status._value2member_map_ else status
 
 
-def error_for(status: int, message: str, status_name: str) -> Error:
-    """The exception for a failed call's ``status`` (Error for a value this package does not know)."""
-    return ERROR_CLASSES.get(status, Error)(message, known_status(status), status_name)
+def error_for(
+    status: int, message: str, status_name: str, location: Mapping[str, str | int] | None = None
+) -> Error:
+    """The exception for a failed call's ``status`` (Error for a value this
+    package does not know), located where ``location`` says (names of
+    ``Error``'s location attributes to their values; the ones left out are None)."""
+    return ERROR_CLASSES.get(status, Error)(message, known_status(status), status_name, location)

@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -16,14 +18,22 @@ namespace coload::capi {
 
 namespace {
 
-/// This thread's last error message. Trivially destructible, so it stays
-/// usable after the thread's thread_local destructors have run: a HIP
-/// program's static destructors (__hipUnregisterFatBinary, registered with
-/// atexit) call the C API after the main thread's have, at exit.
+/// This thread's last error: its status, message and location. Trivially
+/// destructible, so it stays usable after the thread's thread_local
+/// destructors have run: a HIP program's static destructors
+/// (__hipUnregisterFatBinary, registered with atexit) call the C API after
+/// the main thread's have, at exit.
 struct LastError {
-  char* text = nullptr;  // malloc'ed, NUL-terminated; null: ""
+  // malloc'ed: the message, then the location's file, entry_id and field,
+  // each NUL-terminated; null: all "".
+  char* text = nullptr;
   std::size_t capacity = 0;
+  coload_status status = COLOAD_OK;
+  std::uint32_t has = 0;                          // COLOAD_LOCATION_HAS_* bits
+  std::size_t file = 0, entry_id = 0, field = 0;  // their offsets in text
+  std::uint64_t bundle = 0, bundle_offset = 0, entry = 0, offset = 0, value = 0, limit = 0;
 };
+static_assert(std::is_trivially_destructible_v<LastError>, "the C API is called after thread_local destructors");
 thread_local LastError last_error;
 
 /// Frees last_error's text when a thread ends (a process's main thread
@@ -36,23 +46,92 @@ struct ReleaseLastError {
 };
 thread_local ReleaseLastError release_last_error;
 
-void set_last_error(std::string_view message) {
+/// Makes room for `size` bytes of text; false (the old room kept) when
+/// memory is short.
+bool reserve_text(std::size_t size) {
   (void)&release_last_error;  // constructed, and so released, once per thread
-  if (message.size() + 1 > last_error.capacity) {
-    std::size_t capacity = std::max<std::size_t>(message.size() + 1, 256);
-    char* grown = static_cast<char*>(std::realloc(last_error.text, capacity));
-    if (!grown) {
-      // Out of memory: keep what fits of the message.
-      if (last_error.capacity == 0) return;
-      message = message.substr(0, last_error.capacity - 1);
-    } else {
-      last_error.text = grown;
-      last_error.capacity = capacity;
-    }
-  }
-  std::memcpy(last_error.text, message.data(), message.size());
-  last_error.text[message.size()] = '\0';
+  if (size <= last_error.capacity) return true;
+  std::size_t capacity = std::max<std::size_t>(size, 256);
+  char* grown = static_cast<char*>(std::realloc(last_error.text, capacity));
+  if (!grown) return false;
+  last_error.text = grown;
+  last_error.capacity = capacity;
+  return true;
 }
+
+/// Records `status`, `message` and, when given, `location`. Out of memory,
+/// what fits of the message is kept and the location's strings are "".
+void set_last_error(coload_status status, std::string_view message, const ErrorLocation* location) {
+  LastError& error = last_error;
+  error.status = status;
+  error.has = 0;
+  error.bundle = error.bundle_offset = error.entry = error.offset = error.value = error.limit = 0;
+  struct Part {
+    std::string_view text;
+    std::size_t* offset;
+  };
+  Part parts[] = {{{}, &error.file}, {{}, &error.entry_id}, {{}, &error.field}};
+  if (location) {
+    parts[0].text = location->file;
+    parts[1].text = location->entry_id;
+    parts[2].text = location->field;
+    auto take = [&](const auto& number, std::uint32_t bit, std::uint64_t& into) {
+      if (!number) return;
+      error.has |= bit;
+      into = static_cast<std::uint64_t>(*number);
+    };
+    take(location->bundle, COLOAD_LOCATION_HAS_BUNDLE, error.bundle);
+    take(location->bundle_offset, COLOAD_LOCATION_HAS_BUNDLE_OFFSET, error.bundle_offset);
+    take(location->entry, COLOAD_LOCATION_HAS_ENTRY, error.entry);
+    take(location->offset, COLOAD_LOCATION_HAS_OFFSET, error.offset);
+    take(location->value, COLOAD_LOCATION_HAS_VALUE, error.value);
+    take(location->limit, COLOAD_LOCATION_HAS_LIMIT, error.limit);
+  }
+  std::size_t size = message.size() + 1;
+  for (const Part& part : parts) size += part.text.size() + 1;
+  const bool whole = reserve_text(size);
+  if (!whole && !reserve_text(message.size() + 1)) {
+    if (error.capacity == 0) return;  // no text at all: every string reads ""
+    message = message.substr(0, error.capacity - 1);
+  }
+  std::memcpy(error.text, message.data(), message.size());
+  error.text[message.size()] = '\0';
+  std::size_t next = message.size() + 1;
+  for (const Part& part : parts) {
+    if (!whole) {
+      *part.offset = message.size();  // the message's NUL: ""
+      continue;
+    }
+    *part.offset = next;
+    std::memcpy(error.text + next, part.text.data(), part.text.size());
+    error.text[next + part.text.size()] = '\0';
+    next += part.text.size() + 1;
+  }
+}
+
+/// The string at `offset` of last_error's text; "" when there is none.
+const char* last_error_text(std::size_t offset) { return last_error.text ? last_error.text + offset : ""; }
+
+/// The part of coload_error_location a caller must pass (through `has`);
+/// each field after it is written only when struct_size covers it whole.
+constexpr std::size_t kFirstLocationSize = offsetof(coload_error_location, has) + sizeof(std::uint32_t);
+
+/// Where each field of coload_error_location after struct_size ends, in order.
+constexpr std::size_t kLocationFieldEnds[] = {
+    offsetof(coload_error_location, status) + sizeof(coload_status),
+    kFirstLocationSize,
+    offsetof(coload_error_location, file) + sizeof(const char*),
+    offsetof(coload_error_location, bundle) + sizeof(std::uint64_t),
+    offsetof(coload_error_location, bundle_offset) + sizeof(std::uint64_t),
+    offsetof(coload_error_location, entry) + sizeof(std::uint64_t),
+    offsetof(coload_error_location, entry_id) + sizeof(const char*),
+    offsetof(coload_error_location, field) + sizeof(const char*),
+    offsetof(coload_error_location, offset) + sizeof(std::uint64_t),
+    offsetof(coload_error_location, value) + sizeof(std::uint64_t),
+    offsetof(coload_error_location, limit) + sizeof(std::uint64_t),
+};
+static_assert(kLocationFieldEnds[std::size(kLocationFieldEnds) - 1] == sizeof(coload_error_location),
+              "kLocationFieldEnds lists every field of coload_error_location");
 
 /// coload_kernel_info as 0.1 had it (ending with dynamic_callstack): a caller
 /// built against it passes this size and gets those fields.
@@ -129,12 +208,17 @@ Expected<Config> config_of(const Settings& given) {
 }
 
 coload_status fail(coload_status status, std::string message) {
-  set_last_error(message);
+  set_last_error(status, message, nullptr);
   return status;
 }
 
 coload_status ok() {
-  if (last_error.text) last_error.text[0] = '\0';
+  LastError& error = last_error;
+  if (error.text) error.text[0] = '\0';
+  error.status = COLOAD_OK;
+  error.has = 0;
+  error.file = error.entry_id = error.field = 0;  // text[0]: ""
+  error.bundle = error.bundle_offset = error.entry = error.offset = error.value = error.limit = 0;
   return COLOAD_OK;
 }
 
@@ -159,7 +243,11 @@ coload_status status_of(ErrorKind kind) {
   return COLOAD_ERROR_INTERNAL;
 }
 
-coload_status fail(const Error& error) { return fail(status_of(error.kind()), error.message()); }
+coload_status fail(const Error& error) {
+  coload_status status = status_of(error.kind());
+  set_last_error(status, error.message(), &error.location());
+  return status;
+}
 
 coload_status check(const coload_registry* handle, const char* function, Registry** registry) {
   if (handle == nullptr) return fail(COLOAD_ERROR_INVALID_HANDLE, std::string(function) + ": registry is null");
@@ -202,6 +290,31 @@ void fill_kernel_info(const LoadedKernel& kernel, coload_kernel_info* out) {
     out->explicit_kernarg_size = kernel.explicit_kernarg_size;
 }
 
-const char* last_error_message() { return last_error.text ? last_error.text : ""; }
+const char* last_error_message() { return last_error_text(0); }
+
+coload_status last_error_location(coload_error_location* out) {
+  // Neither failure is recorded: the last error is what the caller inspects.
+  if (!out) return COLOAD_ERROR_NULL_ARGUMENT;
+  if (out->struct_size < kFirstLocationSize) return COLOAD_ERROR_BAD_STRUCT_SIZE;
+  const LastError& error = last_error;
+  coload_error_location full{};
+  full.status = error.status;
+  full.has = error.has;
+  full.file = last_error_text(error.file);
+  full.bundle = error.bundle;
+  full.bundle_offset = error.bundle_offset;
+  full.entry = error.entry;
+  full.entry_id = last_error_text(error.entry_id);
+  full.field = last_error_text(error.field);
+  full.offset = error.offset;
+  full.value = error.value;
+  full.limit = error.limit;
+  std::size_t end = 0;
+  for (std::size_t field_end : kLocationFieldEnds)
+    if (field_end <= out->struct_size) end = field_end;
+  constexpr std::size_t kStart = sizeof full.struct_size;
+  std::memcpy(reinterpret_cast<char*>(out) + kStart, reinterpret_cast<const char*>(&full) + kStart, end - kStart);
+  return COLOAD_OK;
+}
 
 }  // namespace coload::capi

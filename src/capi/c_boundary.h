@@ -34,6 +34,9 @@ coload_status ok();
 coload_status status_of(ErrorKind kind);
 /// This thread's last error message ("" after a success).
 const char* last_error_message();
+/// coload_last_error_location: this thread's last error's status and
+/// location into the fields of `out` its struct_size covers.
+coload_status last_error_location(coload_error_location* out);
 
 /// Runs `body`, turning any exception into a status: nothing crosses into C.
 template <class Body>

@@ -339,6 +339,8 @@ coload_status coload_device_name(const coload_registry* registry, size_t device,
 
 const char* coload_last_error_message(void) { return last_error_message(); }
 
+coload_status coload_last_error_location(coload_error_location* out) { return last_error_location(out); }
+
 const char* coload_status_string(coload_status status) {
   switch (enum_bits(status)) {
     case COLOAD_OK: return "ok";

@@ -94,6 +94,8 @@ def test_structs_match_the_c_layout(tmp_path: Path) -> None:
         "coload_selection": _library.Selection,
         "coload_choice": _library.Choice,
     }
+    if coload.has_function("coload_last_error_location"):
+        structs["coload_error_location"] = _library.ErrorLocation
     expected = []
     lines = []
     for c_name, struct in structs.items():
