@@ -218,7 +218,7 @@ TEST_F(CApiErrorLocation, AMissingFileIsIo) {
   coload_error_location location = last_location();
   EXPECT_EQ(location.status, COLOAD_ERROR_IO);
   EXPECT_EQ(location.has, 0u);
-  EXPECT_STREQ(location.file, "");
+  EXPECT_STREQ(location.file, "/nonexistent/file.hipfb");  // the message is the same sentence
   EXPECT_STREQ(location.entry_id, "");
   EXPECT_STREQ(location.field, "");
   EXPECT_EQ(location.bundle, 0u);

@@ -25,7 +25,7 @@ namespace coload {
 namespace {
 
 Error io_error(const std::string& path, std::string_view what, int error_number) {
-  return Error(ErrorKind::Io, path + ": " + std::string(what) + ": " + std::strerror(error_number));
+  return Error(ErrorKind::Io, std::string(what) + ": " + std::strerror(error_number)).in_file(path);
 }
 
 /// A directory level keeps its descriptor when the path from the last kept
@@ -81,7 +81,7 @@ Expected<std::vector<std::string>> list_directory(const std::string& path, const
     int saved = errno;
     struct stat info{};
     if (saved == ENOTDIR || (::stat(path.c_str(), &info) == 0 && !S_ISDIR(info.st_mode))) {
-      return Error(ErrorKind::Io, path + ": not a directory");
+      return Error(ErrorKind::Io, "not a directory").in_file(path);
     }
     return io_error(path, "cannot open directory", saved);
   }

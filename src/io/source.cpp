@@ -27,7 +27,7 @@ struct detail::OpenFile {
 namespace {
 
 Error io_error(const std::string& path, std::string_view what, int error_number) {
-  return Error(ErrorKind::Io, path + ": " + std::string(what) + ": " + std::strerror(error_number));
+  return Error(ErrorKind::Io, std::string(what) + ": " + std::strerror(error_number)).in_file(path);
 }
 
 }  // namespace
@@ -153,7 +153,8 @@ Expected<Source> Source::map_file(const std::string& path) {
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd);
-    return Error(ErrorKind::Io, path + ": not a regular file (" + std::string(detail::file_type(info.st_mode)) + ")");
+    return Error(ErrorKind::Io, "not a regular file (" + std::string(detail::file_type(info.st_mode)) + ")")
+        .in_file(path);
   }
   auto size = static_cast<std::size_t>(info.st_size);
   if (size == 0) {  // mmap refuses length 0; an empty file is an empty view
