@@ -1,9 +1,10 @@
 /* coload/coload.h: the C API, for C runtimes (HIP/CLR-style) and other languages.
  *
  * Covers: a registry of fat binaries over a runtime (HSA, HIP or dry-run):
- * registering files, buffers, file sets and wrappers, per-device lookups of
- * kernels, host stubs and globals, the entry each bundle chooses; and, with
- * no registry, coload_select (comgr's lookup with coload's rules). It mirrors
+ * registering files, buffers, file sets and wrappers; per-device lookups of
+ * kernels, host stubs and globals; the runtime's devices (its own or the
+ * caller's); the entry each bundle chooses; and, with no registry,
+ * coload_select (comgr's lookup with coload's rules). It mirrors
  * coload/registry.h. Does not cover: listing, extracting or checking bundles.
  * Conventions (statuses, handles, struct_size, buffers): docs/loading.md, "C API".
  *

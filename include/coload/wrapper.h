@@ -54,7 +54,7 @@ Expected<BundleInfo> measure_image(std::span<const std::byte> bytes, const ReadO
 /// checked reads (never a fault): a copy of 64 KiB first, four times longer
 /// while the image's headers run past it, within `reach`; the readable bytes
 /// end at the first page that cannot be read now. Costs a copy of the image
-/// (docs/performance.md, "Checked reads of a wrapper's image"). Errors:
+/// (docs/notes/performance.md, "Checked reads of a wrapper's image"). Errors:
 /// OutOfBounds ("address") when reach[0] cannot be read; measure_image's
 /// over the readable bytes, saying where they end when a page cut them; Io
 /// when no checked read is available.
