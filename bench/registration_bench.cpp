@@ -1,5 +1,5 @@
 // What a HIP runtime pays when a library's constructors run (issue 33,
-// docs/performance.md "Registration as cheap as CLR's"): the template
+// docs/notes/performance.md "Registration as cheap as CLR's"): the template
 // library's registrations (tests/HipTemplates.cmake: 104 wrappers, 876
 // __hipRegisterFunction calls of 116 stubs, 12 of them shared by 44 to 104
 // translation units), recorded once without any runtime

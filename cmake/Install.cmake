@@ -16,7 +16,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/include/coload/coload.h ${PROJECT_SOURCE_DIR
               ${PROJECT_BINARY_DIR}/include/coload/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/coload COMPONENT development)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT development)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md ${PROJECT_SOURCE_DIR}/LICENSE
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT development)
 
 # CMake package: find_package(coload 0.2 CONFIG) -> coload::coload. The build

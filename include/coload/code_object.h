@@ -8,6 +8,7 @@
 // Does not cover: checks against a device (coload/validate.h).
 //
 // Ownership: a CodeObject copies what it decodes; it does not keep the bytes.
+// Threads: reading shares no state; a CodeObject is an immutable value.
 #pragma once
 
 #include <array>

@@ -1,33 +1,17 @@
 /* coload/coload.h: the C API, for C runtimes (HIP/CLR-style) and other languages.
  *
- * Covers: a registry of fat binaries over a runtime (HSA, HIP or dry-run),
- * registering a fat binary from a file or a caller's buffer, looking kernels
- * and device globals up per device, the entry each bundle chooses for a
- * device (for runtimes that load code objects themselves), and the devices
- * the runtime has (its own, or the ones the caller names); and, without a
- * registry, the entry one image holds for each of several ISAs
- * (coload_select, comgr's lookup with coload's rules). It
- * mirrors the C++ API of coload/registry.h; the semantics (lazy loading, once
- * per binary and device, caching) are that header's. Does not cover: listing,
- * extracting or checking bundles (use the C++ API or the coload tool).
+ * Covers: a registry of fat binaries over a runtime (HSA, HIP or dry-run):
+ * registering files, buffers, file sets and wrappers; per-device lookups of
+ * kernels, host stubs and globals; the runtime's devices (its own or the
+ * caller's); the entry each bundle chooses; and, with no registry,
+ * coload_select (comgr's lookup with coload's rules). It mirrors
+ * coload/registry.h. Does not cover: listing, extracting or checking bundles.
+ * Conventions (statuses, handles, struct_size, buffers): docs/loading.md, "C API".
  *
- * Conventions:
- * - Every function returns a coload_status; COLOAD_OK is 0. On failure the
- *   calling thread's coload_last_error_message() says what, where and which
- *   value, and coload_last_error_location() gives the where as fields. No C++
- *   exception ever crosses this boundary.
- * - Handles are opaque and checked on entry: a null or foreign pointer gives
- *   COLOAD_ERROR_INVALID_HANDLE (a pointer to freed memory cannot be detected
- *   reliably; do not use a registry after destroying it).
- * - Options and result structs start with `struct_size`, which the caller sets
- *   to sizeof(the struct) so later versions can grow them.
- * - Output strings go to caller buffers with a capacity; too small a buffer
- *   gives COLOAD_ERROR_BUFFER_TOO_SMALL and the needed size (with the NUL).
- *
- * Threads: every function may be called from many threads at once on the same
- * registry, except coload_registry_destroy, which must be the last call on it.
- * Kernel handles stay valid until their binary is unregistered or the registry
- * destroyed.
+ * Ownership: kernel handles stay valid until their binary is unregistered or
+ * the registry destroyed. Threads: every function may be called from many
+ * threads at once on one registry, except coload_registry_destroy, which must
+ * be the last call on it. No C++ exception ever crosses this boundary.
  */
 #ifndef COLOAD_COLOAD_H
 #define COLOAD_COLOAD_H

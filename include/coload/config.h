@@ -1,8 +1,13 @@
 // coload/config.h: the options coload reads from the environment.
 //
 // Covers: the one place that reads COLOAD_* variables, once, into an immutable
-// Config that the rest of the library takes as a value. The core never calls
-// getenv. Every variable and value is in docs/environment.md.
+// Config that the rest of the library takes as a value (the core never calls
+// getenv), or builds one from a caller's settings. Every variable and value
+// is in docs/environment.md. Does not cover: what each option does in the
+// module that takes it (docs/selection.md, docs/reading-rules.md).
+//
+// Ownership: a Config is a value. Threads: process_config() reads the
+// environment on its first call (thread-safe) and returns that Config ever after.
 #pragma once
 
 #include <cstdint>

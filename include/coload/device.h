@@ -2,7 +2,10 @@
 //
 // Covers: the device description and building one from a spec string for
 // offline use ("gfx942", "gfx942:sramecc+:xnack-") with table defaults and
-// overrides. Runtimes (HSA, HIP) build descriptions from their own queries.
+// overrides. Does not cover: the runtimes' own queries, which build
+// descriptions too (coload/runtime.h, docs/loading.md).
+//
+// Ownership and threads: a Device is a value; the functions share no state.
 #pragma once
 
 #include <cstdint>

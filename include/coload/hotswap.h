@@ -1,13 +1,15 @@
 // coload/hotswap.h: transpiler passes that turn a code object built for one
 // processor into one for another, bound through an explicit table.
 //
-// Covers: the pass type, the process-wide registry of built-in passes (one
-// line each in src/hotswap/passes.def; a listed pass without its registration
-// function is a link error, never a silent no-op), external passes loaded from
-// a plugin (coload/hotswap_plugin.h, COLOAD_HOTSWAP_PLUGIN), the allowlist the
+// Covers: the pass type, the process-wide registry of built-in passes
+// (src/hotswap/passes.def), external passes loaded from a plugin
+// (coload/hotswap_plugin.h, COLOAD_HOTSWAP_PLUGIN), the allowlist the
 // selector's hotswap tier consults, and the built-in same-ISA retarget.
-// A hotswap source is used only for a validated pair and only when no
-// native or generic code object fits (docs/selection.md says why).
+// Does not cover: when a pass is used: only for a validated pair, when no
+// native or generic code object fits (docs/selection.md, "Hotswap passes").
+//
+// Ownership: a HotswapRegistry owns its passes and keeps a plugin loaded
+// while its pass may run. Threads: a registry is thread-safe once built.
 #pragma once
 
 #include <cstddef>

@@ -1,75 +1,16 @@
 // coload/registry.h: fat binaries registered once, loaded lazily per device.
 //
-// Covers: the registry a HIP/CLR-style runtime or a framework's kernel table
-// keeps: register a fat binary (a file, mapped; or a caller's buffer: a bundle
-// file, a bare code object or a host ELF image with .hip_fatbin) cheaply, then
-// look kernels up by (binary, device, name). The first lookup for a (binary,
-// device) pair selects an entry in every bundle (select_in_bundle with the
-// Config's SelectOptions; the Config's extended ISA compatibility applied to
-// each device), reads and validates the chosen code objects and loads them
-// with the Runtime; later lookups are a hash-map hit. Validation is what
-// `coload check --device` reports: a kernel's problems (descriptor against
-// metadata, kernarg layout) and every violation against the device (static
-// LDS, wave size, code object version) refuse the code object before
-// Runtime::load; the metadata's object-wide strings and orphan `.kd` symbols
-// do not. Does not cover:
+// Covers: registering a fat binary (a file, a caller's buffer, a file set, a
+// folder, a `__hip_fatbin_wrapper`) from its headers only; looking kernels,
+// host stubs and globals up per (binary, device), the first lookup choosing,
+// validating and loading (docs/loading.md, "Registry"). Does not cover:
 // launching kernels, or choosing which runtime to use (coload/runtime.h).
 //
-// Cost of registering: the fat binary's headers are read (FatBinary::open /
-// from_memory) and nothing else: no bundle is decompressed (except measuring
-// a CCOB v1, which has no size field), no code object is read, nothing is
-// loaded. A wrapper's registration reads only the wrapper's record; its
-// image's headers are read at first use. Nothing happens in static
-// constructors: a Registry does work only when called.
-//
-// Host images: a host image holds several bundles (one per translation
-// unit). For a device, every bundle with an entry for it is loaded, and a
-// kernel is searched across them in file order (the first module that has the
-// name wins). Bundles without an entry for the device are skipped; when no
-// bundle has one, lookups fail with coload::no_fit_error's message plus the
-// binary and bundle.
-//
-// Compressed bundles: a CCOB is never kept whole. The first device to need
-// it decodes it as a stream (select_in_compressed_bundle with the Config's
-// StreamOptions: COLOAD_HASH_CHECK, verify by default, and the
-// COLOAD_VERIFY_CACHE marks), keeping the entry
-// table, each entry's ELF header and that device's entry only. Other devices
-// select on those headers; a device that chooses an entry already
-// decompressed for another device (same stored hash and size + entry ID)
-// does not decompress again; one that chooses another entry decodes the
-// stream once more and keeps that entry. Registrations of identical CCOBs
-// (same stored hash and size) share the headers and entries while any of them
-// is alive. The code object read from an entry is shared by every device that
-// chose that entry; it is the Image owner handed to the runtime. Each CCOB is
-// held to the Config's max_decompressed_bytes, and so is what one (binary,
-// device) load keeps of all its CCOBs together (their tables' IDs and ELF
-// headers, the chosen entries, reused ones included): what would pass it
-// fails the load with LimitExceeded, so a small file of many CCOBs cannot
-// make a lookup hold many limits' worth.
-// A failed (binary, device) load is remembered: later lookups return the same
-// error without retrying.
-//
-// Ownership: the Registry shares the Runtime (which must outlive the
-// registry's modules; holding it by shared_ptr ensures that). A file
-// registration maps the file until it is unregistered; a memory registration
-// borrows the caller's bytes, which must stay valid and unchanged until
-// unregister() returns or the Registry is destroyed. unregister() and the
-// destructor unload every module of the binary before releasing the bytes;
-// unregister() waits for lookups of the binary running on other threads, so
-// it must never be called from a log callback or from inside any lookup (a
-// lookup of another binary may wait on one this thread holds).
-//
-// Threads: every member function may be called from many threads at once.
-// A first lookup may read a host image's bundles on helper threads
-// (RegistryOptions::decode_threads), joined before it returns.
-// Loading for a (binary, device) pair happens exactly once, even when many
-// threads ask at once: concurrent first lookups of the same pair wait for one
-// load; lookups of other pairs proceed in parallel (there is no global lock
-// around selection, reading or loading). A LoadedKernel pointer from
-// lookup_kernel() stays valid until its binary is unregistered or the
-// Registry is destroyed; unregistering a binary while another thread still
-// uses its kernels is the caller's bug, as is destroying the Registry while
-// calls are in flight.
+// Ownership: the Registry shares the Runtime; a file stays mapped and a
+// caller's buffer borrowed until unregister() returns, which unloads first.
+// Threads: every member may be called from many threads at once; a (binary,
+// device) pair loads once. A LoadedKernel pointer lives until its binary is
+// unregistered; unregister() must not be called from a log callback or a lookup.
 #pragma once
 
 #include <cstddef>

@@ -5,6 +5,7 @@
 // implementations: HSA (ROCr, opened at run time), HIP (opened at run time)
 // and dry-run (validation only, for tools and machines without a GPU).
 // docs/loading.md has the call sequences and what each runtime checks.
+// Does not cover: choosing the entry or caching modules (coload/registry.h).
 //
 // Ownership: a LoadedModule keeps its Image's owner alive for as long as the
 // runtime may read the bytes (ROCr keeps pointers into them), and unloads in

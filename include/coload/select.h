@@ -1,14 +1,14 @@
 // coload/select.h: choosing, for one device, the entry of a bundle to load.
 //
 // Covers: ranking every entry of one bundle in tiers (native, opt-in
-// equivalent ISA, generic, hotswap), the report of why each entry was taken
-// or refused, and the error for a device nothing fits. Does not cover:
-// reading bundles (coload/bundle.h) or checking the chosen code object.
+// equivalent ISA, generic, hotswap; the order is docs/selection.md's,
+// "Tiers"), the report of why each entry was taken or refused, and the
+// error for a device nothing fits. Does not cover: reading bundles
+// (coload/bundle.h), streaming a CCOB (coload/stream_select.h) or checking
+// the chosen code object (coload/validate.h).
 //
-// Order (docs/selection.md): native beats
-// equivalent beats generic; hotswap sources are considered only when none of
-// those fit. Inside a tier: more features matched exactly (On/Off equal to
-// the device) beats Any, then a higher generic version, then file order.
+// Ownership: a Selection owns its report. Threads: threads may share one
+// Selector; the free functions share no state.
 #pragma once
 
 #include <cstddef>

@@ -33,7 +33,7 @@ struct OpenFile;
 
 /// Reads small pieces of an input (bundle tables, ELF headers) with pread
 /// instead of touching its mapping, where that is cheaper (a first touch of
-/// a mapped page faults in a whole window around it: docs/performance.md,
+/// a mapped page faults in a whole window around it: docs/notes/performance.md,
 /// "Small reads of a large file"). Copyable; it keeps the file open, and
 /// views the Source's bytes, so it is valid as long as those bytes are.
 /// Thread-safe.

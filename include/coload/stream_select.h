@@ -2,18 +2,14 @@
 // decompresses, keeping only what the choice needs.
 //
 // Covers: one CCOB found by scan_bundles, one device (or one entry the caller
-// picks from the table). The plain bundle inside
-// is decoded as a stream; its header and entry table, the first 64 bytes of
-// each entry (its ELF header, all the selector reads) and the bytes of the
-// best entry so far (unless StreamOptions::keep_chosen is false) are kept,
-// nothing else. Peak memory is the header plus about one entry (the chosen
-// one) plus the decoder's window, not the uncompressed bundle. Does not
-// cover: plain bundles (read_bundle already views them in place; they are
-// accepted here and read whole) or the comgr unbundler (comgr cannot read
-// compressed bundles).
+// picks from the table), decoded as a stream that keeps the table, each
+// entry's ELF header and the chosen entry (what is kept, and the peak memory:
+// docs/pipeline.md, "Where a CCOB is streamed"). Does not cover: plain
+// bundles (accepted and read whole; read_bundle views them in place) or the
+// comgr unbundler (comgr cannot read compressed bundles).
 //
 // Ownership: the result owns its bytes; `source` is only read during the call.
-// Thread-safe: calls share no state.
+// Threads: calls share no state.
 #pragma once
 
 #include <cstddef>

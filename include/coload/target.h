@@ -6,6 +6,9 @@
 // and bundle entry IDs ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"), reading a
 // code object's target from e_flags, and the xnack/sramecc compatibility rule.
 // Does not cover: choosing among entries (coload/select.h).
+//
+// Ownership and threads: the processor table is static and immutable; IDs
+// are values; the functions share no state.
 #pragma once
 
 #include <cstdint>

@@ -3,9 +3,12 @@
 //
 // Covers: code object version, target compatibility, static LDS against the
 // device's LDS, wave size, workgroup sizes (load time); the caller's packed
-// kernarg buffer and static + dynamic LDS (dispatch time). Every failure names
-// the kernel, the field, the value and the limit
-// (docs/loading.md says what the runtimes leave unchecked).
+// kernarg buffer and static + dynamic LDS (dispatch time); the admission
+// policy (admit). Every failure names the kernel, the field, the value and
+// the limit. Does not cover: the code object's own problems
+// (coload/code_object.h); what the runtimes leave unchecked (docs/loading.md).
+//
+// Ownership and threads: results are values; the functions share no state.
 #pragma once
 
 #include <array>

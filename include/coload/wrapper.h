@@ -3,14 +3,14 @@
 // Covers: the `__hip_fatbin_wrapper` record clang emits per translation unit
 // (the only argument of `__hipRegisterFatBinary`), measuring the bundle it
 // points at from the bundle's own headers, and the readable memory around an
-// address of this process. Nothing here trusts a pointer: every read is
-// bounded by the mapping that holds it and made through the kernel
-// (process_vm_readv, else /proc/self/mem), so a page that cannot be read now
-// (made PROT_NONE, past its file's end, [vvar]) ends the readable bytes
-// instead of faulting; bytes that would run past them are an error, never a
-// signal (docs/reading-rules.md, "What coload requires of the caller's
-// memory and files"). Registering the result: Registry::register_wrapper
-// (coload/registry.h), coload_register_wrapper (coload/coload.h).
+// address of this process, read through the kernel so that memory that cannot
+// be read is an error, never a signal (docs/reading-rules.md, "What coload
+// requires of the caller's memory and files"). Does not cover: registering the
+// result (Registry::register_wrapper, coload_register_wrapper).
+//
+// Ownership: spans view the process's memory, which the caller keeps readable;
+// copies (copy_image, wrapped_image_in) own their bytes. Threads: calls share
+// no state.
 #pragma once
 
 #include <cstddef>
@@ -54,7 +54,7 @@ Expected<BundleInfo> measure_image(std::span<const std::byte> bytes, const ReadO
 /// checked reads (never a fault): a copy of 64 KiB first, four times longer
 /// while the image's headers run past it, within `reach`; the readable bytes
 /// end at the first page that cannot be read now. Costs a copy of the image
-/// (docs/performance.md, "Checked reads of a wrapper's image"). Errors:
+/// (docs/notes/performance.md, "Checked reads of a wrapper's image"). Errors:
 /// OutOfBounds ("address") when reach[0] cannot be read; measure_image's
 /// over the readable bytes, saying where they end when a page cut them; Io
 /// when no checked read is available.

@@ -5,7 +5,7 @@
 // privately (cmake/Dependencies.cmake), through MD5_Init/Update/Final rather
 // than EVP: the same code without EVP's providers, library context and
 // configuration file. It runs 1.26x as fast as LLVM's portable C (610
-// against 483 MiB/s here, docs/first-check.md) and still several
+// against 483 MiB/s here, docs/notes/first-check.md) and still several
 // times slower than libzstd decodes, so, hashed on the decoding thread, a
 // large bundle's first check takes the sum of both, most of it MD5. From
 // kThreadedFrom bytes on, the hash runs on a helper thread fed through a ring

@@ -73,7 +73,7 @@ std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t>
                            bool reads_entries) {
   // Only decoding CCOBs (or reading code objects) is worth a thread: for
   // choosing in plain bundles a second thread's start and malloc arena cost
-  // more than the work it would share (docs/performance.md).
+  // more than the work it would share (docs/notes/performance.md).
   if (unbundler != Unbundler::Builtin) return 1;
   const std::size_t worth =
       reads_entries ? indices.size() : std::count_if(indices.begin(), indices.end(), [&](std::size_t index) {

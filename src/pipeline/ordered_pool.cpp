@@ -25,7 +25,7 @@ void for_each_in_order(std::size_t count, std::size_t threads, const std::functi
   }
   // Counting results waiting to be taken, not results begun: a window of
   // 2 x threads begun kept a helper idle behind this thread's own work
-  // (docs/performance.md, "CLI's decode threads stop while results wait to be taken").
+  // (docs/notes/performance.md, "CLI's decode threads stop while results wait to be taken").
   const std::size_t window = ahead ? ahead : 8 * threads;
   std::vector<char> made(count, 0);
   std::vector<std::exception_ptr> thrown(count);
