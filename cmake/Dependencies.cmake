@@ -22,7 +22,7 @@ find_package(ZLIB REQUIRED)
 find_library(COLOAD_ZSTD_ARCHIVE NAMES libzstd.a)
 find_library(COLOAD_ZLIB_ARCHIVE NAMES libz.a)
 
-# libcrypto's MD5 (bundle/md5_stream.h), always from its archive (libssl-dev):
+# libcrypto's MD5 (ccob/md5_stream.h), always from its archive (libssl-dev):
 # the few members MD5 needs are linked in and hidden like LLVM, so neither
 # libcoload.so nor the tool loads libcrypto.so.3 or needs libssl3.
 find_path(COLOAD_CRYPTO_INCLUDE_DIR openssl/md5.h REQUIRED)
