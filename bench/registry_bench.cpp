@@ -20,6 +20,7 @@
 
 #include "bench_support.h"
 #include "coload/config.h"
+#include "coload/detail/ordered_pool.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
 #include "coload/registry.h"

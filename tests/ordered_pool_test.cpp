@@ -1,8 +1,8 @@
-// The pipeline's ordered pool (for_each_in_order, coload/pipeline.h): results
+// The pipeline's ordered pool (for_each_in_order, coload/detail/ordered_pool.h): results
 // taken in order, helpers held to a window ahead of a slow consumer, and a
 // helper's exception handed to the caller instead of ending the process. Runs
 // in coload_concurrency_test, so scripts/test.sh runs it under TSan as well.
-#include "coload/pipeline.h"
+#include "coload/detail/ordered_pool.h"
 
 #include <gtest/gtest.h>
 

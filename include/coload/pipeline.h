@@ -1,17 +1,15 @@
 // coload/pipeline.h: the one path from a fat binary to a device's code
 // objects, which the registry, the CLI and the C API all take.
 //
-// Covers: choosing for a device in every bundle of a FatBinary (a plain
-// bundle read in place, a CCOB streamed keeping only its table heads and
-// the chosen entry), on a bounded set of decode threads with results handed
-// over in bundle order; the byte budget shared by everything one caller keeps
-// of a binary's CCOBs; the ordered thread pool itself, for callers that do
-// other work per bundle (listing, extracting by entry ID). Does not cover:
-// reading or validating the chosen code object, loading it, caching across
-// calls (the registry's job).
-//
-// Thread safety: KeptBytes is shared by threads; the functions share no
-// state. Callbacks (`take`) run on the calling thread.
+// Covers: choosing for a device in every bundle of a FatBinary, on bounded
+// decode threads, results handed over in bundle order; the byte budget one
+// caller's CCOBs share. Does not cover: reading, validating or loading the
+// chosen code object, caching across calls (the registry's, through a
+// BundleReader); the thread pool itself (coload/detail/ordered_pool.h).
+// Ownership: a BundleChoice owns a CCOB's chosen bytes; a plain bundle's
+// entries view the FatBinary's source. Threads: KeptBytes is shared by
+// threads; the functions share no state; `take` runs on the calling thread.
+// docs/pipeline.md has the rest.
 #pragma once
 
 #include <atomic>
@@ -115,14 +113,6 @@ struct ChooseOptions {
   bool reads_entries = false;
 };
 
-/// Threads worth reading bundles `indices` of `binary` on: one per bundle
-/// worth a thread, up to the hardware's concurrency (at most 8); 1 when
-/// fewer than two are, or when the comgr unbundler reads them. A CCOB is
-/// worth a thread; a plain bundle only when its chosen entry's code object is
-/// read too (`reads_entries`): choosing alone costs less than a thread's start.
-std::size_t decode_threads(const FatBinary& binary, std::span<const std::size_t> indices, Unbundler unbundler,
-                           bool reads_entries = false);
-
 /// Takes a bundle's result on the calling thread; returns false to stop.
 /// It may move the result out.
 using ChoiceTaker = std::function<bool(std::size_t index, Expected<BundleChoice>& choice)>;
@@ -135,21 +125,5 @@ using ChoiceTaker = std::function<bool(std::size_t index, Expected<BundleChoice>
 /// the next bundle.
 void choose_in_binary(const FatBinary& binary, std::span<const std::size_t> indices, const Device& device,
                       const ChooseOptions& options, const ChoiceTaker& take);
-
-/// The error for an exception out of reading bundle `index`: LimitExceeded
-/// for bad_alloc, InvalidArgument otherwise, located at the bundle.
-Error bundle_failure(std::size_t index, const std::exception& exception);
-
-/// The ordered pool under choose_in_binary: calls `work(slot)` for each slot
-/// in [0, count) on up to `threads` threads (this one included) and
-/// `take(slot)` on this thread in slot order, each as soon as its work and
-/// that of every slot before it is done. Results live in the caller's
-/// storage, indexed by slot. A helper begins no new work while `ahead` slots
-/// (0: 8 x `threads`) wait to be taken, so a slow `take` holds a few results,
-/// not all; a caller that keeps every result anyway passes `count`.
-/// `take` returns false to stop: work not begun is skipped. An exception
-/// from `work` is rethrown here, in slot order, once the helpers are joined.
-void for_each_in_order(std::size_t count, std::size_t threads, const std::function<void(std::size_t slot)>& work,
-                       const std::function<bool(std::size_t slot)>& take, std::size_t ahead = 0);
 
 }  // namespace coload

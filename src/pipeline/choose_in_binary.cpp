@@ -5,6 +5,7 @@
 #include <new>
 #include <thread>
 
+#include "coload/detail/ordered_pool.h"
 #include "coload/pipeline.h"
 #include "common/bytes.h"
 

@@ -1,4 +1,4 @@
-// for_each_in_order (coload/pipeline.h): work on several threads, results
+// for_each_in_order (coload/detail/ordered_pool.h): work on several threads, results
 // taken in order on the calling thread, so that what a caller prints or
 // loads is exactly what one thread would produce.
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "coload/pipeline.h"
+#include "coload/detail/ordered_pool.h"
 
 namespace coload {
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "coload/config.h"
+#include "coload/detail/ordered_pool.h"
 #include "coload/fat_binary.h"
 #include "coload/hotswap.h"
 #include "coload/pipeline.h"

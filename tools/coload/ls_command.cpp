@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coload/config.h"
+#include "coload/detail/ordered_pool.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
 #include "coload/stream_select.h"
