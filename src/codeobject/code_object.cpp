@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "target/elf_target.h"
+#include "target/isa_name.h"
 
 namespace coload {
 namespace {
@@ -30,15 +31,14 @@ using detail::check_range;
 using detail::check_range_lazily;
 using detail::elf_error;
 using detail::hex;
+using detail::kIsaNamePrefix;
+using detail::quoted;
 using Section = detail::ElfSection;
 using Segment = detail::ElfSegment;
 using Layout = detail::ElfLayout;
 using Symbol = detail::ElfSymbol;
 
-constexpr std::string_view kContainer = "the code object";
-constexpr std::string_view kTriplePrefix = "amdgcn-amd-amdhsa--";
-
-std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+using detail::kCodeObjectContainer;
 
 // ---------------------------------------------------------------------------
 // Notes.
@@ -97,7 +97,7 @@ Error note_fault_error(const detail::NoteFault& fault, std::uint64_t offset, std
 /// AMDGPU metadata ones.
 Expected<void> walk_notes(Bytes elf, std::uint64_t offset, std::uint64_t size, std::uint64_t align,
                           const std::string& where, MetadataNotes& found) {
-  if (auto fits = check_range(where, offset, size, elf.size(), kContainer); !fits) {
+  if (auto fits = check_range(where, offset, size, elf.size(), kCodeObjectContainer); !fits) {
     return std::move(fits).error().at_field(where, std::nullopt, offset, elf.size());
   }
   detail::NoteWalk walk(elf.subspan(offset, size), offset, align);
@@ -307,7 +307,8 @@ class KernelBinder {
       return std::nullopt;
     }
     std::uint64_t offset = section.offset + delta;  // section.offset + size fits: read_layout checked it
-    if (auto fits = check_range_lazily(symbol_text, offset, detail::kKernelDescriptorSize, elf_.size(), kContainer);
+    if (auto fits =
+            check_range_lazily(symbol_text, offset, detail::kKernelDescriptorSize, elf_.size(), kCodeObjectContainer);
         !fits) {
       add(kernel, fits.error().kind(), ".symbol", fits.error().message());
       return std::nullopt;
@@ -381,14 +382,14 @@ void check_object_wide(const Metadata& metadata, const CodeObjectTarget& target,
   } else {
     std::string_view text = metadata.target;
     bool agrees = false;
-    if (text.starts_with(kTriplePrefix)) {
-      auto parsed = TargetId::parse(text.substr(kTriplePrefix.size()));
+    if (text.starts_with(kIsaNamePrefix)) {
+      auto parsed = TargetId::parse(text.substr(kIsaNamePrefix.size()));
       agrees = parsed && *parsed == target.target;
     }
     if (!agrees) {
       problems.push_back({ErrorKind::Malformed, "", "amdhsa.target",
                           "amdhsa.target " + quoted(metadata.target) + " does not describe " + flags_text() +
-                              ", expected " + quoted(std::string(kTriplePrefix) + target.target.str())});
+                              ", expected " + quoted(std::string(kIsaNamePrefix) + target.target.str())});
     }
   }
   // V3 = 1.0, V4 = 1.1, V5 and V6 = 1.2 (AMDGPUMetadata.h); later minors are tolerated.

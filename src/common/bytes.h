@@ -21,6 +21,9 @@ using Bytes = std::span<const std::byte>;
 /// "0x1f000": the form every message uses for offsets and sizes.
 std::string hex(std::uint64_t value);
 
+/// "text" in double quotes: how messages quote a name they were given.
+std::string quoted(std::string_view text);
+
 /// "43 43 4f 42 03 00 01 00": up to the first 8 bytes, for "unknown bytes" messages.
 std::string show_bytes(Bytes bytes);
 

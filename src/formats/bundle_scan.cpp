@@ -10,6 +10,7 @@
 #include "coload/bundle.h"
 #include "coload/wrapper.h"
 #include "common/bytes.h"
+#include "common/magic.h"
 #include "formats/plain_table.h"
 #include "target/elf_target.h"
 
@@ -19,10 +20,8 @@ namespace {
 using detail::Bytes;
 using detail::hex;
 
-constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
-constexpr std::string_view kElfMagic =
-    "\x7f"
-    "ELF";
+using detail::kElfMagic;
+using detail::kPlainBundleMagic;
 
 // A plain bundle's table is read from a first 1 KiB prefix, grown when the
 // table runs past it. 1 KiB holds a table of 15 entries with 40-character
@@ -128,7 +127,7 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
   info.offset = offset;
   auto first = read_first(source, offset, end - offset, scratch);
   if (!first) return std::move(first).error();
-  if (detail::starts_with(*first, kPlainMagic)) {
+  if (detail::starts_with(*first, kPlainBundleMagic)) {
     auto table = read_plain_table(source, offset, end - offset, *first, scratch, ids);
     if (!table) return std::move(table).error();
     info.format = BundleFormat::Plain;

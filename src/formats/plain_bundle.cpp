@@ -6,6 +6,7 @@
 
 #include "coload/bundle.h"
 #include "common/bytes.h"
+#include "common/magic.h"
 #include "formats/plain_table.h"
 
 namespace coload {
@@ -14,7 +15,7 @@ namespace {
 using detail::Bytes;
 using detail::hex;
 
-constexpr std::string_view kMagic = "__CLANG_OFFLOAD_BUNDLE__";
+using detail::kPlainBundleMagic;
 constexpr std::uint64_t kEntryRecordMinSize = 24;  // offset, size, id_len
 
 struct RawEntry {
@@ -90,9 +91,9 @@ Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes) {
 
 Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byte> bytes, std::uint64_t extent) {
   detail::Cursor cursor(bytes, "plain bundle header");
-  auto magic = cursor.take("magic", kMagic.size());
+  auto magic = cursor.take("magic", kPlainBundleMagic.size());
   if (!magic) return std::move(magic).error();
-  if (detail::as_chars(*magic) != kMagic) {
+  if (detail::as_chars(*magic) != kPlainBundleMagic) {
     return Error(ErrorKind::BadMagic, "plain bundle header: offset 0x0 does not hold __CLANG_OFFLOAD_BUNDLE__")
         .at_field("magic", 0);
   }
@@ -102,14 +103,14 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
     return Error(ErrorKind::LimitExceeded, "plain bundle header: num_entries " + hex(*count) +
                                                " at offset 0x18 exceeds the " + hex(kMaxBundleEntries) +
                                                " entries a bundle may list")
-        .at_field("num_entries", kMagic.size(), *count, kMaxBundleEntries);
+        .at_field("num_entries", kPlainBundleMagic.size(), *count, kMaxBundleEntries);
   }
   std::uint64_t follow = extent - cursor.position();
   if (*count > follow / kEntryRecordMinSize) {
     return Error(ErrorKind::Truncated, "plain bundle header: num_entries " + hex(*count) +
                                            " at offset 0x18 needs at least 24 bytes per entry, only " + hex(follow) +
                                            " bytes follow")
-        .at_field("num_entries", kMagic.size(), *count, follow / kEntryRecordMinSize);
+        .at_field("num_entries", kPlainBundleMagic.size(), *count, follow / kEntryRecordMinSize);
   }
 
   // Records first (their IDs raw), then the checks that need the header's

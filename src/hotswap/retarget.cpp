@@ -28,6 +28,7 @@
 #include "hotswap/retarget_note.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "select/target_rules.h"
+#include "target/isa_name.h"
 
 namespace coload {
 namespace {
@@ -37,7 +38,6 @@ using detail::Bytes;
 using detail::check_range;
 using detail::hex;
 
-constexpr std::string_view kTriplePrefix = "amdgcn-amd-amdhsa--";
 Error retarget_error(ErrorKind kind, const std::string& what) { return Error(kind, "retarget: " + what); }
 
 // ---------------------------------------------------------------------------
@@ -320,7 +320,7 @@ Expected<std::vector<std::byte>> retarget_code_object(std::span<const std::byte>
   std::uint32_t flags = new_e_flags(code.e_flags, *target);
   constexpr std::size_t kFlagsAt = offsetof(E::Elf64_Ehdr, e_flags);
   std::memcpy(out.data() + kFlagsAt, &flags, sizeof flags);
-  std::string text = std::string(kTriplePrefix) + target->str();
+  std::string text = std::string(detail::kIsaNamePrefix) + target->str();
   auto rewritten = detail::rewrite_metadata_target(out, text);
   if (!rewritten) return std::move(rewritten).error();
 

@@ -13,15 +13,12 @@
 #include <cstring>
 #include <string>
 
+#include "io/read_pages.h"
+
 namespace coload::detail {
 namespace {
 
 constexpr std::size_t kMaxIovecs = 1024;  // IOV_MAX on Linux
-
-std::uintptr_t page_size() {
-  static const auto size = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  return size;
-}
 
 /// What one method made of a read: bytes copied, or the errno that says the
 /// method cannot be used here (a seccomp filter's EPERM or ENOSYS, no /proc).

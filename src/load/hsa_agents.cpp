@@ -14,18 +14,17 @@
 #include "common/bytes.h"
 #include "load/hsa_library.h"
 #include "load/hsa_runtime.h"
+#include "target/isa_name.h"
 
 namespace coload::hsa {
-namespace {
-constexpr std::string_view kIsaPrefix = "amdgcn-amd-amdhsa--";
-}  // namespace
+using detail::kIsaNamePrefix;
 
 Expected<TargetId> parse_isa_name(std::string_view isa_name) {
   std::string quoted = "ISA name '" + std::string(isa_name) + "'";
-  if (!isa_name.starts_with(kIsaPrefix)) {
-    return Error(ErrorKind::Malformed, quoted + " does not start with " + std::string(kIsaPrefix));
+  if (!isa_name.starts_with(kIsaNamePrefix)) {
+    return Error(ErrorKind::Malformed, quoted + " does not start with " + std::string(kIsaNamePrefix));
   }
-  auto target = device_target_from_runtime(isa_name.substr(kIsaPrefix.size()));
+  auto target = device_target_from_runtime(isa_name.substr(kIsaNamePrefix.size()));
   if (!target) {
     Error error = std::move(target).error();
     // A generic name is a malformed answer from the runtime, not a caller's mistake.
@@ -160,7 +159,7 @@ Expected<AgentIsa> agent_isa(const HsaLibrary& library, hsa_agent_t agent) {
   for (hsa_isa_t isa : isas) {
     auto name = isa_name(library, isa);
     if (!name) return std::move(name).error();
-    std::string_view id = std::string_view(*name).substr(std::min(name->size(), kIsaPrefix.size()));
+    std::string_view id = std::string_view(*name).substr(std::min(name->size(), kIsaNamePrefix.size()));
     const Processor* named = find_processor(id.substr(0, id.find(':')));
     if (named && named->is_generic) generics.push_back(named);
     auto target = parse_isa_name(*name);

@@ -13,12 +13,12 @@
 #include "common/bytes.h"
 #include "select/comgr_lookup.h"
 #include "select/rank.h"
+#include "target/isa_name.h"
 
 namespace coload {
 namespace detail {
 namespace {
 
-constexpr std::string_view kIsaPrefix = "amdgcn-amd-amdhsa--";
 constexpr std::string_view kUseBuiltin = "; use COLOAD_UNBUNDLER=builtin";
 constexpr std::string_view kChosen = "chosen by comgr amd_comgr_lookup_code_object";
 
@@ -158,7 +158,7 @@ Expected<Selection> comgr_path(const Device& device, const Bundle& bundle, const
   }
 
   // CLR's queries: the device's ISA name, then its generic; native first.
-  std::vector<std::string> queries{std::string(kIsaPrefix) + device.target.str()};
+  std::vector<std::string> queries{std::string(kIsaNamePrefix) + device.target.str()};
   if (std::string generic = generic_isa_name(device); !generic.empty()) queries.push_back(std::move(generic));
   auto hits = comgr.lookup(bundle.uncompressed(), input, queries);
   if (!hits) return std::move(hits).error();
@@ -211,7 +211,7 @@ std::string generic_isa_name(const Device& device) {
       .sramecc = generic->sramecc ? device.target.sramecc : FeatureState::Unsupported,
       .xnack = generic->xnack == XnackSupport::OnOff ? device.target.xnack : FeatureState::Unsupported,
   };
-  return std::string(kIsaPrefix) + target.str();
+  return std::string(kIsaNamePrefix) + target.str();
 }
 
 Expected<Selection> select_with_comgr(const Device& device, const Bundle& bundle, const SelectOptions& options,

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "coload/device.h"
+#include "target/isa_name.h"
 
 namespace coload {
 
@@ -43,15 +44,13 @@ Expected<std::vector<unsigned>> parse_code_object_versions(std::string_view text
 
 namespace {
 
-constexpr std::string_view kIsaPrefix = "amdgcn-amd-amdhsa--";
-
 // A device's target ID as a runtime or a user writes it: the ISA-name prefix
 // (rocminfo, hsa_isa_get_info) is dropped. `xnack+` on a processor whose
 // xnack is always on (which clang's target IDs cannot write) is kept as On:
 // a runtime that names the device so also knows objects named so
 // (docs/selection.md, "Always-on xnack").
 Expected<TargetId> parse_device_target(std::string_view text) {
-  std::string_view id = text.starts_with(kIsaPrefix) ? text.substr(kIsaPrefix.size()) : text;
+  std::string_view id = text.starts_with(detail::kIsaNamePrefix) ? text.substr(detail::kIsaNamePrefix.size()) : text;
   std::string_view name = id.substr(0, id.find(':'));
   const Processor* processor = find_processor(name);
   std::string without_xnack;
