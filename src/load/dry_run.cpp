@@ -35,20 +35,6 @@ class DryRunModule final : public LoadedModule {
   std::shared_ptr<const void> owner_;  // what a real runtime would keep alive
 };
 
-LoadedKernel loaded_kernel(const Kernel& kernel) {
-  LoadedKernel loaded;
-  loaded.name = kernel.name;
-  loaded.symbol = kernel.symbol;
-  loaded.kernarg_segment_size = kernel.kernarg_segment_size;
-  loaded.kernarg_segment_align = kernel.kernarg_segment_align;
-  loaded.explicit_kernarg_size = kernel.layout.explicit_size;
-  loaded.group_segment_size = kernel.group_segment_fixed_size;
-  loaded.private_segment_size = kernel.private_segment_fixed_size;
-  loaded.dynamic_callstack =
-      kernel.uses_dynamic_stack.value_or(kernel.descriptor && kernel.descriptor->uses_dynamic_stack());
-  return loaded;
-}
-
 class DryRunRuntime final : public Runtime {
  public:
   explicit DryRunRuntime(std::vector<Device> devices) : devices_(std::move(devices)) {}
@@ -74,7 +60,7 @@ class DryRunRuntime final : public Runtime {
     }
     std::vector<LoadedKernel> kernels;
     kernels.reserve(code_object.kernels().size());
-    for (const Kernel& kernel : code_object.kernels()) kernels.push_back(loaded_kernel(kernel));
+    for (const Kernel& kernel : code_object.kernels()) kernels.push_back(loaded_kernel(kernel, 0));
     return std::unique_ptr<LoadedModule>(std::make_unique<DryRunModule>(code_object, std::move(kernels), image.owner));
   }
 

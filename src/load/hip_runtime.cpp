@@ -356,18 +356,7 @@ class HipRuntime final : public Runtime {
       if (!function) {
         return Error(ErrorKind::NotFound, "HIP hipModuleGetFunction returned no function " + what);
       }
-      LoadedKernel loaded;
-      loaded.name = kernel.name;
-      loaded.symbol = kernel.symbol;
-      loaded.handle = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(function));
-      loaded.kernarg_segment_size = kernel.kernarg_segment_size;
-      loaded.kernarg_segment_align = kernel.kernarg_segment_align;
-      loaded.explicit_kernarg_size = kernel.layout.explicit_size;
-      loaded.group_segment_size = kernel.group_segment_fixed_size;
-      loaded.private_segment_size = kernel.private_segment_fixed_size;
-      loaded.dynamic_callstack =
-          kernel.uses_dynamic_stack.value_or(kernel.descriptor ? kernel.descriptor->uses_dynamic_stack() : false);
-      kernels.push_back(std::move(loaded));
+      kernels.push_back(loaded_kernel(kernel, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(function))));
     }
     return std::unique_ptr<LoadedModule>(
         new HipModule(library_, bytes->owner, std::move(module), ordinal, code_object, std::move(kernels)));

@@ -248,10 +248,9 @@ class HsaRuntime final : public Runtime {
       return Error(ErrorKind::Malformed,
                    "HSA_EXECUTABLE_SYMBOL_INFO_TYPE is " + std::to_string(*type) + ", not HSA_SYMBOL_KIND_KERNEL");
     }
-    LoadedKernel loaded;
-    loaded.name = kernel.name;
-    loaded.symbol = kernel.symbol;
-    loaded.explicit_kernarg_size = kernel.layout.explicit_size;
+    // The handle and the sizes are ROCr's answers (two of the sizes are
+    // checked against the metadata below).
+    LoadedKernel loaded = loaded_kernel(kernel, 0);
 #define COLOAD_SYMBOL_INFO(field, type, attribute)                                                       \
   {                                                                                                      \
     auto value = symbol_info<type>(library, symbol, HSA_EXECUTABLE_SYMBOL_INFO_##attribute, #attribute); \
@@ -267,7 +266,8 @@ class HsaRuntime final : public Runtime {
     // From the descriptor coload parsed, not KERNEL_DYNAMIC_CALLSTACK: ROCr
     // 1.5 (ROCm 5.0 to 5.2) answers false for every kernel and reads the
     // descriptor's bit only from 1.7 (ROCm 5.3), so the descriptor is the one
-    // answer every release agrees with (docs/loading.md, "HSA releases").
+    // answer every release agrees with (docs/loading.md, "HSA releases"); the
+    // metadata's flag only where no descriptor was parsed.
     loaded.dynamic_callstack =
         kernel.descriptor ? kernel.descriptor->uses_dynamic_stack() : kernel.uses_dynamic_stack.value_or(false);
     if (loaded.handle == 0) return Error(ErrorKind::Malformed, "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT is 0");
