@@ -14,6 +14,7 @@
 #include "codeobject/metadata.h"
 #include "common/aligned_bytes.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "elf/elf_view.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -162,9 +163,7 @@ Expected<MetadataNote> find_metadata_note(Bytes elf, const Layout& layout) {
       return Error(ErrorKind::Malformed, where + ": alignment " + std::to_string(region.align) + " is not 4 or 8")
           .at_field(where, std::nullopt, region.align);
     }
-    if (auto walked = walk_notes(elf, region.offset, region.size, *align, where, found); !walked) {
-      return std::move(walked).error();
-    }
+    COLOAD_RETURN_IF_ERROR(walk_notes(elf, region.offset, region.size, *align, where, found));
   }
   const std::vector<MetadataNote>& first = found.first;
   if (first.empty()) {
@@ -506,24 +505,24 @@ std::vector<Variable> find_variables(const std::vector<Symbol>& symbols) {
 
 Expected<CodeObject> CodeObject::read(std::span<const std::byte> bytes) {
   auto target = read_code_object_target(bytes);
-  if (!target) return std::move(target).error();
+  COLOAD_RETURN_IF_ERROR(target);
   detail::AlignedBytes aligned(bytes);
   Bytes elf = aligned.bytes();
-  if (auto header = detail::check_code_object_header(elf); !header) return std::move(header).error();
+  COLOAD_RETURN_IF_ERROR(detail::check_code_object_header(elf));
 
   auto view = detail::ElfView::open(elf);
-  if (!view) return std::move(view).error();
+  COLOAD_RETURN_IF_ERROR(view);
   auto layout = view->layout();
-  if (!layout) return std::move(layout).error();
+  COLOAD_RETURN_IF_ERROR(layout);
   auto size = detail::code_object_size(elf);
-  if (!size) return std::move(size).error();
+  COLOAD_RETURN_IF_ERROR(size);
 
   auto note = find_metadata_note(elf, *layout);
-  if (!note) return std::move(note).error();
+  COLOAD_RETURN_IF_ERROR(note);
   auto decoded = detail::decode_metadata(note->desc);
   if (!decoded) return std::move(decoded).error().with_context("metadata note at offset " + hex(note->offset));
   auto symbols = detail::read_symbols(elf, *layout);
-  if (!symbols) return std::move(symbols).error();
+  COLOAD_RETURN_IF_ERROR(symbols);
 
   Metadata metadata = std::move(decoded->metadata);
   std::vector<Problem> problems = std::move(decoded->problems);

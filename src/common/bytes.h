@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "coload/error.h"
+#include "common/try.h"
 
 namespace coload::detail {
 
@@ -97,7 +98,7 @@ class Cursor {
   template <class T>
   Expected<T> read(std::string_view field) {
     auto bytes = take(field, sizeof(T));
-    if (!bytes) return std::move(bytes).error();
+    COLOAD_RETURN_IF_ERROR(bytes);
     return load_le<T>(bytes->data());
   }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "common/try.h"
 #include "llvm/BinaryFormat/ELF.h"
 
 namespace coload::detail {
@@ -319,7 +320,7 @@ Expected<std::vector<ElfSymbol>> read_symbols(Bytes elf, const ElfLayout& layout
             .at_field(section.label(), std::nullopt, section.type);
       }
       first = &section;
-      if (auto read = read_symbol_table(elf, layout, section, symbols); !read) return std::move(read).error();
+      COLOAD_RETURN_IF_ERROR(read_symbol_table(elf, layout, section, symbols));
     }
   }
   return symbols;

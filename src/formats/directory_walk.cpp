@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "coload/fat_binary.h"
+#include "common/try.h"
 #include "io/file_type.h"
 
 namespace coload {
@@ -141,7 +142,7 @@ Expected<std::vector<std::string>> list_directory(const std::string& path, const
   };
 
   auto top = read(root, 0, true);
-  if (!top) return std::move(top).error();
+  COLOAD_RETURN_IF_ERROR(top);
   stack.push_back(std::move(*top));
   while (!stack.empty()) {
     Level& level = stack.back();

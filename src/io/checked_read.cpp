@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/try.h"
 #include "io/read_pages.h"
 
 namespace coload::detail {
@@ -133,7 +134,7 @@ Expected<std::size_t> checked_probe(const void* address, std::size_t size) {
       while (done < size) {
         std::size_t want = std::min<std::size_t>(size - done, page - (from + done) % page);
         auto copied = checked_copy(reinterpret_cast<const void*>(from + done), 1, sink.data());
-        if (!copied) return std::move(copied).error();
+        COLOAD_RETURN_IF_ERROR(copied);
         if (*copied == 0) return done;
         done += want;
       }

@@ -9,6 +9,7 @@
 #include "coload/source.h"
 #include "common/bytes.h"
 #include "common/magic.h"
+#include "common/try.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELF.h"
 
@@ -115,7 +116,7 @@ class HostImageReader {
       warn(".hipFatBinSegment size " + hex(contents->size()) + " is not a multiple of 24; trailing bytes ignored");
     }
     auto relocated = relocated_pointers(section, count);
-    if (!relocated) return std::move(relocated).error();
+    COLOAD_RETURN_IF_ERROR(relocated);
 
     for (std::uint64_t i = 0; i < count; ++i) {
       const auto* record = reinterpret_cast<const std::byte*>(contents->data()) + i * kWrapperSize;
@@ -314,7 +315,7 @@ Expected<SourceLayout> inspect_elf(Bytes bytes) {
   if (!elf) return from_llvm(elf.takeError(), ErrorKind::Malformed, "host ELF header");
   layout.kind = SourceKind::HostImage;
   HostImageReader reader(*elf, bytes, layout);
-  if (auto read = reader.read(); !read) return std::move(read).error();
+  COLOAD_RETURN_IF_ERROR(reader.read());
   return layout;
 }
 

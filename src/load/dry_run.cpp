@@ -10,6 +10,7 @@
 
 #include "coload/runtime.h"
 #include "coload/validate.h"
+#include "common/try.h"
 #include "load/loaded_module.h"
 
 namespace coload {
@@ -51,7 +52,7 @@ class DryRunRuntime final : public Runtime {
     const Device& target = devices_[device];
     const std::string what = "dry-run: code object for " + code_object.target().target.str() + " on device " +
                              std::to_string(device) + " (" + target.str() + ")";
-    if (auto admitted = admit(code_object, target, what); !admitted) return std::move(admitted).error();
+    COLOAD_RETURN_IF_ERROR(admit(code_object, target, what));
     // A kernel without a descriptor is what a real runtime's symbol probe refuses.
     for (const Kernel& kernel : code_object.kernels()) {
       if (kernel.descriptor) continue;

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "coload/device.h"
+#include "common/try.h"
 #include "target/isa_name.h"
 
 namespace coload {
@@ -68,7 +69,7 @@ Expected<TargetId> parse_device_target(std::string_view text) {
     id = without_xnack;
   }
   auto target = TargetId::parse(id);
-  if (!target) return std::move(target).error();
+  COLOAD_RETURN_IF_ERROR(target);
   if (xnack_named) target->xnack = FeatureState::On;
   if (target->processor->is_generic) {
     return Error(ErrorKind::InvalidArgument, "target ID '" + std::string(id) + "' names the generic target " +
@@ -83,7 +84,7 @@ Expected<TargetId> parse_device_target(std::string_view text) {
 
 Expected<TargetId> device_target_from_runtime(std::string_view name) {
   auto target = parse_device_target(name);
-  if (!target) return std::move(target).error();
+  COLOAD_RETURN_IF_ERROR(target);
   // ROCr names every mode a device has; what it leaves out the device lacks.
   if (target->xnack == FeatureState::Any) target->xnack = FeatureState::Unsupported;
   if (target->sramecc == FeatureState::Any) target->sramecc = FeatureState::Unsupported;

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "coload/target.h"
+#include "common/try.h"
 #include "target/entry_id_view.h"
 
 namespace coload {
@@ -228,7 +229,7 @@ Expected<detail::EntryIdView> detail::parse_entry_id(std::string_view text) {
 
 Expected<EntryId> EntryId::parse(std::string_view text) {
   auto view = detail::parse_entry_id(text);
-  if (!view) return std::move(view).error();
+  COLOAD_RETURN_IF_ERROR(view);
   EntryId id;
   id.text = std::string(text);
   id.kind = view->kind;
