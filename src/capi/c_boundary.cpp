@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/try.h"
+
 namespace coload::capi {
 
 namespace {
@@ -162,21 +164,17 @@ Expected<Config> config_of(const Settings& given) {
   auto add_enum = [&](int setting, const char* field, std::string_view variable,
                       std::initializer_list<const char*> spellings) -> Expected<void> {
     auto value = spelled(setting, given, field, spellings);
-    if (!value) return std::move(value).error();
+    COLOAD_RETURN_IF_ERROR(value);
     if (*value) settings.push_back({field, variable, std::move(*value)});
     return {};
   };
   auto add_text = [&](const char* text, const char* field, std::string_view variable) {
     if (text) settings.push_back({field, variable, std::string(text)});
   };
-  if (auto added = add_enum(given.unbundler, "unbundler", "COLOAD_UNBUNDLER", {"builtin", "comgr"}); !added)
-    return std::move(added).error();
-  if (auto added = add_enum(given.hotswap, "hotswap", "COLOAD_HOTSWAP", {"0", "1"}); !added)
-    return std::move(added).error();
-  if (auto added = add_enum(given.hash_check, "hash_check", "COLOAD_HASH_CHECK", {"verify", "skip"}); !added)
-    return std::move(added).error();
-  if (auto added = add_enum(given.log_level, "log_level", "COLOAD_LOG", {"error", "warn", "info", "debug"}); !added)
-    return std::move(added).error();
+  COLOAD_RETURN_IF_ERROR(add_enum(given.unbundler, "unbundler", "COLOAD_UNBUNDLER", {"builtin", "comgr"}));
+  COLOAD_RETURN_IF_ERROR(add_enum(given.hotswap, "hotswap", "COLOAD_HOTSWAP", {"0", "1"}));
+  COLOAD_RETURN_IF_ERROR(add_enum(given.hash_check, "hash_check", "COLOAD_HASH_CHECK", {"verify", "skip"}));
+  COLOAD_RETURN_IF_ERROR(add_enum(given.log_level, "log_level", "COLOAD_LOG", {"error", "warn", "info", "debug"}));
   add_text(given.extended_isa_compat, "extended_isa_compat", "COLOAD_EXTENDED_ISA_COMPAT");
   add_text(given.hotswap_plugin, "hotswap_plugin", "COLOAD_HOTSWAP_PLUGIN");
   add_text(given.hotswap_pairs, "hotswap_pairs", "COLOAD_HOTSWAP_PAIRS");

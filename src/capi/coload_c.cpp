@@ -22,6 +22,7 @@
 #include "coload/pipeline.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
+#include "common/try.h"
 
 using namespace coload::capi;  // NOLINT: the C API's shared parts, in every entry point
 
@@ -97,10 +98,10 @@ coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_reg
       coload::HsaOptions hsa;
       if (options.runtime_library) hsa.library = options.runtime_library;
       auto agents = device_list(options.hsa_agents, options.hsa_agent_count, "hsa_agent");
-      if (!agents) return std::move(agents).error();
+      COLOAD_RETURN_IF_ERROR(agents);
       hsa.agents = std::move(*agents);
       auto runtime = coload::open_hsa_runtime(hsa);
-      if (!runtime) return std::move(runtime).error();
+      COLOAD_RETURN_IF_ERROR(runtime);
       return std::shared_ptr<coload::Runtime>(std::move(*runtime));
     }
     case COLOAD_RUNTIME_HIP: {
@@ -108,10 +109,10 @@ coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_reg
       coload::HipOptions hip;
       if (options.runtime_library) hip.library = options.runtime_library;
       auto devices = device_list(options.hip_devices, options.hip_device_count, "hip_device");
-      if (!devices) return std::move(devices).error();
+      COLOAD_RETURN_IF_ERROR(devices);
       hip.devices = std::move(*devices);
       auto runtime = coload::open_hip_runtime(hip);
-      if (!runtime) return std::move(runtime).error();
+      COLOAD_RETURN_IF_ERROR(runtime);
       return std::shared_ptr<coload::Runtime>(std::move(*runtime));
     }
     case COLOAD_RUNTIME_DRY_RUN: {
@@ -121,7 +122,7 @@ coload::Expected<std::shared_ptr<coload::Runtime>> open_runtime(const coload_reg
         return coload::Error(coload::ErrorKind::InvalidArgument, "the dry-run runtime needs dry_run_devices");
       }
       auto devices = parse_devices(options.dry_run_devices);
-      if (!devices) return std::move(devices).error();
+      COLOAD_RETURN_IF_ERROR(devices);
       return std::shared_ptr<coload::Runtime>(coload::open_dry_run_runtime(std::move(*devices)));
     }
   }

@@ -27,6 +27,7 @@
 #include "coload/stream_select.h"
 #include "coload/wrapper.h"
 #include "common/bytes.h"
+#include "common/try.h"
 
 using namespace coload::capi;  // NOLINT: the C API's shared parts, in every entry point
 
@@ -63,7 +64,7 @@ struct SelectionData : coload_selection {
 /// as comgr reads a bare name; limits from the processor table.
 Expected<Device> device_of_isa(std::string_view isa, const coload::Config& config) {
   auto target = coload::device_target_from_runtime(isa);
-  if (!target) return std::move(target).error();
+  COLOAD_RETURN_IF_ERROR(target);
   Device device;
   device.target = *target;
   device.lds_bytes = target->processor->lds_bytes;
@@ -77,7 +78,7 @@ Expected<Device> device_of_isa(std::string_view isa, const coload::Config& confi
 Expected<coload::SelectOptions> select_options_of(const coload::Config& config) {
   if (!config.hotswap) return select_options(config);
   auto hotswap = coload::hotswap_registry(config);
-  if (!hotswap) return std::move(hotswap).error();
+  COLOAD_RETURN_IF_ERROR(hotswap);
   return select_options(config, *hotswap);
 }
 
@@ -276,11 +277,11 @@ coload_status coload_select(const void* bytes, size_t size, const char* const* i
       if (size == COLOAD_AVAILABLE_MAPPED) {
         // Memory given without a size is measured through checked reads (docs/reading-rules.md).
         auto mapped = coload::readable_bytes_at(bytes);
-        if (!mapped) return std::move(mapped).error();
+        COLOAD_RETURN_IF_ERROR(mapped);
         return coload::measured_in_place(*mapped, read);
       }
       auto measured = coload::measure_image(view, read);
-      if (!measured) return std::move(measured).error();
+      COLOAD_RETURN_IF_ERROR(measured);
       return view.first(measured->size);
     };
     const std::string name = "image at " + coload::detail::hex(reinterpret_cast<std::uintptr_t>(bytes));

@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <string_view>
 
-namespace coload::detail {
+#include "common/magic.h"
 
-inline constexpr std::string_view kCcobMagic = "CCOB";
+namespace coload::detail {
 
 /// Where a header field lies and how many bytes (little-endian) it takes.
 /// Width 0: the version has no such field (v1's total_size).

@@ -13,6 +13,7 @@
 #include "ccob/verified_marks.h"
 #include "coload/bundle.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "io/read_pages.h"
 #include "io/window_memory.h"
 
@@ -79,7 +80,7 @@ class MappedSink final : public detail::DecodeSink {
 
 template <class T>
 Expected<std::uint64_t> widened(Expected<T> value) {
-  if (!value) return std::move(value).error();
+  COLOAD_RETURN_IF_ERROR(value);
   return std::uint64_t{*value};
 }
 
@@ -130,7 +131,7 @@ Expected<void> detail::check_decoded_limit(const CompressedHeader& header, const
 Expected<detail::HashOutcome> detail::decode_verified(Bytes ccob, const CompressedHeader& header,
                                                       const ReadOptions& options, DecodeSink& keep,
                                                       VerifyOptions verify) {
-  if (auto fits = check_decoded_limit(header, options, verify.limit_wording); !fits) return std::move(fits).error();
+  COLOAD_RETURN_IF_ERROR(check_decoded_limit(header, options, verify.limit_wording));
   std::uint64_t end = header.total_size.value_or(ccob.size());
   if (end > ccob.size() || end < header.header_size) {
     return Error(ErrorKind::OutOfBounds,
@@ -176,16 +177,16 @@ Expected<detail::HashOutcome> detail::decode_verified(Bytes ccob, const Compress
 Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> bytes, const ReadOptions& options) {
   detail::Cursor cursor(bytes, "CCOB header");
   auto magic = cursor.take("magic", detail::kCcobMagicField.width);
-  if (!magic) return std::move(magic).error();
+  COLOAD_RETURN_IF_ERROR(magic);
   if (detail::as_chars(*magic) != detail::kCcobMagic) {
     return Error(ErrorKind::BadMagic,
                  "CCOB header: offset " + hex(detail::kCcobMagicField.offset) + " does not hold CCOB")
         .at_field("magic", detail::kCcobMagicField.offset);
   }
   auto version = read_field(cursor, detail::kCcobVersionField, "version");
-  if (!version) return std::move(version).error();
+  COLOAD_RETURN_IF_ERROR(version);
   auto method = read_field(cursor, detail::kCcobMethodField, "method");
-  if (!method) return std::move(method).error();
+  COLOAD_RETURN_IF_ERROR(method);
   if (*version < 1 || *version > 3) {
     return Error(ErrorKind::UnsupportedVersion, "CCOB header: version " + std::to_string(*version) + " at offset " +
                                                     hex(detail::kCcobVersionField.offset) + " is not 1, 2 or 3")
@@ -205,14 +206,14 @@ Expected<CompressedHeader> parse_compressed_header(std::span<const std::byte> by
   const detail::CcobLayout& layout = detail::ccob_layout(header.version);
   if (layout.total_size.width > 0) {
     auto total = read_field(cursor, layout.total_size, "total_size");
-    if (!total) return std::move(total).error();
+    COLOAD_RETURN_IF_ERROR(total);
     header.total_size = *total;
   }
   auto uncompressed = read_field(cursor, layout.uncompressed_size, "uncompressed_size");
-  if (!uncompressed) return std::move(uncompressed).error();
+  COLOAD_RETURN_IF_ERROR(uncompressed);
   header.uncompressed_size = *uncompressed;
   auto hash = read_field(cursor, layout.hash, "hash");
-  if (!hash) return std::move(hash).error();
+  COLOAD_RETURN_IF_ERROR(hash);
   header.hash = *hash;
   header.header_size = layout.header_size;
 
@@ -272,7 +273,7 @@ Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes,
 Expected<std::vector<std::byte>> decompress_bundle(std::span<const std::byte> bytes, const CompressedHeader& header,
                                                    const ReadOptions& options) {
   VectorSink keep(header.uncompressed_size);
-  if (auto checked = detail::decode_verified(bytes, header, options, keep); !checked) return std::move(checked).error();
+  COLOAD_RETURN_IF_ERROR(detail::decode_verified(bytes, header, options, keep));
   return keep.take();
 }
 
@@ -291,7 +292,7 @@ bool detail::DecompressedBundle::append(Bytes chunk) {
 
 Expected<std::shared_ptr<const detail::DecompressedBundle>> detail::decompress_bundle_mapped(
     Bytes ccob, const CompressedHeader& header, const ReadOptions& options) {
-  if (auto fits = check_decoded_limit(header, options, LimitWording::Bare); !fits) return std::move(fits).error();
+  COLOAD_RETURN_IF_ERROR(check_decoded_limit(header, options, LimitWording::Bare));
   // Address space for the declared size; pages come only as bytes arrive.
   auto bundle = std::make_shared<DecompressedBundle>(header.uncompressed_size);
   if (!bundle->allocated()) {
@@ -299,7 +300,7 @@ Expected<std::shared_ptr<const detail::DecompressedBundle>> detail::decompress_b
                                                " bytes (uncompressed_size) for the decompressed bundle");
   }
   MappedSink keep(*bundle);
-  if (auto checked = decode_verified(ccob, header, options, keep); !checked) return std::move(checked).error();
+  COLOAD_RETURN_IF_ERROR(decode_verified(ccob, header, options, keep));
   if (keep.overrun()) {
     return Error(ErrorKind::SizeMismatch,
                  "CCOB: decompressed data passes uncompressed_size " + hex(header.uncompressed_size));

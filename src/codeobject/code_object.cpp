@@ -14,12 +14,14 @@
 #include "codeobject/metadata.h"
 #include "common/aligned_bytes.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "elf/elf_view.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "target/elf_target.h"
+#include "target/isa_name.h"
 
 namespace coload {
 namespace {
@@ -30,15 +32,14 @@ using detail::check_range;
 using detail::check_range_lazily;
 using detail::elf_error;
 using detail::hex;
+using detail::kIsaNamePrefix;
+using detail::quoted;
 using Section = detail::ElfSection;
 using Segment = detail::ElfSegment;
 using Layout = detail::ElfLayout;
 using Symbol = detail::ElfSymbol;
 
-constexpr std::string_view kContainer = "the code object";
-constexpr std::string_view kTriplePrefix = "amdgcn-amd-amdhsa--";
-
-std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+using detail::kCodeObjectContainer;
 
 // ---------------------------------------------------------------------------
 // Notes.
@@ -97,7 +98,7 @@ Error note_fault_error(const detail::NoteFault& fault, std::uint64_t offset, std
 /// AMDGPU metadata ones.
 Expected<void> walk_notes(Bytes elf, std::uint64_t offset, std::uint64_t size, std::uint64_t align,
                           const std::string& where, MetadataNotes& found) {
-  if (auto fits = check_range(where, offset, size, elf.size(), kContainer); !fits) {
+  if (auto fits = check_range(where, offset, size, elf.size(), kCodeObjectContainer); !fits) {
     return std::move(fits).error().at_field(where, std::nullopt, offset, elf.size());
   }
   detail::NoteWalk walk(elf.subspan(offset, size), offset, align);
@@ -162,9 +163,7 @@ Expected<MetadataNote> find_metadata_note(Bytes elf, const Layout& layout) {
       return Error(ErrorKind::Malformed, where + ": alignment " + std::to_string(region.align) + " is not 4 or 8")
           .at_field(where, std::nullopt, region.align);
     }
-    if (auto walked = walk_notes(elf, region.offset, region.size, *align, where, found); !walked) {
-      return std::move(walked).error();
-    }
+    COLOAD_RETURN_IF_ERROR(walk_notes(elf, region.offset, region.size, *align, where, found));
   }
   const std::vector<MetadataNote>& first = found.first;
   if (first.empty()) {
@@ -307,7 +306,8 @@ class KernelBinder {
       return std::nullopt;
     }
     std::uint64_t offset = section.offset + delta;  // section.offset + size fits: read_layout checked it
-    if (auto fits = check_range_lazily(symbol_text, offset, detail::kKernelDescriptorSize, elf_.size(), kContainer);
+    if (auto fits =
+            check_range_lazily(symbol_text, offset, detail::kKernelDescriptorSize, elf_.size(), kCodeObjectContainer);
         !fits) {
       add(kernel, fits.error().kind(), ".symbol", fits.error().message());
       return std::nullopt;
@@ -381,14 +381,14 @@ void check_object_wide(const Metadata& metadata, const CodeObjectTarget& target,
   } else {
     std::string_view text = metadata.target;
     bool agrees = false;
-    if (text.starts_with(kTriplePrefix)) {
-      auto parsed = TargetId::parse(text.substr(kTriplePrefix.size()));
+    if (text.starts_with(kIsaNamePrefix)) {
+      auto parsed = TargetId::parse(text.substr(kIsaNamePrefix.size()));
       agrees = parsed && *parsed == target.target;
     }
     if (!agrees) {
       problems.push_back({ErrorKind::Malformed, "", "amdhsa.target",
                           "amdhsa.target " + quoted(metadata.target) + " does not describe " + flags_text() +
-                              ", expected " + quoted(std::string(kTriplePrefix) + target.target.str())});
+                              ", expected " + quoted(std::string(kIsaNamePrefix) + target.target.str())});
     }
   }
   // V3 = 1.0, V4 = 1.1, V5 and V6 = 1.2 (AMDGPUMetadata.h); later minors are tolerated.
@@ -505,24 +505,24 @@ std::vector<Variable> find_variables(const std::vector<Symbol>& symbols) {
 
 Expected<CodeObject> CodeObject::read(std::span<const std::byte> bytes) {
   auto target = read_code_object_target(bytes);
-  if (!target) return std::move(target).error();
+  COLOAD_RETURN_IF_ERROR(target);
   detail::AlignedBytes aligned(bytes);
   Bytes elf = aligned.bytes();
-  if (auto header = detail::check_code_object_header(elf); !header) return std::move(header).error();
+  COLOAD_RETURN_IF_ERROR(detail::check_code_object_header(elf));
 
   auto view = detail::ElfView::open(elf);
-  if (!view) return std::move(view).error();
+  COLOAD_RETURN_IF_ERROR(view);
   auto layout = view->layout();
-  if (!layout) return std::move(layout).error();
+  COLOAD_RETURN_IF_ERROR(layout);
   auto size = detail::code_object_size(elf);
-  if (!size) return std::move(size).error();
+  COLOAD_RETURN_IF_ERROR(size);
 
   auto note = find_metadata_note(elf, *layout);
-  if (!note) return std::move(note).error();
+  COLOAD_RETURN_IF_ERROR(note);
   auto decoded = detail::decode_metadata(note->desc);
   if (!decoded) return std::move(decoded).error().with_context("metadata note at offset " + hex(note->offset));
   auto symbols = detail::read_symbols(elf, *layout);
-  if (!symbols) return std::move(symbols).error();
+  COLOAD_RETURN_IF_ERROR(symbols);
 
   Metadata metadata = std::move(decoded->metadata);
   std::vector<Problem> problems = std::move(decoded->problems);

@@ -10,8 +10,6 @@ namespace {
 
 namespace K = llvm::amdhsa;
 
-std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
-
 /// Problems about one kernel's descriptor, each prefixed with the kernel and symbol.
 class Reporter {
  public:

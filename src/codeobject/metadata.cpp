@@ -15,6 +15,7 @@
 
 #include "codeobject/msgpack_reader.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -68,7 +69,7 @@ class Decoder : private msgpack::Reader {
   explicit Decoder(Bytes bytes) : Reader(bytes) {}
 
   Expected<DecodedMetadata> decode() {
-    if (auto done = root(); !done) return std::move(done).error();
+    COLOAD_RETURN_IF_ERROR(root());
     find_duplicate_kernels();
     return std::move(result_);
   }
@@ -77,8 +78,8 @@ class Decoder : private msgpack::Reader {
   /// The value of an unknown key: skipped and listed.
   Expected<void> unknown(const Path& path, unsigned depth, bool record = true) {
     Value value;
-    if (auto read = next(value, path); !read) return std::move(read).error();
-    if (auto skipped = skip(value, path, depth); !skipped) return std::move(skipped).error();
+    COLOAD_RETURN_IF_ERROR(next(value, path));
+    COLOAD_RETURN_IF_ERROR(skip(value, path, depth));
     if (record && result_.metadata.unknown_keys.size() < kMaxUnknownKeys) {
       result_.metadata.unknown_keys.push_back(path.str());
     }
@@ -90,7 +91,7 @@ class Decoder : private msgpack::Reader {
   Expected<void> root() {
     const Path top;
     Value map;
-    if (auto read = next(map, top); !read) return std::move(read).error();
+    COLOAD_RETURN_IF_ERROR(next(map, top));
     if (map.kind() != Type::Map) return wrong_type(top, map, "a map at the root");
     KeySet seen;
     auto done = entries(map, top, 1, seen, [&](std::string_view key, const Path& path) -> Expected<void> {
@@ -107,7 +108,7 @@ class Decoder : private msgpack::Reader {
 
   template <class Field, class T>
   static Expected<void> store(Field& field, Expected<T> value) {
-    if (!value) return std::move(value).error();
+    COLOAD_RETURN_IF_ERROR(value);
     field = std::move(*value);
     return {};
   }
@@ -115,7 +116,7 @@ class Decoder : private msgpack::Reader {
   Expected<void> target(const Path& path) {
     std::uint64_t at = position();
     auto text = string(path);
-    if (!text) return std::move(text).error();
+    COLOAD_RETURN_IF_ERROR(text);
     result_.metadata.target = *text;
     result_.target_at = StringLocation{at, static_cast<unsigned>(text->data() - input().data() - at), text->size()};
     return {};
@@ -124,7 +125,7 @@ class Decoder : private msgpack::Reader {
   Expected<void> version(const Path& path) {
     std::uint64_t at = position();
     auto numbers = u32_array<2>(path, 2);
-    if (!numbers) return std::move(numbers).error();
+    COLOAD_RETURN_IF_ERROR(numbers);
     auto [major, minor] = *numbers;
     if (major != 1) {
       return error(ErrorKind::UnsupportedVersion, path, at,
@@ -139,7 +140,7 @@ class Decoder : private msgpack::Reader {
 
   Expected<void> printf_formats(const Path& path) {
     Value array;
-    if (auto read = next(array, path); !read) return std::move(read).error();
+    COLOAD_RETURN_IF_ERROR(next(array, path));
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of strings");
     if (array.object.Length > kMaxPrintfFormats) {
       return error(ErrorKind::LimitExceeded, path, array.offset,
@@ -152,7 +153,7 @@ class Decoder : private msgpack::Reader {
     for (std::size_t i = 0; i < array.object.Length; ++i) {
       Path element_path = path.index(i);
       auto text = string(element_path);
-      if (!text) return std::move(text).error();
+      COLOAD_RETURN_IF_ERROR(text);
       formats.emplace_back(*text);
       check_printf_format(formats.back(), element_path);
     }
@@ -186,7 +187,7 @@ class Decoder : private msgpack::Reader {
 
   Expected<void> kernels(const Path& path) {
     Value array;
-    if (auto read = next(array, path); !read) return std::move(read).error();
+    COLOAD_RETURN_IF_ERROR(next(array, path));
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of kernel maps");
     if (array.object.Length > kMaxMetadataKernels) {
       return error(
@@ -204,7 +205,7 @@ class Decoder : private msgpack::Reader {
   Expected<void> kernel(const Path& path) {
     constexpr unsigned kDepth = 3;  // root map, kernels array, this map
     Value map;
-    if (auto read = next(map, path); !read) return std::move(read).error();
+    COLOAD_RETURN_IF_ERROR(next(map, path));
     if (map.kind() != Type::Map) return wrong_type(path, map, "a kernel map");
     Kernel k;
     KeySet seen;
@@ -242,14 +243,14 @@ class Decoder : private msgpack::Reader {
 
   template <class T>
   static Expected<void> checked(Expected<T> value) {
-    if (!value) return std::move(value).error();
+    COLOAD_RETURN_IF_ERROR(value);
     return {};
   }
 
   Expected<void> wavefront_size(Kernel& k, const Path& path) {
     std::uint64_t at = position();
     auto size = u32(path);
-    if (!size) return std::move(size).error();
+    COLOAD_RETURN_IF_ERROR(size);
     if (*size != 32 && *size != 64) {
       return malformed(path, at, "wavefront size " + std::to_string(*size) + " is not 32 or 64", *size);
     }
@@ -259,7 +260,7 @@ class Decoder : private msgpack::Reader {
 
   Expected<void> args(Kernel& k, const Path& path, unsigned depth) {
     Value array;
-    if (auto read = next(array, path); !read) return std::move(read).error();
+    COLOAD_RETURN_IF_ERROR(next(array, path));
     if (array.kind() != Type::Array) return wrong_type(path, array, "an array of argument maps");
     if (array.object.Length > kMaxKernelArgs) {
       return error(
@@ -279,7 +280,7 @@ class Decoder : private msgpack::Reader {
 
   Expected<void> arg(Kernel& k, const Path& path, unsigned depth) {
     Value map;
-    if (auto read = next(map, path); !read) return std::move(read).error();
+    COLOAD_RETURN_IF_ERROR(next(map, path));
     if (map.kind() != Type::Map) return wrong_type(path, map, "an argument map");
     KernelArg a;
     KeySet seen;
@@ -318,7 +319,7 @@ class Decoder : private msgpack::Reader {
   Expected<void> value_kind(KernelArg& a, const Path& path) {
     std::uint64_t at = position();
     auto text = string(path);
-    if (!text) return std::move(text).error();
+    COLOAD_RETURN_IF_ERROR(text);
     a.kind_text.assign(*text);
     for (auto i = 0; i < static_cast<int>(ValueKind::HiddenUnknown); ++i) {
       if (to_string(static_cast<ValueKind>(i)) == *text) {

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <utility>
 
+#include "common/try.h"
+
 namespace coload::detail::msgpack {
 
 namespace {
@@ -160,13 +162,13 @@ Expected<void> Reader::open(const Value& container, const Path& path, unsigned d
 
 Expected<void> Reader::skip(const Value& value, const Path& path, unsigned depth) {
   if (!value.is_container()) return {};
-  if (auto opened = open(value, path, depth); !opened) return std::move(opened).error();
+  COLOAD_RETURN_IF_ERROR(open(value, path, depth));
   if (value.kind() == Type::Array) {
     for (std::size_t i = 0; i < value.object.Length; ++i) {
       Value element;
       Path element_path = path.index(i);
-      if (auto read = next(element, element_path); !read) return std::move(read).error();
-      if (auto skipped = skip(element, element_path, depth + 1); !skipped) return std::move(skipped).error();
+      COLOAD_RETURN_IF_ERROR(next(element, element_path));
+      COLOAD_RETURN_IF_ERROR(skip(element, element_path, depth + 1));
     }
     return {};
   }
@@ -176,25 +178,25 @@ Expected<void> Reader::skip(const Value& value, const Path& path, unsigned depth
   llvm::DenseMap<llvm::StringRef, std::uint64_t> strings, others;
   for (std::size_t i = 0; i < value.object.Length; ++i) {
     Value key;
-    if (auto read = next(key, path); !read) return std::move(read).error();
+    COLOAD_RETURN_IF_ERROR(next(key, path));
     Path key_path =
         key.kind() == Type::String ? path.key({key.object.Raw.data(), key.object.Raw.size()}) : path.key_number(i);
-    if (auto skipped = skip(key, key_path, depth + 1); !skipped) return std::move(skipped).error();
+    COLOAD_RETURN_IF_ERROR(skip(key, key_path, depth + 1));
     std::string_view identity = key.kind() == Type::String
                                     ? std::string_view(key.object.Raw.data(), key.object.Raw.size())
                                     : input_.substr(key.offset, position_ - key.offset);
     auto& seen = key.kind() == Type::String ? strings : others;
     if (auto [at, fresh] = seen.try_emplace(identity, key.offset); !fresh) return duplicate(path, key, at->second);
     Value item;
-    if (auto read = next(item, key_path); !read) return std::move(read).error();
-    if (auto skipped = skip(item, key_path, depth + 1); !skipped) return std::move(skipped).error();
+    COLOAD_RETURN_IF_ERROR(next(item, key_path));
+    COLOAD_RETURN_IF_ERROR(skip(item, key_path, depth + 1));
   }
   return {};
 }
 
 Expected<std::uint32_t> Reader::u32(const Path& path) {
   Value value;
-  if (auto read = next(value, path); !read) return std::move(read).error();
+  COLOAD_RETURN_IF_ERROR(next(value, path));
   return as_u32(value, path);
 }
 
@@ -217,14 +219,14 @@ Expected<std::uint32_t> Reader::as_u32(const Value& value, const Path& path) con
 
 Expected<std::uint32_t> Reader::u32_or_bool(const Path& path) {
   Value value;
-  if (auto read = next(value, path); !read) return std::move(read).error();
+  COLOAD_RETURN_IF_ERROR(next(value, path));
   if (value.kind() == Type::Boolean) return value.object.Bool ? 1u : 0u;
   return as_u32(value, path);
 }
 
 Expected<std::string_view> Reader::string(const Path& path) {
   Value value;
-  if (auto read = next(value, path); !read) return std::move(read).error();
+  COLOAD_RETURN_IF_ERROR(next(value, path));
   if (value.kind() != Type::String) return wrong_type(path, value, "a string");
   return std::string_view(value.object.Raw.data(), value.object.Raw.size());
 }
@@ -240,7 +242,7 @@ Expected<std::string_view> Reader::identifier(const Path& path) {
 
 Expected<bool> Reader::boolean(const Path& path) {
   Value value;
-  if (auto read = next(value, path); !read) return std::move(read).error();
+  COLOAD_RETURN_IF_ERROR(next(value, path));
   if (value.kind() != Type::Boolean) return wrong_type(path, value, "a boolean");
   return value.object.Bool;
 }

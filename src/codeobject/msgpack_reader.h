@@ -25,6 +25,7 @@
 
 #include "codeobject/metadata.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -160,14 +161,14 @@ class Reader {
   /// key_path)` reads each value. Fills `seen` for the required-key check.
   template <class OnEntry>
   Expected<void> entries(const Value& map, const Path& path, unsigned depth, KeySet& seen, OnEntry&& on_entry) {
-    if (auto opened = open(map, path, depth); !opened) return std::move(opened).error();
+    COLOAD_RETURN_IF_ERROR(open(map, path, depth));
     for (std::size_t i = 0; i < map.object.Length; ++i) {
       Value key;
-      if (auto read = next(key, path); !read) return std::move(read).error();
+      COLOAD_RETURN_IF_ERROR(next(key, path));
       if (key.kind() != llvm::msgpack::Type::String) return wrong_type(path, key, "a string key");
       std::string_view name(key.object.Raw.data(), key.object.Raw.size());
       if (auto [first, fresh] = seen.insert(name, key.offset); !fresh) return duplicate(path, key, first);
-      if (auto done = on_entry(name, path.key(name)); !done) return std::move(done).error();
+      COLOAD_RETURN_IF_ERROR(on_entry(name, path.key(name)));
     }
     return {};
   }
@@ -204,15 +205,15 @@ class Reader {
   template <std::size_t N>
   Expected<std::array<std::uint32_t, N>> u32_array(const Path& path, unsigned depth) {
     Value array;
-    if (auto read = next(array, path); !read) return std::move(read).error();
+    COLOAD_RETURN_IF_ERROR(next(array, path));
     if (array.kind() != llvm::msgpack::Type::Array || array.object.Length != N) {
       return wrong_type(path, array, "an array of " + std::to_string(N) + " unsigned integers");
     }
-    if (auto opened = open(array, path, depth); !opened) return std::move(opened).error();
+    COLOAD_RETURN_IF_ERROR(open(array, path, depth));
     std::array<std::uint32_t, N> out{};
     for (std::size_t i = 0; i < N; ++i) {
       auto element = u32(path.index(i));
-      if (!element) return std::move(element).error();
+      COLOAD_RETURN_IF_ERROR(element);
       out[i] = *element;
     }
     return out;
@@ -227,7 +228,7 @@ class Reader {
   Expected<Enum> spelling(const Path& path, Enum first, Enum last, std::string_view what) {
     std::uint64_t at = position_;
     auto text = string(path);
-    if (!text) return std::move(text).error();
+    COLOAD_RETURN_IF_ERROR(text);
     for (auto i = static_cast<int>(first); i <= static_cast<int>(last); ++i) {
       if (to_string(static_cast<Enum>(i)) == *text) return static_cast<Enum>(i);
     }

@@ -10,6 +10,8 @@ std::string hex(std::uint64_t value) {
   return text;
 }
 
+std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
 std::string show_bytes(Bytes bytes) {
   std::string text;
   for (std::size_t i = 0; i < bytes.size() && i < 8; ++i) {

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "coload/error.h"
+#include "common/try.h"
 
 namespace coload::detail {
 
@@ -20,6 +21,9 @@ using Bytes = std::span<const std::byte>;
 
 /// "0x1f000": the form every message uses for offsets and sizes.
 std::string hex(std::uint64_t value);
+
+/// "text" in double quotes: how messages quote a name they were given.
+std::string quoted(std::string_view text);
 
 /// "43 43 4f 42 03 00 01 00": up to the first 8 bytes, for "unknown bytes" messages.
 std::string show_bytes(Bytes bytes);
@@ -94,7 +98,7 @@ class Cursor {
   template <class T>
   Expected<T> read(std::string_view field) {
     auto bytes = take(field, sizeof(T));
-    if (!bytes) return std::move(bytes).error();
+    COLOAD_RETURN_IF_ERROR(bytes);
     return load_le<T>(bytes->data());
   }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/bytes.h"
+#include "common/try.h"
 
 namespace coload {
 namespace {
@@ -228,40 +229,40 @@ Expected<Config> Config::from_variables(const Lookup& lookup) {
   Config config;
   if (auto value = non_empty(lookup, kUnbundler)) {
     auto parsed = parse_unbundler(*value);
-    if (!parsed) return std::move(parsed).error();
+    COLOAD_RETURN_IF_ERROR(parsed);
     config.unbundler = *parsed;
   }
   if (auto value = non_empty(lookup, kExtendedIsaCompat)) {
-    if (auto parsed = parse_extended_isa_compat(*value, config); !parsed) return std::move(parsed).error();
+    COLOAD_RETURN_IF_ERROR(parse_extended_isa_compat(*value, config));
   }
   if (auto value = non_empty(lookup, kHotswap)) {
     auto parsed = parse_hotswap(*value);
-    if (!parsed) return std::move(parsed).error();
+    COLOAD_RETURN_IF_ERROR(parsed);
     config.hotswap = *parsed;
   }
   if (auto value = non_empty(lookup, kHotswapPlugin)) config.hotswap_plugin = *value;
   if (auto value = non_empty(lookup, kHotswapPairs)) {
     auto parsed = parse_hotswap_pairs(*value);
-    if (!parsed) return std::move(parsed).error();
+    COLOAD_RETURN_IF_ERROR(parsed);
     config.hotswap_pairs = std::move(*parsed);
   }
   if (auto value = non_empty(lookup, kLog)) {
     auto parsed = parse_log_level(*value);
-    if (!parsed) return std::move(parsed).error();
+    COLOAD_RETURN_IF_ERROR(parsed);
     config.log_level = *parsed;
   }
   if (auto value = non_empty(lookup, kMaxDecompressedBytes)) {
     auto parsed = parse_byte_count(*value, kMaxDecompressedBytes);
-    if (!parsed) return std::move(parsed).error();
+    COLOAD_RETURN_IF_ERROR(parsed);
     config.max_decompressed_bytes = *parsed;
   }
   if (auto value = non_empty(lookup, kHashCheck)) {
     auto parsed = parse_hash_check(*value);
-    if (!parsed) return std::move(parsed).error();
+    COLOAD_RETURN_IF_ERROR(parsed);
     config.hash_check = *parsed;
   }
   auto verify_cache = parse_verify_cache(lookup);
-  if (!verify_cache) return std::move(verify_cache).error();
+  COLOAD_RETURN_IF_ERROR(verify_cache);
   config.verified_cache = std::move(*verify_cache);
   return config;
 }

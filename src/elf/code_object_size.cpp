@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/aligned_bytes.h"
+#include "common/try.h"
 #include "elf/elf_view.h"
 #include "llvm/BinaryFormat/ELF.h"
 
@@ -56,10 +57,10 @@ Expected<std::uint64_t> code_object_size(Bytes unaligned) {
   // Sizing reads nothing past the header tables, so an unaligned object is
   // copied only that far: a region of 160 000 bare objects at odd offsets
   // was copied to its end once per object.
-  if (auto tables = check_header_tables(unaligned); !tables) return std::move(tables).error();
+  COLOAD_RETURN_IF_ERROR(check_header_tables(unaligned));
   AlignedBytes aligned(unaligned.first(elf_tables_extent(unaligned)));
   auto view = ElfView::open(aligned.bytes());
-  if (!view) return std::move(view).error();
+  COLOAD_RETURN_IF_ERROR(view);
   const llvm::object::ELF64LEFile& file = view->file();
   const auto& header = view->header();
   std::uint64_t end = sizeof(llvm::ELF::Elf64_Ehdr);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "common/try.h"
 #include "llvm/BinaryFormat/ELF.h"
 
 namespace coload::detail {
@@ -15,11 +16,8 @@ namespace {
 
 namespace E = llvm::ELF;
 
-constexpr std::string_view kContainer = "the code object";
 constexpr std::string_view kNoteName{"AMDGPU\0", 7};
 constexpr std::uint64_t kNoteHeaderSize = 12;  // namesz, descsz, type
-
-std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
 
 E::Elf64_Ehdr read_header(Bytes elf) {
   E::Elf64_Ehdr header;
@@ -74,7 +72,7 @@ Expected<void> check_code_object_header(Bytes elf) {
              " entries)";
     };
     if (auto fits = check_range_lazily(what, header.e_phoff, std::uint64_t{header.e_phnum} * sizeof(E::Elf64_Phdr),
-                                       elf.size(), kContainer);
+                                       elf.size(), kCodeObjectContainer);
         !fits) {
       return std::move(fits).error().at_field("e_phoff", offsetof(E::Elf64_Ehdr, e_phoff), header.e_phoff, elf.size());
     }
@@ -84,7 +82,8 @@ Expected<void> check_code_object_header(Bytes elf) {
     auto what = [&] {
       return "section header table (e_shoff " + hex(header.e_shoff) + ", " + std::to_string(count) + " entries)";
     };
-    if (auto fits = check_range_lazily(what, header.e_shoff, count * sizeof(E::Elf64_Shdr), elf.size(), kContainer);
+    if (auto fits =
+            check_range_lazily(what, header.e_shoff, count * sizeof(E::Elf64_Shdr), elf.size(), kCodeObjectContainer);
         !fits) {
       return std::move(fits).error().at_field("e_shoff", offsetof(E::Elf64_Ehdr, e_shoff), header.e_shoff, elf.size());
     }
@@ -115,7 +114,7 @@ Expected<ElfLayout> ElfView::layout() const {
     // A NOBITS section occupies no bytes, but its offset still counts (ROCr's ElfSize).
     std::uint64_t bytes = section.type == E::SHT_NOBITS ? 0 : section.size;
     auto what = [&] { return section.label() + " (sh_type " + std::to_string(section.type) + ")"; };
-    if (auto fits = check_range_lazily(what, section.offset, bytes, bytes_.size(), kContainer); !fits) {
+    if (auto fits = check_range_lazily(what, section.offset, bytes, bytes_.size(), kCodeObjectContainer); !fits) {
       return std::move(fits).error().at_field(section.label(), std::nullopt, section.offset, bytes_.size());
     }
     layout.sections.push_back(section);
@@ -135,7 +134,8 @@ Expected<ElfLayout> ElfView::layout() const {
     ElfSegment segment{index++,      phdr.p_type,   phdr.p_flags, phdr.p_offset,
                        phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz, phdr.p_align};
     auto what = [&] { return "segment " + std::to_string(segment.index) + " (p_type " + hex(segment.type) + ")"; };
-    if (auto fits = check_range_lazily(what, segment.offset, segment.filesz, bytes_.size(), kContainer); !fits) {
+    if (auto fits = check_range_lazily(what, segment.offset, segment.filesz, bytes_.size(), kCodeObjectContainer);
+        !fits) {
       return std::move(fits).error().at_field("segment " + std::to_string(segment.index), std::nullopt, segment.offset,
                                               bytes_.size());
     }
@@ -230,7 +230,7 @@ Expected<void> read_symbol_table(Bytes elf, const ElfLayout& layout, const ElfSe
   std::string what = "symbol table " + table.label();
   // Fields are named as the sentence names them: "symbol table section 3: sh_size".
   auto field = [&](std::string_view name) { return what + ": " + std::string(name); };
-  if (auto fits = check_range(what, table.offset, table.size, elf.size(), kContainer); !fits) {
+  if (auto fits = check_range(what, table.offset, table.size, elf.size(), kCodeObjectContainer); !fits) {
     return std::move(fits).error().at_field(what, std::nullopt, table.offset, elf.size());
   }
   if (table.entsize != sizeof(E::Elf64_Sym)) {
@@ -250,7 +250,8 @@ Expected<void> read_symbol_table(Bytes elf, const ElfLayout& layout, const ElfSe
   }
   const ElfSection& strings = layout.sections[table.link];
   auto strings_what = [&] { return what + ": string table " + strings.label(); };
-  if (auto fits = check_range_lazily(strings_what, strings.offset, strings.size, elf.size(), kContainer); !fits) {
+  if (auto fits = check_range_lazily(strings_what, strings.offset, strings.size, elf.size(), kCodeObjectContainer);
+      !fits) {
     return std::move(fits).error().at_field(strings_what(), std::nullopt, strings.offset, elf.size());
   }
   std::string_view text = as_chars(elf.subspan(strings.offset, strings.size));
@@ -319,7 +320,7 @@ Expected<std::vector<ElfSymbol>> read_symbols(Bytes elf, const ElfLayout& layout
             .at_field(section.label(), std::nullopt, section.type);
       }
       first = &section;
-      if (auto read = read_symbol_table(elf, layout, section, symbols); !read) return std::move(read).error();
+      COLOAD_RETURN_IF_ERROR(read_symbol_table(elf, layout, section, symbols));
     }
   }
   return symbols;

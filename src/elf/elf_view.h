@@ -26,6 +26,9 @@
 
 namespace coload::detail {
 
+/// What an ELF range must fit in, as range errors name it.
+inline constexpr std::string_view kCodeObjectContainer = "the code object";
+
 /// check_range, with `what()` building the range's name only when the range
 /// does not fit: most ranges are checked once per section, symbol or kernel.
 template <class What>

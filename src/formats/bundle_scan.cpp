@@ -10,6 +10,8 @@
 #include "coload/bundle.h"
 #include "coload/wrapper.h"
 #include "common/bytes.h"
+#include "common/magic.h"
+#include "common/try.h"
 #include "formats/plain_table.h"
 #include "target/elf_target.h"
 
@@ -19,10 +21,8 @@ namespace {
 using detail::Bytes;
 using detail::hex;
 
-constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
-constexpr std::string_view kElfMagic =
-    "\x7f"
-    "ELF";
+using detail::kElfMagic;
+using detail::kPlainBundleMagic;
 
 // A plain bundle's table is read from a first 1 KiB prefix, grown when the
 // table runs past it. 1 KiB holds a table of 15 entries with 40-character
@@ -75,11 +75,11 @@ Expected<PlainTable> read_plain_table(const SourceReader& source, std::uint64_t 
     if (!table && table.error().kind() == ErrorKind::Truncated && prefix.size() < extent) {
       // Past SourceReader::kMaxCopy the read is a view, at the latest of the whole bundle.
       auto longer = source.read(offset, std::min(extent, std::max(prefix.size() * 4, kFirstRead)), scratch);
-      if (!longer) return std::move(longer).error();
+      COLOAD_RETURN_IF_ERROR(longer);
       prefix = *longer;
       continue;
     }
-    if (!table) return std::move(table).error();
+    COLOAD_RETURN_IF_ERROR(table);
     PlainTable result{std::move(*table), nullptr};
     if (prefix.data() != scratch.data()) {
       view_entries(result.plain.entries, source, offset, extent);
@@ -127,10 +127,10 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
   BundleInfo info;
   info.offset = offset;
   auto first = read_first(source, offset, end - offset, scratch);
-  if (!first) return std::move(first).error();
-  if (detail::starts_with(*first, kPlainMagic)) {
+  COLOAD_RETURN_IF_ERROR(first);
+  if (detail::starts_with(*first, kPlainBundleMagic)) {
     auto table = read_plain_table(source, offset, end - offset, *first, scratch, ids);
-    if (!table) return std::move(table).error();
+    COLOAD_RETURN_IF_ERROR(table);
     info.format = BundleFormat::Plain;
     info.size = table->plain.size;
     info.table = std::move(table->copy);
@@ -141,7 +141,7 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
   Bytes bytes = source.bytes().subspan(offset, end - offset);
   if (detail::starts_with(bytes, detail::kCcobMagic)) {
     auto header = parse_compressed_header(bytes, options);
-    if (!header) return std::move(header).error();
+    COLOAD_RETURN_IF_ERROR(header);
     std::optional<std::uint64_t> size = header->total_size;
     if (!size) {
       // A v1 stream whose zstd frame headers tell its length costs no
@@ -150,9 +150,9 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
       if (auto walked = detail::measure_from_frame_headers(header->method, payload, header->uncompressed_size)) {
         size = header->header_size + *walked;
       } else {
-        if (auto charged = charge_v1(*header, v1_used, options); !charged) return std::move(charged).error();
+        COLOAD_RETURN_IF_ERROR(charge_v1(*header, v1_used, options));
         auto measured = compressed_bundle_size(bytes, *header, options);
-        if (!measured) return std::move(measured).error();
+        COLOAD_RETURN_IF_ERROR(measured);
         size = *measured;
       }
     }
@@ -164,7 +164,7 @@ Expected<BundleInfo> measure_format(const SourceReader& source, std::uint64_t of
   if (detail::starts_with(bytes, kElfMagic)) {
     // CLR also registers a bare AMDGPU ELF as a fat binary image.
     auto size = detail::code_object_size(bytes);
-    if (!size) return std::move(size).error();
+    COLOAD_RETURN_IF_ERROR(size);
     info.format = BundleFormat::CodeObject;
     info.size = *size;
     return info;
@@ -200,7 +200,7 @@ Expected<std::uint64_t> skip_padding(const SourceReader& source, std::uint64_t p
   while (position < end) {
     auto piece =
         source.read(position, source.copies() ? std::min(end - position, kPaddingRead) : end - position, scratch);
-    if (!piece) return std::move(piece).error();
+    COLOAD_RETURN_IF_ERROR(piece);
     auto nonzero = std::find_if(piece->begin(), piece->end(), [](std::byte b) { return b != std::byte{0}; });
     position += static_cast<std::uint64_t>(nonzero - piece->begin());
     if (nonzero != piece->end()) break;
@@ -342,7 +342,7 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
   if (auto end = detail::checked_add(info.offset, info.size); !end || *end > source.size()) {
     // Only a BundleInfo built by hand gets here: scan_bundles measured its own.
     auto fits = detail::check_range(where(info.index, info.offset), info.offset, info.size, source.size(), "the input");
-    if (!fits) return std::move(fits).error();
+    COLOAD_RETURN_IF_ERROR(fits);
   }
   Bytes bytes = source.subspan(info.offset, info.size);
   switch (info.format) {

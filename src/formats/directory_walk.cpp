@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "coload/fat_binary.h"
+#include "common/try.h"
+#include "io/file_type.h"
 
 namespace coload {
 namespace {
 
-Error io_error(const std::string& path, std::string_view what, int error_number) {
-  return Error(ErrorKind::Io, std::string(what) + ": " + std::strerror(error_number)).in_file(path);
-}
+using detail::io_error;
 
 /// A directory level keeps its descriptor when the path from the last kept
 /// one reaches this many levels or bytes, so every openat walks a short
@@ -142,7 +142,7 @@ Expected<std::vector<std::string>> list_directory(const std::string& path, const
   };
 
   auto top = read(root, 0, true);
-  if (!top) return std::move(top).error();
+  COLOAD_RETURN_IF_ERROR(top);
   stack.push_back(std::move(*top));
   while (!stack.empty()) {
     Level& level = stack.back();

@@ -1,13 +1,14 @@
 #include "coload/fat_binary.h"
 
 #include "common/bytes.h"
+#include "common/try.h"
 #include "formats/file_group.h"
 
 namespace coload {
 
 Expected<FatBinary> FatBinary::open(const std::string& path, const ReadOptions& options) {
   auto source = Source::map_file(path);
-  if (!source) return std::move(source).error();
+  COLOAD_RETURN_IF_ERROR(source);
   return locate(std::move(*source), options);
 }
 

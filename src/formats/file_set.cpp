@@ -10,6 +10,7 @@
 
 #include "coload/fat_binary.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "elf/elf_view.h"
 #include "formats/file_group.h"
 #include "io/map_budget.h"
@@ -24,11 +25,11 @@ namespace {
 /// ELF's header tables and symbol tables only.
 Expected<std::vector<std::string>> kernel_names(std::span<const std::byte> elf) {
   auto view = detail::ElfView::open(elf);
-  if (!view) return std::move(view).error();
+  COLOAD_RETURN_IF_ERROR(view);
   auto layout = view->layout();
-  if (!layout) return std::move(layout).error();
+  COLOAD_RETURN_IF_ERROR(layout);
   auto symbols = detail::read_symbols(elf, *layout);
-  if (!symbols) return std::move(symbols).error();
+  COLOAD_RETURN_IF_ERROR(symbols);
   std::vector<std::string> names;
   for (const detail::ElfSymbol& symbol : *symbols) {
     if (symbol.type != llvm::ELF::STT_OBJECT || symbol.binding == llvm::ELF::STB_LOCAL ||
@@ -63,7 +64,7 @@ Expected<std::vector<std::string>> list_set_members(const std::string& path, con
 Expected<FatBinary> FatBinary::open_directory(const std::string& path, const DirectoryScan& scan,
                                               const ReadOptions& options) {
   auto files = list_set_members(path, scan);
-  if (!files) return std::move(files).error();
+  COLOAD_RETURN_IF_ERROR(files);
   return open_files(*files, path, options);
 }
 
@@ -106,7 +107,7 @@ Expected<FatBinary> FatBinary::open_files(std::span<const std::string> paths, st
   std::vector<std::vector<BundleInfo>> own(paths.size());
   for (std::size_t i = 0; i < paths.size(); ++i) {
     auto source = Source::map_file(paths[i]);  // its errors name the path
-    if (!source) return std::move(source).error();
+    COLOAD_RETURN_IF_ERROR(source);
     auto layout = inspect_source(source->bytes());
     if (!layout) return std::move(layout).error().in_file(paths[i]);
     if (layout->kind == SourceKind::CodeObject) {

@@ -6,6 +6,8 @@
 
 #include "coload/bundle.h"
 #include "common/bytes.h"
+#include "common/magic.h"
+#include "common/try.h"
 #include "formats/plain_table.h"
 
 namespace coload {
@@ -14,7 +16,7 @@ namespace {
 using detail::Bytes;
 using detail::hex;
 
-constexpr std::string_view kMagic = "__CLANG_OFFLOAD_BUNDLE__";
+using detail::kPlainBundleMagic;
 constexpr std::uint64_t kEntryRecordMinSize = 24;  // offset, size, id_len
 
 struct RawEntry {
@@ -70,15 +72,15 @@ Expected<RawEntry> read_record(detail::Cursor& cursor, std::uint64_t index) {
     return cursor.remaining() >= sizeof(std::uint64_t) ? cursor.u64(field) : cursor.u64(name(field));
   };
   auto offset = u64("offset");
-  if (!offset) return std::move(offset).error();
+  COLOAD_RETURN_IF_ERROR(offset);
   auto size = u64("size");
-  if (!size) return std::move(size).error();
+  COLOAD_RETURN_IF_ERROR(size);
   const std::uint64_t id_len_at = cursor.position();
   auto id_len = u64("id_len");
-  if (!id_len) return std::move(id_len).error();
-  if (auto fits = check_id_len(*id_len, index, id_len_at); !fits) return std::move(fits).error();
+  COLOAD_RETURN_IF_ERROR(id_len);
+  COLOAD_RETURN_IF_ERROR(check_id_len(*id_len, index, id_len_at));
   auto id = cursor.remaining() >= *id_len ? cursor.take("id", *id_len) : cursor.take(name("id"), *id_len);
-  if (!id) return std::move(id).error();
+  COLOAD_RETURN_IF_ERROR(id);
   return RawEntry{*offset, *size, detail::as_chars(*id)};
 }
 
@@ -90,26 +92,26 @@ Expected<PlainBundle> parse_plain_bundle(std::span<const std::byte> bytes) {
 
 Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byte> bytes, std::uint64_t extent) {
   detail::Cursor cursor(bytes, "plain bundle header");
-  auto magic = cursor.take("magic", kMagic.size());
-  if (!magic) return std::move(magic).error();
-  if (detail::as_chars(*magic) != kMagic) {
+  auto magic = cursor.take("magic", kPlainBundleMagic.size());
+  COLOAD_RETURN_IF_ERROR(magic);
+  if (detail::as_chars(*magic) != kPlainBundleMagic) {
     return Error(ErrorKind::BadMagic, "plain bundle header: offset 0x0 does not hold __CLANG_OFFLOAD_BUNDLE__")
         .at_field("magic", 0);
   }
   auto count = cursor.u64("num_entries");
-  if (!count) return std::move(count).error();
+  COLOAD_RETURN_IF_ERROR(count);
   if (*count > kMaxBundleEntries) {
     return Error(ErrorKind::LimitExceeded, "plain bundle header: num_entries " + hex(*count) +
                                                " at offset 0x18 exceeds the " + hex(kMaxBundleEntries) +
                                                " entries a bundle may list")
-        .at_field("num_entries", kMagic.size(), *count, kMaxBundleEntries);
+        .at_field("num_entries", kPlainBundleMagic.size(), *count, kMaxBundleEntries);
   }
   std::uint64_t follow = extent - cursor.position();
   if (*count > follow / kEntryRecordMinSize) {
     return Error(ErrorKind::Truncated, "plain bundle header: num_entries " + hex(*count) +
                                            " at offset 0x18 needs at least 24 bytes per entry, only " + hex(follow) +
                                            " bytes follow")
-        .at_field("num_entries", kMagic.size(), *count, follow / kEntryRecordMinSize);
+        .at_field("num_entries", kPlainBundleMagic.size(), *count, follow / kEntryRecordMinSize);
   }
 
   // Records first (their IDs raw), then the checks that need the header's
@@ -133,7 +135,7 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
       }
     }
     auto record = read_record(cursor, i);
-    if (!record) return std::move(record).error();
+    COLOAD_RETURN_IF_ERROR(record);
     bundle.entries.push_back(BundleEntry{.id = record->id, .offset = record->offset, .size = record->size});
   }
   bundle.header_size = cursor.position();
@@ -142,7 +144,7 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
   for (std::size_t i = 0; i < bundle.entries.size(); ++i) {
     BundleEntry& entry = bundle.entries[i];
     auto id = check_id(entry.id, i, static_cast<std::uint64_t>(entry.id.data() - base));
-    if (!id) return std::move(id).error();
+    COLOAD_RETURN_IF_ERROR(id);
     entry.id = *id;
     // The label is built only for an error, as above.
     auto label = [&] { return "bundle entry " + std::to_string(i) + " (" + std::string(*id) + ")"; };

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/try.h"
 #include "io/checked_read.h"
 #include "io/process_maps.h"
 
@@ -91,7 +92,7 @@ Expected<std::span<const std::byte>> readable_bytes_at(const void* address) {
     end = *search.end;
   } else {
     auto mapped_end = readable_end_from_maps(search.address);
-    if (!mapped_end) return std::move(mapped_end).error();
+    COLOAD_RETURN_IF_ERROR(mapped_end);
     end = *mapped_end;
   }
   return std::span<const std::byte>(static_cast<const std::byte*>(address), end - search.address);
@@ -136,7 +137,7 @@ Expected<std::vector<std::byte>> copy_image(std::span<const std::byte> reach, co
     const std::size_t had = copy.size();
     copy.resize(want);
     auto copied = detail::checked_copy(reach.data() + had, want - had, copy.data() + had);
-    if (!copied) return std::move(copied).error();
+    COLOAD_RETURN_IF_ERROR(copied);
     const bool cut = had + *copied < want;  // a page that cannot be read ends what is readable
     copy.resize(had + *copied);
     if (copy.empty()) return unreadable(reach.data());
@@ -159,7 +160,7 @@ Expected<std::vector<std::byte>> copy_image(std::span<const std::byte> reach, co
 
 Expected<std::span<const std::byte>> measured_in_place(std::span<const std::byte> reach, const ReadOptions& options) {
   auto copy = copy_image(reach, options);
-  if (!copy) return std::move(copy).error();
+  COLOAD_RETURN_IF_ERROR(copy);
   return reach.first(copy->size());
 }
 
@@ -208,7 +209,7 @@ Expected<std::vector<std::byte>> wrapped_image_in(const void* wrapper, std::span
 
 Expected<std::span<const std::byte>> wrapped_image(const void* wrapper, const ReadOptions& options) {
   auto reach = wrapper_reach(wrapper);
-  if (!reach) return std::move(reach).error();
+  COLOAD_RETURN_IF_ERROR(reach);
   auto image = measured_in_place(*reach, options);
   if (!image) return in_wrapper(std::move(image).error(), wrapper);
   return image;

@@ -27,6 +27,7 @@ const HotswapRegistry& HotswapRegistry::builtin() {
   static const HotswapRegistry registry = [] {
     HotswapRegistry built;
 #define COLOAD_HOTSWAP_PASS(Name, pass_name) detail::register_##Name##_pass(built);
+#include "common/try.h"
 #include "hotswap/passes.def"
 #undef COLOAD_HOTSWAP_PASS
     return built;
@@ -88,7 +89,7 @@ HotswapAllowlist HotswapRegistry::allowlist() const {
 Expected<HotswapRegistry> hotswap_registry(const Config& config) {
   HotswapRegistry registry;
   for (const auto& pass : HotswapRegistry::builtin().passes()) {
-    if (auto added = registry.add(*pass); !added) return std::move(added).error();
+    COLOAD_RETURN_IF_ERROR(registry.add(*pass));
   }
   if (!config.hotswap_plugin.empty()) {
     if (auto added = registry.add_plugin(config.hotswap_plugin); !added) {

@@ -24,10 +24,12 @@
 #include "coload/hotswap.h"
 #include "common/aligned_bytes.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "elf/elf_view.h"
 #include "hotswap/retarget_note.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "select/target_rules.h"
+#include "target/isa_name.h"
 
 namespace coload {
 namespace {
@@ -37,7 +39,6 @@ using detail::Bytes;
 using detail::check_range;
 using detail::hex;
 
-constexpr std::string_view kTriplePrefix = "amdgcn-amd-amdhsa--";
 Error retarget_error(ErrorKind kind, const std::string& what) { return Error(kind, "retarget: " + what); }
 
 // ---------------------------------------------------------------------------
@@ -219,15 +220,15 @@ Expected<bool> detail::rewrite_metadata_target(std::vector<std::byte>& out, std:
   }
   detail::AlignedBytes aligned(elf);
   auto view = detail::ElfView::open(aligned.bytes());
-  if (!view) return std::move(view).error();
+  COLOAD_RETURN_IF_ERROR(view);
   auto layout = view->layout();
-  if (!layout) return std::move(layout).error();
+  COLOAD_RETURN_IF_ERROR(layout);
   const std::vector<Region> regions = note_regions(*layout);
   std::optional<NoteRecord> record;
   std::vector<const Region*> holders;
   for (const Region& region : regions) {
     auto found = find_in_region(elf, region);
-    if (!found) return std::move(found).error();
+    COLOAD_RETURN_IF_ERROR(found);
     if (!*found) continue;
     if (record && (*found)->header != record->header) {
       return retarget_error(ErrorKind::Malformed,
@@ -297,10 +298,10 @@ Expected<bool> detail::rewrite_metadata_target(std::vector<std::byte>& out, std:
 
 Expected<std::vector<std::byte>> retarget_code_object(std::span<const std::byte> code_object, const Device& device) {
   auto input = CodeObject::read(code_object);
-  if (!input) return std::move(input).error();
+  COLOAD_RETURN_IF_ERROR(input);
   const CodeObjectTarget& code = input->target();
   auto target = new_target(code, device);
-  if (!target) return std::move(target).error();
+  COLOAD_RETURN_IF_ERROR(target);
   if (code.code_object_version < 4) {
     return retarget_error(ErrorKind::UnsupportedVersion,
                           "code object v" + std::to_string(code.code_object_version) +
@@ -320,9 +321,9 @@ Expected<std::vector<std::byte>> retarget_code_object(std::span<const std::byte>
   std::uint32_t flags = new_e_flags(code.e_flags, *target);
   constexpr std::size_t kFlagsAt = offsetof(E::Elf64_Ehdr, e_flags);
   std::memcpy(out.data() + kFlagsAt, &flags, sizeof flags);
-  std::string text = std::string(kTriplePrefix) + target->str();
+  std::string text = std::string(detail::kIsaNamePrefix) + target->str();
   auto rewritten = detail::rewrite_metadata_target(out, text);
-  if (!rewritten) return std::move(rewritten).error();
+  COLOAD_RETURN_IF_ERROR(rewritten);
 
   auto check = CodeObject::read(out);
   if (!check) return std::move(check).error().with_context("retarget: the output does not read back");

@@ -13,15 +13,13 @@
 #include <cstring>
 #include <string>
 
+#include "common/try.h"
+#include "io/read_pages.h"
+
 namespace coload::detail {
 namespace {
 
 constexpr std::size_t kMaxIovecs = 1024;  // IOV_MAX on Linux
-
-std::uintptr_t page_size() {
-  static const auto size = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  return size;
-}
 
 /// What one method made of a read: bytes copied, or the errno that says the
 /// method cannot be used here (a seccomp filter's EPERM or ENOSYS, no /proc).
@@ -136,7 +134,7 @@ Expected<std::size_t> checked_probe(const void* address, std::size_t size) {
       while (done < size) {
         std::size_t want = std::min<std::size_t>(size - done, page - (from + done) % page);
         auto copied = checked_copy(reinterpret_cast<const void*>(from + done), 1, sink.data());
-        if (!copied) return std::move(copied).error();
+        COLOAD_RETURN_IF_ERROR(copied);
         if (*copied == 0) return done;
         done += want;
       }

@@ -8,6 +8,8 @@
 
 #include "coload/source.h"
 #include "common/bytes.h"
+#include "common/magic.h"
+#include "common/try.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELF.h"
 
@@ -19,11 +21,9 @@ using detail::hex;
 using ElfFile = llvm::object::ELF64LEFile;
 using ElfShdr = ElfFile::Elf_Shdr;
 
-constexpr std::string_view kPlainMagic = "__CLANG_OFFLOAD_BUNDLE__";
-constexpr std::string_view kCompressedMagic = "CCOB";
-constexpr std::string_view kElfMagic =
-    "\x7f"
-    "ELF";
+using detail::kCcobMagic;
+using detail::kElfMagic;
+using detail::kPlainBundleMagic;
 constexpr std::uint32_t kHipWrapperMagic = 0x48495046;  // "HIPF"
 constexpr std::uint64_t kWrapperSize = 24;
 // Offsets of section header fields (Elf64_Shdr).
@@ -116,7 +116,7 @@ class HostImageReader {
       warn(".hipFatBinSegment size " + hex(contents->size()) + " is not a multiple of 24; trailing bytes ignored");
     }
     auto relocated = relocated_pointers(section, count);
-    if (!relocated) return std::move(relocated).error();
+    COLOAD_RETURN_IF_ERROR(relocated);
 
     for (std::uint64_t i = 0; i < count; ++i) {
       const auto* record = reinterpret_cast<const std::byte*>(contents->data()) + i * kWrapperSize;
@@ -315,7 +315,7 @@ Expected<SourceLayout> inspect_elf(Bytes bytes) {
   if (!elf) return from_llvm(elf.takeError(), ErrorKind::Malformed, "host ELF header");
   layout.kind = SourceKind::HostImage;
   HostImageReader reader(*elf, bytes, layout);
-  if (auto read = reader.read(); !read) return std::move(read).error();
+  COLOAD_RETURN_IF_ERROR(reader.read());
   return layout;
 }
 
@@ -323,14 +323,14 @@ Expected<SourceLayout> inspect_elf(Bytes bytes) {
 
 Expected<SourceLayout> inspect_source(std::span<const std::byte> bytes) {
   if (bytes.empty()) return Error(ErrorKind::Truncated, "input is empty");
-  if (detail::starts_with(bytes, kPlainMagic) || detail::starts_with(bytes, kCompressedMagic)) {
+  if (detail::starts_with(bytes, kPlainBundleMagic) || detail::starts_with(bytes, kCcobMagic)) {
     SourceLayout layout;
     layout.kind = SourceKind::BundleFile;
     layout.region_size = bytes.size();
     return layout;
   }
   if (detail::starts_with(bytes, kElfMagic)) return inspect_elf(bytes);
-  for (std::string_view magic : {kPlainMagic, kCompressedMagic, kElfMagic}) {
+  for (std::string_view magic : {kPlainBundleMagic, kCcobMagic, kElfMagic}) {
     if (bytes.size() < magic.size() && magic.starts_with(detail::as_chars(bytes))) {
       return Error(ErrorKind::Truncated, "input of " + hex(bytes.size()) + " bytes ends inside the magic " +
                                              (magic == kElfMagic ? std::string("\\x7fELF") : std::string(magic)))

@@ -9,6 +9,12 @@
 #include <vector>
 
 namespace coload::detail {
+
+std::uintptr_t page_size() {
+  static const auto size = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
 namespace {
 
 struct Mapping {
@@ -24,11 +30,6 @@ struct NotedMappings {
 NotedMappings& noted() {
   static NotedMappings* mappings = new NotedMappings;  // never destroyed: a Source may outlive static destruction
   return *mappings;
-}
-
-std::uintptr_t page_size() {
-  static const auto size = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  return size;
 }
 
 }  // namespace

@@ -17,6 +17,9 @@
 
 namespace coload::detail {
 
+/// The system's page size (sysconf, read once).
+std::uintptr_t page_size();
+
 /// Source::map_file: `begin` maps a whole file read-only and privately.
 /// Never throws (a mapping that cannot be noted is never advised).
 void note_file_mapping(const void* begin, std::size_t size);

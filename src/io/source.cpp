@@ -15,6 +15,8 @@
 
 namespace coload {
 
+using detail::io_error;
+
 /// A descriptor that closes with its last SourceReader or Source.
 struct detail::OpenFile {
   explicit OpenFile(int descriptor) : fd(descriptor) {}
@@ -24,13 +26,9 @@ struct detail::OpenFile {
   const int fd;
 };
 
-namespace {
-
-Error io_error(const std::string& path, std::string_view what, int error_number) {
+Error detail::io_error(const std::string& path, std::string_view what, int error_number) {
   return Error(ErrorKind::Io, std::string(what) + ": " + std::strerror(error_number)).in_file(path);
 }
-
-}  // namespace
 
 std::string_view detail::file_type(unsigned mode) {
   switch (mode & S_IFMT) {

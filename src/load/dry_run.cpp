@@ -10,6 +10,7 @@
 
 #include "coload/runtime.h"
 #include "coload/validate.h"
+#include "common/try.h"
 #include "load/loaded_module.h"
 
 namespace coload {
@@ -35,20 +36,6 @@ class DryRunModule final : public LoadedModule {
   std::shared_ptr<const void> owner_;  // what a real runtime would keep alive
 };
 
-LoadedKernel loaded_kernel(const Kernel& kernel) {
-  LoadedKernel loaded;
-  loaded.name = kernel.name;
-  loaded.symbol = kernel.symbol;
-  loaded.kernarg_segment_size = kernel.kernarg_segment_size;
-  loaded.kernarg_segment_align = kernel.kernarg_segment_align;
-  loaded.explicit_kernarg_size = kernel.layout.explicit_size;
-  loaded.group_segment_size = kernel.group_segment_fixed_size;
-  loaded.private_segment_size = kernel.private_segment_fixed_size;
-  loaded.dynamic_callstack =
-      kernel.uses_dynamic_stack.value_or(kernel.descriptor && kernel.descriptor->uses_dynamic_stack());
-  return loaded;
-}
-
 class DryRunRuntime final : public Runtime {
  public:
   explicit DryRunRuntime(std::vector<Device> devices) : devices_(std::move(devices)) {}
@@ -65,7 +52,7 @@ class DryRunRuntime final : public Runtime {
     const Device& target = devices_[device];
     const std::string what = "dry-run: code object for " + code_object.target().target.str() + " on device " +
                              std::to_string(device) + " (" + target.str() + ")";
-    if (auto admitted = admit(code_object, target, what); !admitted) return std::move(admitted).error();
+    COLOAD_RETURN_IF_ERROR(admit(code_object, target, what));
     // A kernel without a descriptor is what a real runtime's symbol probe refuses.
     for (const Kernel& kernel : code_object.kernels()) {
       if (kernel.descriptor) continue;
@@ -74,7 +61,7 @@ class DryRunRuntime final : public Runtime {
     }
     std::vector<LoadedKernel> kernels;
     kernels.reserve(code_object.kernels().size());
-    for (const Kernel& kernel : code_object.kernels()) kernels.push_back(loaded_kernel(kernel));
+    for (const Kernel& kernel : code_object.kernels()) kernels.push_back(loaded_kernel(kernel, 0));
     return std::unique_ptr<LoadedModule>(std::make_unique<DryRunModule>(code_object, std::move(kernels), image.owner));
   }
 

@@ -6,6 +6,7 @@
 // names carry no major (a test library, a local build) is asked for its
 // version, then checked the same way.
 #include "load/hip_library.h"
+#include "common/try.h"
 #include "load/loaded_library.h"
 #include "load/process_exit.h"
 
@@ -111,11 +112,8 @@ Expected<std::shared_ptr<const HipLibrary>> adopt(void* handle, const std::strin
                                                     name.named_by + "; not started); " + kReadableMajors);
   }
   // From here HIP runs: the handle stays open whatever the answer.
-  if (auto ok = check(library->api, library->api.runtime_get_version(&library->version), "hipRuntimeGetVersion",
-                      "in '" + path + "'");
-      !ok) {
-    return std::move(ok).error();
-  }
+  COLOAD_RETURN_IF_ERROR(check(library->api, library->api.runtime_get_version(&library->version),
+                               "hipRuntimeGetVersion", "in '" + path + "'"));
   detail::watch_process_exit();  // hipRuntimeGetVersion has initialised HIP
   const int major = major_of(library->version);
   if (!readable_major(major) || (name.major && *name.major != major)) {

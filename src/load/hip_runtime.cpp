@@ -25,6 +25,7 @@
 
 #include "coload/runtime.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "io/process_maps.h"
 #include "load/hip_library.h"
 #include "load/loaded_module.h"
@@ -81,7 +82,7 @@ Expected<int> attribute(const HipLibrary& library, hipDeviceAttribute_t attribut
   int value = 0;
   auto ok = check(library.api, library.api.device_get_attribute(&value, attribute, device), "hipDeviceGetAttribute",
                   "for " + std::string(name) + " of device " + std::to_string(device));
-  if (!ok) return std::move(ok).error();
+  COLOAD_RETURN_IF_ERROR(ok);
   return value;
 }
 
@@ -99,9 +100,7 @@ Expected<Device> describe_device(const HipLibrary& library, int index, bool* unr
   const hipError_t status =
       r0600 ? library.api.get_device_properties_r0600(reinterpret_cast<hipDeviceProp_tR0600*>(buffer->bytes), index)
             : library.api.get_device_properties_r0000(reinterpret_cast<hipDeviceProp_t*>(buffer->bytes), index);
-  if (auto ok = check(library.api, status, layout.entry_point, "for " + where); !ok) {
-    return std::move(ok).error();
-  }
+  COLOAD_RETURN_IF_ERROR(check(library.api, status, layout.entry_point, "for " + where));
   *unreconciled = true;  // past HIP's answer: what follows judges it
   const char* arch = reinterpret_cast<const char*>(buffer->bytes + layout.arch_offset);
   std::size_t length = strnlen(arch, kArchNameBytes);
@@ -120,9 +119,9 @@ Expected<Device> describe_device(const HipLibrary& library, int index, bool* unr
   *unreconciled = false;
   auto lds =
       attribute(library, hipDeviceAttributeMaxSharedMemoryPerBlock, "hipDeviceAttributeMaxSharedMemoryPerBlock", index);
-  if (!lds) return std::move(lds).error();
+  COLOAD_RETURN_IF_ERROR(lds);
   auto warp = attribute(library, hipDeviceAttributeWarpSize, "hipDeviceAttributeWarpSize", index);
-  if (!warp) return std::move(warp).error();
+  COLOAD_RETURN_IF_ERROR(warp);
   *unreconciled = true;
   if (*lds < 0) {
     return Error(ErrorKind::Malformed, "HIP hipDeviceGetAttribute: hipDeviceAttributeMaxSharedMemoryPerBlock of " +
@@ -169,10 +168,8 @@ class CurrentDevice {
  public:
   static Expected<CurrentDevice> select(const HipApi& api, int device) {
     int previous = 0;
-    if (auto ok = check(api, api.get_device(&previous), "hipGetDevice", ""); !ok) return std::move(ok).error();
-    if (auto ok = check(api, api.set_device(device), "hipSetDevice", "to device " + std::to_string(device)); !ok) {
-      return std::move(ok).error();
-    }
+    COLOAD_RETURN_IF_ERROR(check(api, api.get_device(&previous), "hipGetDevice", ""));
+    COLOAD_RETURN_IF_ERROR(check(api, api.set_device(device), "hipSetDevice", "to device " + std::to_string(device)));
     return CurrentDevice(api, previous, device);
   }
   CurrentDevice(CurrentDevice&& other) noexcept
@@ -260,7 +257,7 @@ class HipModule final : public LoadedModule {
     const HipApi& api = library_->api;
     const std::string text(name);
     auto current = CurrentDevice::select(api, ordinal_);
-    if (!current) return std::move(current).error();
+    COLOAD_RETURN_IF_ERROR(current);
     hipDeviceptr_t pointer = nullptr;
     std::size_t bytes = 0;
     auto found = check(api, api.module_get_global(&pointer, &bytes, module_.get(), text.c_str()), "hipModuleGetGlobal",
@@ -268,7 +265,7 @@ class HipModule final : public LoadedModule {
     if (!found && found.error().kind() == ErrorKind::NotFound) {
       return global_not_found(code_object_, name, found.error().message());
     }
-    if (!found) return std::move(found).error();
+    COLOAD_RETURN_IF_ERROR(found);
     return LoadedGlobal{.address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(pointer)),
                         .size = bytes};
   }
@@ -324,10 +321,10 @@ class HipRuntime final : public Runtime {
       }
     }
     auto current = CurrentDevice::select(api, ordinal);
-    if (!current) return std::move(current).error();
+    COLOAD_RETURN_IF_ERROR(current);
 
     auto bytes = bytes_for_hip(*library_, image, code_object.size());
-    if (!bytes) return std::move(bytes).error();
+    COLOAD_RETURN_IF_ERROR(bytes);
     hipModule_t raw = nullptr;
     if (auto ok = check(api, api.module_load_data(&raw, bytes->data), "hipModuleLoadData",
                         "for a code object of " + hex(image.bytes.size()) + " bytes " + where);
@@ -348,26 +345,12 @@ class HipRuntime final : public Runtime {
     for (const Kernel& kernel : code_object.kernels()) {
       std::string what = "for kernel '" + kernel.name + "' " + where + " (the metadata lists it; module unloaded)";
       hipFunction_t function = nullptr;
-      if (auto ok = check(api, api.module_get_function(&function, module.get(), kernel.name.c_str()),
-                          "hipModuleGetFunction", what);
-          !ok) {
-        return std::move(ok).error();
-      }
+      COLOAD_RETURN_IF_ERROR(check(api, api.module_get_function(&function, module.get(), kernel.name.c_str()),
+                                   "hipModuleGetFunction", what));
       if (!function) {
         return Error(ErrorKind::NotFound, "HIP hipModuleGetFunction returned no function " + what);
       }
-      LoadedKernel loaded;
-      loaded.name = kernel.name;
-      loaded.symbol = kernel.symbol;
-      loaded.handle = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(function));
-      loaded.kernarg_segment_size = kernel.kernarg_segment_size;
-      loaded.kernarg_segment_align = kernel.kernarg_segment_align;
-      loaded.explicit_kernarg_size = kernel.layout.explicit_size;
-      loaded.group_segment_size = kernel.group_segment_fixed_size;
-      loaded.private_segment_size = kernel.private_segment_fixed_size;
-      loaded.dynamic_callstack =
-          kernel.uses_dynamic_stack.value_or(kernel.descriptor ? kernel.descriptor->uses_dynamic_stack() : false);
-      kernels.push_back(std::move(loaded));
+      kernels.push_back(loaded_kernel(kernel, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(function))));
     }
     return std::unique_ptr<LoadedModule>(
         new HipModule(library_, bytes->owner, std::move(module), ordinal, code_object, std::move(kernels)));
@@ -418,7 +401,7 @@ Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary
     return Error(ErrorKind::NotFound,
                  "no AMD GPU: " + why + " (" + library->release() + " from '" + library->path + "')");
   }
-  if (auto ok = check(api, status, "hipGetDeviceCount", ""); !ok) return std::move(ok).error();
+  COLOAD_RETURN_IF_ERROR(check(api, status, "hipGetDeviceCount", ""));
 
   // A count far beyond any machine is a broken library, not a reason to allocate.
   constexpr int kMaxDevices = 1024;
@@ -427,7 +410,7 @@ Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary
                                                " devices, above the limit of " + std::to_string(kMaxDevices));
   }
   auto chosen = ordinals(requested, count);
-  if (!chosen) return std::move(chosen).error();
+  COLOAD_RETURN_IF_ERROR(chosen);
   std::vector<int> kept;
   std::vector<Device> devices;
   std::vector<std::string> warnings;
@@ -441,7 +424,7 @@ Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary
       warnings.push_back(device.error().message() + "; this GPU is left out");
       continue;
     }
-    if (!device) return std::move(device).error();
+    COLOAD_RETURN_IF_ERROR(device);
     kept.push_back(ordinal);
     devices.push_back(std::move(*device));
   }
@@ -457,7 +440,7 @@ Expected<std::unique_ptr<Runtime>> open_devices(std::shared_ptr<const HipLibrary
 
 Expected<std::unique_ptr<Runtime>> open_hip_runtime(const HipOptions& options) {
   auto library = hip::find_library(options);
-  if (!library) return std::move(library).error();
+  COLOAD_RETURN_IF_ERROR(library);
   return open_devices(std::move(*library), options.devices);
 }
 

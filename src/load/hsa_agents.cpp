@@ -12,20 +12,20 @@
 #include <vector>
 
 #include "common/bytes.h"
+#include "common/try.h"
 #include "load/hsa_library.h"
 #include "load/hsa_runtime.h"
+#include "target/isa_name.h"
 
 namespace coload::hsa {
-namespace {
-constexpr std::string_view kIsaPrefix = "amdgcn-amd-amdhsa--";
-}  // namespace
+using detail::kIsaNamePrefix;
 
 Expected<TargetId> parse_isa_name(std::string_view isa_name) {
   std::string quoted = "ISA name '" + std::string(isa_name) + "'";
-  if (!isa_name.starts_with(kIsaPrefix)) {
-    return Error(ErrorKind::Malformed, quoted + " does not start with " + std::string(kIsaPrefix));
+  if (!isa_name.starts_with(kIsaNamePrefix)) {
+    return Error(ErrorKind::Malformed, quoted + " does not start with " + std::string(kIsaNamePrefix));
   }
-  auto target = device_target_from_runtime(isa_name.substr(kIsaPrefix.size()));
+  auto target = device_target_from_runtime(isa_name.substr(kIsaNamePrefix.size()));
   if (!target) {
     Error error = std::move(target).error();
     // A generic name is a malformed answer from the runtime, not a caller's mistake.
@@ -122,7 +122,7 @@ Expected<std::string> isa_name(const HsaLibrary& library, hsa_isa_t isa) {
   std::uint32_t length = 0;  // includes the NUL
   auto got_length = call(library, "hsa_isa_get_info_alt(NAME_LENGTH)", library.api().hsa_isa_get_info_alt, isa,
                          HSA_ISA_INFO_NAME_LENGTH, static_cast<void*>(&length));
-  if (!got_length) return std::move(got_length).error();
+  COLOAD_RETURN_IF_ERROR(got_length);
   constexpr std::uint32_t kMaxIsaName = 256;
   if (length == 0 || length > kMaxIsaName) {
     return Error(ErrorKind::LimitExceeded, "hsa_isa_get_info_alt(NAME_LENGTH) gave " + std::to_string(length) +
@@ -131,7 +131,7 @@ Expected<std::string> isa_name(const HsaLibrary& library, hsa_isa_t isa) {
   std::string name(length, '\0');
   auto got_name = call(library, "hsa_isa_get_info_alt(NAME)", library.api().hsa_isa_get_info_alt, isa,
                        HSA_ISA_INFO_NAME, static_cast<void*>(name.data()));
-  if (!got_name) return std::move(got_name).error();
+  COLOAD_RETURN_IF_ERROR(got_name);
   name.resize(name.find('\0') == std::string::npos ? name.size() : name.find('\0'));
   return name;
 }
@@ -150,7 +150,7 @@ Expected<AgentIsa> agent_isa(const HsaLibrary& library, hsa_agent_t agent) {
   std::vector<hsa_isa_t> isas;
   auto iterated =
       COLOAD_HSA_CALL(library, hsa_agent_iterate_isas, agent, &collect<hsa_isa_t>, static_cast<void*>(&isas));
-  if (!iterated) return std::move(iterated).error();
+  COLOAD_RETURN_IF_ERROR(iterated);
   if (isas.empty()) return Error(ErrorKind::NotFound, "hsa_agent_iterate_isas reported no ISA");
   // A generic ISA is not the device, whatever its place in the list: what
   // decides is the first processor ISA's error (NotFound for an unknown one).
@@ -159,8 +159,8 @@ Expected<AgentIsa> agent_isa(const HsaLibrary& library, hsa_agent_t agent) {
   std::vector<const Processor*> generics;
   for (hsa_isa_t isa : isas) {
     auto name = isa_name(library, isa);
-    if (!name) return std::move(name).error();
-    std::string_view id = std::string_view(*name).substr(std::min(name->size(), kIsaPrefix.size()));
+    COLOAD_RETURN_IF_ERROR(name);
+    std::string_view id = std::string_view(*name).substr(std::min(name->size(), kIsaNamePrefix.size()));
     const Processor* named = find_processor(id.substr(0, id.find(':')));
     if (named && named->is_generic) generics.push_back(named);
     auto target = parse_isa_name(*name);
@@ -183,18 +183,18 @@ Expected<std::uint64_t> agent_lds(const HsaLibrary& library, hsa_agent_t agent) 
   std::vector<hsa_amd_memory_pool_t> pools;
   auto iterated = COLOAD_HSA_CALL(library, hsa_amd_agent_iterate_memory_pools, agent, &collect<hsa_amd_memory_pool_t>,
                                   static_cast<void*>(&pools));
-  if (!iterated) return std::move(iterated).error();
+  COLOAD_RETURN_IF_ERROR(iterated);
   for (hsa_amd_memory_pool_t pool : pools) {
     hsa_amd_segment_t segment{};
     auto got_segment =
         call(library, "hsa_amd_memory_pool_get_info(SEGMENT)", library.api().hsa_amd_memory_pool_get_info, pool,
              HSA_AMD_MEMORY_POOL_INFO_SEGMENT, static_cast<void*>(&segment));
-    if (!got_segment) return std::move(got_segment).error();
+    COLOAD_RETURN_IF_ERROR(got_segment);
     if (segment != HSA_AMD_SEGMENT_GROUP) continue;
     std::size_t size = 0;
     auto got_size = call(library, "hsa_amd_memory_pool_get_info(SIZE)", library.api().hsa_amd_memory_pool_get_info,
                          pool, HSA_AMD_MEMORY_POOL_INFO_SIZE, static_cast<void*>(&size));
-    if (!got_size) return std::move(got_size).error();
+    COLOAD_RETURN_IF_ERROR(got_size);
     return static_cast<std::uint64_t>(size);
   }
   return std::uint64_t{0};
@@ -207,7 +207,7 @@ Expected<Device> describe_agent(const HsaLibrary& library, hsa_agent_t agent, co
   const Processor& processor = *device.target.processor;
 
   auto wave = agent_info<std::uint32_t>(library, agent, HSA_AGENT_INFO_WAVEFRONT_SIZE, "WAVEFRONT_SIZE");
-  if (!wave) return std::move(wave).error();
+  COLOAD_RETURN_IF_ERROR(wave);
   std::uint8_t wave_bit = *wave == 32 ? kWave32 : *wave == 64 ? kWave64 : 0;
   if (wave_bit == 0 || (processor.wave_sizes & wave_bit) == 0) {
     return Error(ErrorKind::Malformed, "HSA_AGENT_INFO_WAVEFRONT_SIZE is " + std::to_string(*wave) + " but " +
@@ -219,7 +219,7 @@ Expected<Device> describe_agent(const HsaLibrary& library, hsa_agent_t agent, co
   device.wave_sizes = processor.wave_sizes;
 
   auto lds = agent_lds(library, agent);
-  if (!lds) return std::move(lds).error();
+  COLOAD_RETURN_IF_ERROR(lds);
   device.lds_bytes = *lds;
 
   // Optional: older runtimes refuse the attribute. An AMD attribute lies
@@ -246,7 +246,7 @@ struct GpuAgent {
 Expected<std::vector<GpuAgent>> gpu_agents(const HsaLibrary& library, std::size_t* agent_count) {
   std::vector<hsa_agent_t> all;
   auto iterated = COLOAD_HSA_CALL(library, hsa_iterate_agents, &collect<hsa_agent_t>, static_cast<void*>(&all));
-  if (!iterated) return std::move(iterated).error();
+  COLOAD_RETURN_IF_ERROR(iterated);
   *agent_count = all.size();
   std::vector<GpuAgent> gpus;
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -262,7 +262,7 @@ Expected<std::vector<GpuAgent>> gpu_agents(const HsaLibrary& library, std::size_
 Expected<AgentDevices> every_gpu(const HsaLibrary& library, const RocrRelease& release) {
   std::size_t agent_count = 0;
   auto gpus = gpu_agents(library, &agent_count);
-  if (!gpus) return std::move(gpus).error();
+  COLOAD_RETURN_IF_ERROR(gpus);
   AgentDevices found;
   std::optional<Error> first_skipped;
   for (std::size_t i = 0; i < gpus->size(); ++i) {
@@ -301,7 +301,7 @@ Expected<AgentDevices> named_gpus(const HsaLibrary& library, std::span<const std
   if (requested.empty()) return Error(ErrorKind::InvalidArgument, "the list of HSA agents is empty");
   std::size_t agent_count = 0;
   auto gpus = gpu_agents(library, &agent_count);
-  if (!gpus) return std::move(gpus).error();
+  COLOAD_RETURN_IF_ERROR(gpus);
   AgentDevices found;
   for (std::size_t i = 0; i < requested.size(); ++i) {
     const std::string where = "hsa_agents[" + std::to_string(i) + "] = " + detail::hex(requested[i]);

@@ -22,6 +22,7 @@
 
 #include "coload/device.h"
 #include "coload/error.h"
+#include "common/try.h"
 
 namespace coload::hsa {
 
@@ -125,7 +126,7 @@ Expected<T> agent_info(const HsaLibrary& library, hsa_agent_t agent, hsa_agent_i
   T value{};
   auto status = call(library, "hsa_agent_get_info(" + std::string(attribute_name) + ")",
                      library.api().hsa_agent_get_info, agent, attribute, static_cast<void*>(&value));
-  if (!status) return std::move(status).error();
+  COLOAD_RETURN_IF_ERROR(status);
   return value;
 }
 
@@ -135,7 +136,7 @@ Expected<T> symbol_info(const HsaLibrary& library, hsa_executable_symbol_t symbo
   T value{};
   auto status = call(library, "hsa_executable_symbol_get_info(" + std::string(attribute_name) + ")",
                      library.api().hsa_executable_symbol_get_info, symbol, attribute, static_cast<void*>(&value));
-  if (!status) return std::move(status).error();
+  COLOAD_RETURN_IF_ERROR(status);
   return value;
 }
 

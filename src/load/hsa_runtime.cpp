@@ -10,6 +10,7 @@
 
 #include "coload/runtime.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "load/hsa_library.h"
 #include "load/loaded_module.h"
 #include "load/process_exit.h"
@@ -143,18 +144,18 @@ class HsaRuntime final : public Runtime {
                                                   const CodeObject& code_object) const {
     const HsaLibrary& library = *library_;
     if (image.bytes.empty()) return Error(ErrorKind::InvalidArgument, "the code object image is empty");
-    if (auto fits = image_holds_its_elf(image, code_object); !fits) return std::move(fits).error();
+    COLOAD_RETURN_IF_ERROR(image_holds_its_elf(image, code_object));
 
     hsa_code_object_reader_t reader_handle{};
     auto created_reader = COLOAD_HSA_CALL(library, hsa_code_object_reader_create_from_memory, image.bytes.data(),
                                           image.bytes.size(), &reader_handle);
-    if (!created_reader) return std::move(created_reader).error();
+    COLOAD_RETURN_IF_ERROR(created_reader);
     Reader reader(library_, reader_handle);
 
     hsa_executable_t executable_handle{};
     auto created = COLOAD_HSA_CALL(library, hsa_executable_create_alt, HSA_PROFILE_FULL,
                                    HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, nullptr, &executable_handle);
-    if (!created) return std::move(created).error();
+    COLOAD_RETURN_IF_ERROR(created);
     Executable executable(library_, executable_handle);  // destroyed before `reader` on every path
 
     hsa_loaded_code_object_t loaded{};
@@ -162,7 +163,7 @@ class HsaRuntime final : public Runtime {
         library.api().hsa_executable_load_agent_code_object(executable.get(), agent, reader.get(), nullptr, &loaded);
     if (status != HSA_STATUS_SUCCESS) return load_error(status, device, code_object);
     auto frozen = COLOAD_HSA_CALL(library, hsa_executable_freeze, executable.get(), nullptr);
-    if (!frozen) return std::move(frozen).error();
+    COLOAD_RETURN_IF_ERROR(frozen);
 
     std::vector<LoadedKernel> kernels;
     kernels.reserve(code_object.kernels().size());
@@ -240,22 +241,21 @@ class HsaRuntime final : public Runtime {
     hsa_executable_symbol_t symbol{};
     auto found =
         COLOAD_HSA_CALL(library, hsa_executable_get_symbol_by_name, executable, kernel.symbol.c_str(), &agent, &symbol);
-    if (!found) return std::move(found).error();
+    COLOAD_RETURN_IF_ERROR(found);
 
     auto type = symbol_info<std::uint32_t>(library, symbol, HSA_EXECUTABLE_SYMBOL_INFO_TYPE, "TYPE");
-    if (!type) return std::move(type).error();
+    COLOAD_RETURN_IF_ERROR(type);
     if (*type != HSA_SYMBOL_KIND_KERNEL) {
       return Error(ErrorKind::Malformed,
                    "HSA_EXECUTABLE_SYMBOL_INFO_TYPE is " + std::to_string(*type) + ", not HSA_SYMBOL_KIND_KERNEL");
     }
-    LoadedKernel loaded;
-    loaded.name = kernel.name;
-    loaded.symbol = kernel.symbol;
-    loaded.explicit_kernarg_size = kernel.layout.explicit_size;
+    // The handle and the sizes are ROCr's answers (two of the sizes are
+    // checked against the metadata below).
+    LoadedKernel loaded = loaded_kernel(kernel, 0);
 #define COLOAD_SYMBOL_INFO(field, type, attribute)                                                       \
   {                                                                                                      \
     auto value = symbol_info<type>(library, symbol, HSA_EXECUTABLE_SYMBOL_INFO_##attribute, #attribute); \
-    if (!value) return std::move(value).error();                                                         \
+    COLOAD_RETURN_IF_ERROR(value);                                                                       \
     loaded.field = *value;                                                                               \
   }
     COLOAD_SYMBOL_INFO(handle, std::uint64_t, KERNEL_OBJECT)
@@ -267,7 +267,8 @@ class HsaRuntime final : public Runtime {
     // From the descriptor coload parsed, not KERNEL_DYNAMIC_CALLSTACK: ROCr
     // 1.5 (ROCm 5.0 to 5.2) answers false for every kernel and reads the
     // descriptor's bit only from 1.7 (ROCm 5.3), so the descriptor is the one
-    // answer every release agrees with (docs/loading.md, "HSA releases").
+    // answer every release agrees with (docs/loading.md, "HSA releases"); the
+    // metadata's flag only where no descriptor was parsed.
     loaded.dynamic_callstack =
         kernel.descriptor ? kernel.descriptor->uses_dynamic_stack() : kernel.uses_dynamic_stack.value_or(false);
     if (loaded.handle == 0) return Error(ErrorKind::Malformed, "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT is 0");
@@ -281,16 +282,10 @@ class HsaRuntime final : public Runtime {
                                                 " but the metadata's " + std::string(key) + " is " +
                                                 std::to_string(from_metadata));
     };
-    if (auto ok = check("KERNEL_KERNARG_SEGMENT_SIZE", loaded.kernarg_segment_size, ".kernarg_segment_size",
-                        kernel.kernarg_segment_size);
-        !ok) {
-      return std::move(ok).error();
-    }
-    if (auto ok = check("KERNEL_GROUP_SEGMENT_SIZE", loaded.group_segment_size, ".group_segment_fixed_size",
-                        kernel.group_segment_fixed_size);
-        !ok) {
-      return std::move(ok).error();
-    }
+    COLOAD_RETURN_IF_ERROR(check("KERNEL_KERNARG_SEGMENT_SIZE", loaded.kernarg_segment_size, ".kernarg_segment_size",
+                                 kernel.kernarg_segment_size));
+    COLOAD_RETURN_IF_ERROR(check("KERNEL_GROUP_SEGMENT_SIZE", loaded.group_segment_size, ".group_segment_fixed_size",
+                                 kernel.group_segment_fixed_size));
     return loaded;
   }
 
@@ -304,12 +299,12 @@ class HsaRuntime final : public Runtime {
 
 Expected<std::unique_ptr<Runtime>> open_hsa_runtime(const HsaOptions& options) {
   auto opened = HsaLibrary::open(options.library);
-  if (!opened) return std::move(opened).error();
+  COLOAD_RETURN_IF_ERROR(opened);
   std::shared_ptr<HsaLibrary> library = std::move(*opened);
   // A failed hsa_init holds no reference: the library is closed without hsa_shut_down.
-  if (auto initialized = library->init(); !initialized) return std::move(initialized).error();
+  COLOAD_RETURN_IF_ERROR(library->init());
   auto found = hsa::agent_devices(*library, options.agents);
-  if (!found) return std::move(found).error();
+  COLOAD_RETURN_IF_ERROR(found);
   return std::unique_ptr<Runtime>(new HsaRuntime(std::move(library), std::move(*found)));
 }
 

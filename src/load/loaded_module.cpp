@@ -14,6 +14,21 @@ const LoadedKernel* LoadedModule::find(std::string_view name) const {
   return nullptr;
 }
 
+LoadedKernel loaded_kernel(const Kernel& kernel, std::uint64_t handle) {
+  LoadedKernel loaded;
+  loaded.name = kernel.name;
+  loaded.symbol = kernel.symbol;
+  loaded.handle = handle;
+  loaded.kernarg_segment_size = kernel.kernarg_segment_size;
+  loaded.kernarg_segment_align = kernel.kernarg_segment_align;
+  loaded.explicit_kernarg_size = kernel.layout.explicit_size;
+  loaded.group_segment_size = kernel.group_segment_fixed_size;
+  loaded.private_segment_size = kernel.private_segment_fixed_size;
+  loaded.dynamic_callstack =
+      kernel.uses_dynamic_stack.value_or(kernel.descriptor && kernel.descriptor->uses_dynamic_stack());
+  return loaded;
+}
+
 Error global_not_found(const CodeObject& code_object, std::string_view name, std::string_view cause) {
   std::string message = "global variable \"" + std::string(name) + "\" not found in the code object for " +
                         code_object.target().target.str() + " (" + std::to_string(code_object.variables().size()) +

@@ -8,6 +8,7 @@
 #include "coload/detail/ordered_pool.h"
 #include "coload/pipeline.h"
 #include "common/bytes.h"
+#include "common/try.h"
 
 namespace coload {
 
@@ -59,7 +60,7 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
     return choice;
   }
   auto bundle = binary.read(index);
-  if (!bundle) return std::move(bundle).error();
+  COLOAD_RETURN_IF_ERROR(bundle);
   if (spent) choice.selection = std::move(*spent);
   if (auto selected = selector.select(*bundle, choice.selection); !selected) {
     return binary.at_bundle(std::move(selected).error(), index);

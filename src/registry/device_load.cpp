@@ -11,6 +11,7 @@
 
 #include "coload/select.h"
 #include "coload/validate.h"
+#include "common/try.h"
 
 namespace coload::registry {
 namespace {
@@ -33,7 +34,7 @@ Expected<void> load_chosen(const LoadContext& context, const Binary& binary, std
   });
   if (transformed_tier) {
     auto transformed = transform(context.hotswap, image, *chosen.tier, device, entry_where, context.counters);
-    if (!transformed) return std::move(transformed).error();
+    COLOAD_RETURN_IF_ERROR(transformed);
     const TransformedImage& out = **transformed;
     auto module = context.runtime.load(index, Image{out.bytes, *transformed}, *out.code_object);
     if (!module) return module.error().with_context(entry_where + " (transformed for " + device.str() + ")");
@@ -67,7 +68,7 @@ Expected<void> load_modules(const LoadContext& context, Binary& binary, std::siz
   options.reader = [&](std::size_t bundle, const Selector& selector) -> Expected<BundleChoice> {
     auto made = context.images.choose(binary.fat, binary.name, *binary.bundles[bundle], bundle, selector, kept,
                                       binary.copy_entries);
-    if (!made) return std::move(made).error();
+    COLOAD_RETURN_IF_ERROR(made);
     BundleChoice choice;
     choice.selection = std::move(made->selection);
     read[bundle] = std::move(*made);

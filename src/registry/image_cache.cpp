@@ -1,6 +1,7 @@
 // The registry's cache of bundles and the code objects read from them
 // (registry_state.h, ImageCache).
 #include "common/bytes.h"
+#include "common/try.h"
 #include "io/checked_read.h"
 #include "registry/registry_state.h"
 #include "select/rank.h"
@@ -53,7 +54,7 @@ Expected<void> probe_before_read(const FatBinary& fat, std::size_t index) {
   if (info.offset > bytes.size()) return {};  // read_bundle names it
   const std::uint64_t size = std::min<std::uint64_t>(info.size, bytes.size() - info.offset);
   auto readable = detail::checked_probe(bytes.data() + info.offset, size);
-  if (!readable) return std::move(readable).error();
+  COLOAD_RETURN_IF_ERROR(readable);
   if (*readable < size) return cut_short(fat, index, std::nullopt, "bundle", info.offset, size, *readable);
   return {};
 }
@@ -66,7 +67,7 @@ Expected<void> probe_group_heads(const FatBinary& fat, std::size_t index, const 
     std::span<const std::byte> head = bundle.entries()[i].bytes.first(
         std::min<std::size_t>(bundle.entries()[i].bytes.size(), detail::kElfHeaderBytes));
     auto readable = detail::checked_probe(head.data(), head.size());
-    if (!readable) return std::move(readable).error();
+    COLOAD_RETURN_IF_ERROR(readable);
     if (*readable < head.size()) return cut_short(fat, index, i, "entry", 0, head.size(), *readable);
   }
   return {};
@@ -79,7 +80,7 @@ Expected<std::vector<std::byte>> copy_entry(const FatBinary& fat, std::size_t in
   const BundleInfo& info = fat.bundles()[index];
   std::vector<std::byte> copy(entry.bytes.size());
   auto copied = detail::checked_copy(entry.bytes.data(), copy.size(), copy.data());
-  if (!copied) return std::move(copied).error();
+  COLOAD_RETURN_IF_ERROR(copied);
   if (*copied < copy.size()) {
     const std::uint64_t offset = (info.format == BundleFormat::FileGroup ? 0 : info.offset) + entry.offset;
     return cut_short(fat, index, entry_index, "entry", offset, copy.size(), *copied);
@@ -124,7 +125,7 @@ Expected<std::shared_ptr<const EntryImage>> ImageCache::add_image(const BundleDa
                                                                   std::string_view id) {
   counters_.add(counters_.code_objects_read);
   auto code_object = CodeObject::read(bytes);  // `decoded` keeps its buffer when moved below
-  if (!code_object) return std::move(code_object).error();
+  COLOAD_RETURN_IF_ERROR(code_object);
   auto image = std::make_shared<const EntryImage>(
       EntryImage{std::move(bundle), std::move(decoded), bytes, std::move(*code_object)});
   data.entries.insert_or_assign(std::string(id), image);
@@ -135,7 +136,7 @@ Expected<std::shared_ptr<const BundleData>> ImageCache::read_plain(const std::sh
                                                                    std::size_t index) {
   auto read = fat->read(index);
   counters_.add(counters_.bundles_read);
-  if (!read) return std::move(read).error();
+  COLOAD_RETURN_IF_ERROR(read);
   return std::make_shared<const BundleData>(std::move(*read), fat);
 }
 
@@ -151,7 +152,7 @@ Expected<std::shared_ptr<const BundleData>> ImageCache::shared_ccob(const FatBin
     }
   }
   auto decoded = stream(fat, name, index, selector);
-  if (!decoded) return std::move(decoded).error();
+  COLOAD_RETURN_IF_ERROR(decoded);
   counters_.add(counters_.bundles_read);
   auto data = std::make_shared<const BundleData>(fat.bundles()[index], std::move(decoded->heads), decoded->every_head);
   streamed = std::move(*decoded);
@@ -172,7 +173,7 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
   const bool compressed = info.format == BundleFormat::Compressed && info.compressed;
   if (copy_entries && !compressed) {
     // Each device's selection reads the table's IDs and ELF headers again: checked each time.
-    if (auto probed = probe_before_read(*fat, index); !probed) return std::move(probed).error();
+    COLOAD_RETURN_IF_ERROR(probe_before_read(*fat, index));
   }
   Choice choice;
   std::optional<BundleChoice> streamed;
@@ -192,7 +193,7 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
   }
   const BundleData& data = *choice.data;
   if (copy_entries && !compressed) {
-    if (auto probed = probe_group_heads(*fat, index, data.bundle); !probed) return std::move(probed).error();
+    COLOAD_RETURN_IF_ERROR(probe_group_heads(*fat, index, data.bundle));
   }
   if (compressed) {
     if (auto charged = kept.charge(heads_bytes(data.heads), "its table's IDs and ELF headers"); !charged) {
@@ -203,7 +204,7 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
     choice.selection = streamed->selection;  // the stream's own, kept for the check below
   } else if (data.every_head) {
     auto selection = selector.select(data.bundle);
-    if (!selection) return std::move(selection).error();
+    COLOAD_RETURN_IF_ERROR(selection);
     choice.selection = std::move(*selection);
   } else if (auto made = streamed_selection(data, selector.device())) {
     choice.selection = std::move(*made);
@@ -212,7 +213,7 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
     // entries' ELF headers, and no equal device has streamed: this device's
     // choice needs a stream of its own.
     auto again = stream(*fat, name, index, selector);
-    if (!again) return std::move(again).error();
+    COLOAD_RETURN_IF_ERROR(again);
     streamed = std::move(*again);
     choice.selection = streamed->selection;
   }
@@ -255,7 +256,7 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
   }
   if (!streamed) {
     auto again = stream(*fat, name, index, selector);
-    if (!again) return std::move(again).error();
+    COLOAD_RETURN_IF_ERROR(again);
     streamed = std::move(*again);
   }
   const Candidate* decoded = streamed->selection.chosen();

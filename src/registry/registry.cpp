@@ -34,6 +34,7 @@
 #include "coload/validate.h"
 #include "coload/wrapper.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "registry/binary_state.h"
 #include "registry/device_load.h"
 #include "registry/host_stubs.h"
@@ -136,7 +137,7 @@ struct Registry::Impl {
 
   /// `copy_entries`: Binary::copy_entries (true for registered files).
   Expected<BinaryHandle> add(Expected<FatBinary> fat, std::string name, bool copy_entries) {
-    if (!fat) return std::move(fat).error();
+    COLOAD_RETURN_IF_ERROR(fat);
     auto binary = std::make_shared<Binary>();
     binary->name = std::move(name);
     binary->copy_entries = copy_entries;
@@ -185,7 +186,7 @@ struct Registry::Impl {
   Expected<const DeviceState::KernelSlot*> resolve(const void* host_stub, std::size_t device,
                                                    std::shared_ptr<Binary>& binary, std::uint64_t& generation) {
     auto stub = stubs->find(host_stub);
-    if (!stub) return std::move(stub).error();
+    COLOAD_RETURN_IF_ERROR(stub);
     generation = stub->generation;
     if (device >= devices.size()) return device_out_of_range(device);
     const DeviceState::KernelSlot* best = nullptr;
@@ -211,7 +212,7 @@ struct Registry::Impl {
   Expected<const DeviceState::KernelSlot*> kernel(BinaryHandle handle, std::size_t device, std::string_view name,
                                                   std::shared_ptr<Binary>& binary) {
     auto state = this->state(handle, device, binary);
-    if (!state) return std::move(state).error();
+    COLOAD_RETURN_IF_ERROR(state);
     auto it = (*state)->kernels.find(name);
     if (it != (*state)->kernels.end()) return &it->second;
     return Error(ErrorKind::NotFound, "kernel \"" + std::string(name) + "\" not found in " + binary->name +
@@ -242,10 +243,10 @@ struct Registry::Impl {
   /// The loaded state of (binary, device), built on first use.
   Expected<const DeviceState*> state(BinaryHandle handle, std::size_t device, std::shared_ptr<Binary>& binary) {
     auto found = find(handle);
-    if (!found) return std::move(found).error();
+    COLOAD_RETURN_IF_ERROR(found);
     binary = std::move(*found);
     if (device >= devices.size()) return device_out_of_range(device);
-    if (auto opened = binary->open(read_options, log); !opened) return std::move(opened).error();
+    COLOAD_RETURN_IF_ERROR(binary->open(read_options, log));
     DeviceSlot& slot = binary->devices[device];
     if (!slot.ready.load(std::memory_order_acquire)) {
       std::lock_guard lock(slot.mutex);
@@ -279,7 +280,7 @@ Expected<BinaryHandle> Registry::register_memory(std::span<const std::byte> byte
 
 Expected<BinaryHandle> Registry::register_files(std::span<const std::string> paths, std::string name) {
   auto fat = FatBinary::open_files(paths, std::move(name), impl_->read_options);
-  if (!fat) return std::move(fat).error();
+  COLOAD_RETURN_IF_ERROR(fat);
   std::string named = fat->name();
   return impl_->add(std::move(fat), std::move(named), true);
 }
@@ -290,7 +291,7 @@ Expected<BinaryHandle> Registry::register_directory(const std::string& path, con
 
 Expected<BinaryHandle> Registry::register_wrapper(const void* wrapper, std::string name) {
   auto reach = wrapper_reach(wrapper);
-  if (!reach) return std::move(reach).error();
+  COLOAD_RETURN_IF_ERROR(reach);
   if (name.empty()) name = "__hip_fatbin_wrapper at " + detail::hex(reinterpret_cast<std::uintptr_t>(wrapper));
   return impl_->add_wrapper(wrapper, *reach, std::move(name));
 }
@@ -321,14 +322,14 @@ Expected<const LoadedKernel*> Registry::lookup_kernel(BinaryHandle binary, std::
                                                       std::string_view kernel) {
   std::shared_ptr<Binary> held;
   auto found = impl_->kernel(binary, device, kernel, held);
-  if (!found) return std::move(found).error();
+  COLOAD_RETURN_IF_ERROR(found);
   return (*found)->loaded;
 }
 
 Expected<LoadedKernel> Registry::lookup_kernel_copy(BinaryHandle binary, std::size_t device, std::string_view kernel) {
   std::shared_ptr<Binary> held;  // copied while held: an unregister on another thread waits for it
   auto found = impl_->kernel(binary, device, kernel, held);
-  if (!found) return std::move(found).error();
+  COLOAD_RETURN_IF_ERROR(found);
   return *(*found)->loaded;
 }
 
@@ -351,7 +352,7 @@ Expected<const LoadedKernel*> Registry::lookup_function(const void* host_stub, s
   std::shared_ptr<Binary> held;
   std::uint64_t generation = 0;
   auto found = impl_->resolve(host_stub, device, held, generation);
-  if (!found) return std::move(found).error();
+  COLOAD_RETURN_IF_ERROR(found);
   impl_->stubs->remember(host_stub, generation, device, (*found)->loaded);
   return (*found)->loaded;
 }
@@ -362,7 +363,7 @@ Expected<LoadedKernel> Registry::lookup_function_copy(const void* host_stub, std
   std::shared_ptr<Binary> held;  // copied while held, as lookup_kernel_copy
   std::uint64_t generation = 0;
   auto found = impl_->resolve(host_stub, device, held, generation);
-  if (!found) return std::move(found).error();
+  COLOAD_RETURN_IF_ERROR(found);
   impl_->stubs->remember(host_stub, generation, device, (*found)->loaded);
   return *(*found)->loaded;
 }
@@ -371,7 +372,7 @@ Expected<void> Registry::check_function_dispatch(const void* host_stub, std::siz
   std::shared_ptr<Binary> held;
   std::uint64_t generation = 0;
   auto found = impl_->resolve(host_stub, device, held, generation);
-  if (!found) return std::move(found).error();
+  COLOAD_RETURN_IF_ERROR(found);
   return impl_->check_dispatch(**found, *held, device, dispatch);
 }
 
@@ -379,14 +380,14 @@ Expected<void> Registry::check_dispatch(BinaryHandle binary, std::size_t device,
                                         const Dispatch& dispatch) {
   std::shared_ptr<Binary> held;
   auto found = impl_->kernel(binary, device, kernel, held);
-  if (!found) return std::move(found).error();
+  COLOAD_RETURN_IF_ERROR(found);
   return impl_->check_dispatch(**found, *held, device, dispatch);
 }
 
 Expected<LoadedGlobal> Registry::lookup_global(BinaryHandle binary, std::size_t device, std::string_view name) {
   std::shared_ptr<Binary> held;  // asked while held: an unregister on another thread waits for it
   auto state = impl_->state(binary, device, held);
-  if (!state) return std::move(state).error();
+  COLOAD_RETURN_IF_ERROR(state);
   std::optional<Error> first_miss;
   for (const auto& module : (*state)->modules) {
     auto found = module->global(name);
@@ -404,7 +405,7 @@ Expected<LoadedGlobal> Registry::lookup_global(BinaryHandle binary, std::size_t 
 Expected<std::vector<const LoadedModule*>> Registry::modules(BinaryHandle binary, std::size_t device) {
   std::shared_ptr<Binary> held;
   auto state = impl_->state(binary, device, held);
-  if (!state) return std::move(state).error();
+  COLOAD_RETURN_IF_ERROR(state);
   std::vector<const LoadedModule*> modules;
   for (const auto& module : (*state)->modules) modules.push_back(module.get());
   return modules;
@@ -413,7 +414,7 @@ Expected<std::vector<const LoadedModule*>> Registry::modules(BinaryHandle binary
 Expected<std::vector<std::string>> Registry::module_files(BinaryHandle binary, std::size_t device) {
   std::shared_ptr<Binary> held;
   auto state = impl_->state(binary, device, held);
-  if (!state) return std::move(state).error();
+  COLOAD_RETURN_IF_ERROR(state);
   std::vector<std::string> files;
   for (const DeviceState::Origin& origin : (*state)->origins) files.push_back(origin.file);
   return files;
@@ -421,10 +422,10 @@ Expected<std::vector<std::string>> Registry::module_files(BinaryHandle binary, s
 
 Expected<void> Registry::choose(BinaryHandle binary, std::size_t device, const ChoiceTaker& take) {
   auto found = impl_->find(binary);
-  if (!found) return std::move(found).error();
+  COLOAD_RETURN_IF_ERROR(found);
   const Binary& held = **found;
   if (device >= impl_->devices.size()) return impl_->device_out_of_range(device);
-  if (auto opened = (*found)->open(impl_->read_options, impl_->log); !opened) return std::move(opened).error();
+  COLOAD_RETURN_IF_ERROR((*found)->open(impl_->read_options, impl_->log));
   if (impl_->hotswap_error) return impl_->hotswap_error->with_context(held.name);
   std::vector<std::size_t> every(held.fat->bundles().size());
   std::iota(every.begin(), every.end(), std::size_t{0});
@@ -434,7 +435,7 @@ Expected<void> Registry::choose(BinaryHandle binary, std::size_t device, const C
 
 Expected<std::string> Registry::binary_name(BinaryHandle binary) const {
   auto found = impl_->find(binary);
-  if (!found) return std::move(found).error();
+  COLOAD_RETURN_IF_ERROR(found);
   return (*found)->name;
 }
 

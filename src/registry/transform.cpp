@@ -1,6 +1,7 @@
 // Applying a hotswap or same-ISA pass to a chosen entry for one device
 // (registry_state.h, transform).
 #include "coload/validate.h"
+#include "common/try.h"
 #include "registry/registry_state.h"
 
 namespace coload::registry {
@@ -36,7 +37,7 @@ Expected<std::shared_ptr<const TransformedImage>> transform(const HotswapRegistr
   counters.add(counters.code_objects_read);
   auto read = CodeObject::read(out->bytes);
   if (!read) return std::move(read).error().with_context(where + ": output");
-  if (auto admitted = admit(*read, device, where + ": output"); !admitted) return std::move(admitted).error();
+  COLOAD_RETURN_IF_ERROR(admit(*read, device, where + ": output"));
   out->code_object = std::move(*read);
   return std::shared_ptr<const TransformedImage>(std::move(out));
 }

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/bytes.h"
+#include "common/try.h"
 
 namespace coload::detail {
 
@@ -61,14 +62,12 @@ class DataObject {
   static Expected<DataObject> create(const Comgr::Api& api, amd_comgr_data_kind_t kind,
                                      std::span<const std::byte> bytes, std::string_view what) {
     DataObject object(api);
-    if (auto ok = check(api, api.create_data(kind, &object.data_), "amd_comgr_create_data", what); !ok) {
-      return std::move(ok).error();
-    }
+    COLOAD_RETURN_IF_ERROR(check(api, api.create_data(kind, &object.data_), "amd_comgr_create_data", what));
     object.live_ = true;
     // comgr copies the bytes (amd_comgr.h: "can be freed after the call").
     auto ok = check(api, api.set_data(object.data_, bytes.size(), reinterpret_cast<const char*>(bytes.data())),
                     "amd_comgr_set_data", what);
-    if (!ok) return std::move(ok).error();
+    COLOAD_RETURN_IF_ERROR(ok);
     return object;
   }
 
@@ -97,7 +96,7 @@ std::string describe(std::span<const std::byte> bytes, ComgrInput input) {
 
 Expected<std::vector<std::string>> list_isas(const Comgr::Api& api) {
   std::size_t count = 0;
-  if (auto ok = check(api, api.get_isa_count(&count), "amd_comgr_get_isa_count", ""); !ok) return std::move(ok).error();
+  COLOAD_RETURN_IF_ERROR(check(api, api.get_isa_count(&count), "amd_comgr_get_isa_count", ""));
   // comgr 5.2.3 lists 33; a count far beyond any real table is a broken library.
   constexpr std::size_t kMaxIsas = 4096;
   if (count > kMaxIsas) {
@@ -109,10 +108,8 @@ Expected<std::vector<std::string>> list_isas(const Comgr::Api& api) {
   names.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
     const char* name = nullptr;
-    if (auto ok = check(api, api.get_isa_name(i, &name), "amd_comgr_get_isa_name", "for index " + std::to_string(i));
-        !ok) {
-      return std::move(ok).error();
-    }
+    COLOAD_RETURN_IF_ERROR(
+        check(api, api.get_isa_name(i, &name), "amd_comgr_get_isa_name", "for index " + std::to_string(i)));
     names.emplace_back(name ? name : "");
   }
   return names;
@@ -199,14 +196,14 @@ Expected<std::vector<std::optional<ComgrHit>>> Comgr::lookup(std::span<const std
   std::string what = describe(data, input);
   auto object = DataObject::create(
       *api_, input == ComgrInput::Bundle ? AMD_COMGR_DATA_KIND_FATBIN : AMD_COMGR_DATA_KIND_EXECUTABLE, data, what);
-  if (!object) return std::move(object).error();
+  COLOAD_RETURN_IF_ERROR(object);
   std::vector<std::optional<ComgrHit>> hits;
   hits.reserve(isa_names.size());
   for (const std::string& isa : isa_names) {
     amd_comgr_code_object_info_t query{isa.c_str(), 0, 0};
     auto ok = check(*api_, api_->lookup_code_object(object->get(), &query, 1), "amd_comgr_lookup_code_object",
                     what + " for " + isa);
-    if (!ok) return std::move(ok).error();
+    COLOAD_RETURN_IF_ERROR(ok);
     // Size 0 is comgr's "not found"; a found empty entry looks the same.
     if (query.size == 0) {
       hits.emplace_back(std::nullopt);
@@ -220,19 +217,13 @@ Expected<std::vector<std::optional<ComgrHit>>> Comgr::lookup(std::span<const std
 Expected<std::string> Comgr::code_object_isa_name(std::span<const std::byte> code_object) const {
   std::string what = describe(code_object, ComgrInput::CodeObject);
   auto object = DataObject::create(*api_, AMD_COMGR_DATA_KIND_EXECUTABLE, code_object, what);
-  if (!object) return std::move(object).error();
+  COLOAD_RETURN_IF_ERROR(object);
   std::size_t size = 0;
-  if (auto ok =
-          check(*api_, api_->get_data_isa_name(object->get(), &size, nullptr), "amd_comgr_get_data_isa_name", what);
-      !ok) {
-    return std::move(ok).error();
-  }
+  COLOAD_RETURN_IF_ERROR(
+      check(*api_, api_->get_data_isa_name(object->get(), &size, nullptr), "amd_comgr_get_data_isa_name", what));
   std::string name(size, '\0');
-  if (auto ok =
-          check(*api_, api_->get_data_isa_name(object->get(), &size, name.data()), "amd_comgr_get_data_isa_name", what);
-      !ok) {
-    return std::move(ok).error();
-  }
+  COLOAD_RETURN_IF_ERROR(
+      check(*api_, api_->get_data_isa_name(object->get(), &size, name.data()), "amd_comgr_get_data_isa_name", what));
   name.resize(std::min(size, name.size()));
   while (!name.empty() && name.back() == '\0') name.pop_back();
   return name;

@@ -11,14 +11,15 @@
 #include <vector>
 
 #include "common/bytes.h"
+#include "common/try.h"
 #include "select/comgr_lookup.h"
 #include "select/rank.h"
+#include "target/isa_name.h"
 
 namespace coload {
 namespace detail {
 namespace {
 
-constexpr std::string_view kIsaPrefix = "amdgcn-amd-amdhsa--";
 constexpr std::string_view kUseBuiltin = "; use COLOAD_UNBUNDLER=builtin";
 constexpr std::string_view kChosen = "chosen by comgr amd_comgr_lookup_code_object";
 
@@ -144,7 +145,7 @@ Expected<Selection> comgr_path(const Device& device, const Bundle& bundle, const
   }
   if (!device.target.processor) return Error(ErrorKind::InvalidArgument, "device has no processor");
   auto loaded = Comgr::load(library);
-  if (!loaded) return std::move(loaded).error();
+  COLOAD_RETURN_IF_ERROR(loaded);
   const Comgr& comgr = **loaded;
   std::span<const BundleEntry> entries = bundle.entries();
 
@@ -153,15 +154,15 @@ Expected<Selection> comgr_path(const Device& device, const Bundle& bundle, const
     // A bare code object goes to comgr as an executable, whose header comgr reads.
     input = ComgrInput::CodeObject;
     for (std::size_t i = 0; i < entries.size(); ++i) {
-      if (auto ok = check_comgr_reads(comgr, entries[i], i, "bare code object"); !ok) return std::move(ok).error();
+      COLOAD_RETURN_IF_ERROR(check_comgr_reads(comgr, entries[i], i, "bare code object"));
     }
   }
 
   // CLR's queries: the device's ISA name, then its generic; native first.
-  std::vector<std::string> queries{std::string(kIsaPrefix) + device.target.str()};
+  std::vector<std::string> queries{std::string(kIsaNamePrefix) + device.target.str()};
   if (std::string generic = generic_isa_name(device); !generic.empty()) queries.push_back(std::move(generic));
   auto hits = comgr.lookup(bundle.uncompressed(), input, queries);
-  if (!hits) return std::move(hits).error();
+  COLOAD_RETURN_IF_ERROR(hits);
 
   std::optional<std::size_t> chosen;
   std::size_t answered = 0;
@@ -188,9 +189,7 @@ Expected<Selection> comgr_path(const Device& device, const Bundle& bundle, const
   }
 
   if (chosen) {
-    if (auto ok = check_comgr_reads(comgr, entries[*chosen], *chosen, "comgr chose"); !ok) {
-      return std::move(ok).error();
-    }
+    COLOAD_RETURN_IF_ERROR(check_comgr_reads(comgr, entries[*chosen], *chosen, "comgr chose"));
   }
   return report(device, entries, options, chosen, answered == 0 ? Tier::Native : Tier::Generic,
                 chosen ? std::string_view(queries[answered]) : std::string_view());
@@ -211,7 +210,7 @@ std::string generic_isa_name(const Device& device) {
       .sramecc = generic->sramecc ? device.target.sramecc : FeatureState::Unsupported,
       .xnack = generic->xnack == XnackSupport::OnOff ? device.target.xnack : FeatureState::Unsupported,
   };
-  return std::string(kIsaPrefix) + target.str();
+  return std::string(kIsaNamePrefix) + target.str();
 }
 
 Expected<Selection> select_with_comgr(const Device& device, const Bundle& bundle, const SelectOptions& options,

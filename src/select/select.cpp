@@ -6,6 +6,7 @@
 
 #include "coload/select.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "select/rank.h"
 #include "select/target_rules.h"
 #include "target/entry_id_view.h"
@@ -303,14 +304,14 @@ Selector& Selector::operator=(Selector&&) noexcept = default;
 
 Expected<Selection> Selector::select(const Bundle& bundle) const {
   Selection selection;
-  if (auto selected = select(bundle, selection); !selected) return std::move(selected).error();
+  COLOAD_RETURN_IF_ERROR(select(bundle, selection));
   return selection;
 }
 
 Expected<void> Selector::select(const Bundle& bundle, Selection& into) const {
   if (options_.unbundler != Unbundler::Builtin) {
     auto selection = select_in_bundle(device_, bundle, options_);
-    if (!selection) return std::move(selection).error();
+    COLOAD_RETURN_IF_ERROR(selection);
     into = std::move(*selection);
     return {};
   }

@@ -16,6 +16,7 @@
 
 #include "ccob/ccob_decode.h"
 #include "common/bytes.h"
+#include "common/try.h"
 #include "formats/plain_table.h"
 #include "io/window_memory.h"
 #include "select/rank.h"
@@ -303,7 +304,7 @@ Expected<StreamSelection> select_whole(const Chooser& chooser, Bytes source, con
                                        const ReadOptions& read, bool keep_chosen, std::uint64_t decoded,
                                        StreamSelection::Hash hash) {
   auto bundle = read_bundle(source, info, read);
-  if (!bundle) return std::move(bundle).error();
+  COLOAD_RETURN_IF_ERROR(bundle);
   StreamSelection result;
   for (const BundleEntry& entry : bundle->entries()) {
     Bytes head = entry.bytes.first(std::min<std::size_t>(entry.bytes.size(), detail::kElfHeaderBytes));
@@ -341,9 +342,7 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
   if (info.format != BundleFormat::Compressed) {
     return select_whole(chooser, source, info, stream.read, stream.keep_chosen, 0, StreamSelection::Hash::NotChecked);
   }
-  if (auto fits = detail::check_range(where(info), info.offset, info.size, source.size(), "the input"); !fits) {
-    return std::move(fits).error();
-  }
+  COLOAD_RETURN_IF_ERROR(detail::check_range(where(info), info.offset, info.size, source.size(), "the input"));
   Bytes bytes = source.subspan(info.offset, info.size);
   auto header =
       info.compressed ? Expected<CompressedHeader>(*info.compressed) : parse_compressed_header(bytes, stream.read);

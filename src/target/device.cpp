@@ -3,6 +3,8 @@
 #include <optional>
 
 #include "coload/device.h"
+#include "common/try.h"
+#include "target/isa_name.h"
 
 namespace coload {
 
@@ -43,15 +45,13 @@ Expected<std::vector<unsigned>> parse_code_object_versions(std::string_view text
 
 namespace {
 
-constexpr std::string_view kIsaPrefix = "amdgcn-amd-amdhsa--";
-
 // A device's target ID as a runtime or a user writes it: the ISA-name prefix
 // (rocminfo, hsa_isa_get_info) is dropped. `xnack+` on a processor whose
 // xnack is always on (which clang's target IDs cannot write) is kept as On:
 // a runtime that names the device so also knows objects named so
 // (docs/selection.md, "Always-on xnack").
 Expected<TargetId> parse_device_target(std::string_view text) {
-  std::string_view id = text.starts_with(kIsaPrefix) ? text.substr(kIsaPrefix.size()) : text;
+  std::string_view id = text.starts_with(detail::kIsaNamePrefix) ? text.substr(detail::kIsaNamePrefix.size()) : text;
   std::string_view name = id.substr(0, id.find(':'));
   const Processor* processor = find_processor(name);
   std::string without_xnack;
@@ -69,7 +69,7 @@ Expected<TargetId> parse_device_target(std::string_view text) {
     id = without_xnack;
   }
   auto target = TargetId::parse(id);
-  if (!target) return std::move(target).error();
+  COLOAD_RETURN_IF_ERROR(target);
   if (xnack_named) target->xnack = FeatureState::On;
   if (target->processor->is_generic) {
     return Error(ErrorKind::InvalidArgument, "target ID '" + std::string(id) + "' names the generic target " +
@@ -84,7 +84,7 @@ Expected<TargetId> parse_device_target(std::string_view text) {
 
 Expected<TargetId> device_target_from_runtime(std::string_view name) {
   auto target = parse_device_target(name);
-  if (!target) return std::move(target).error();
+  COLOAD_RETURN_IF_ERROR(target);
   // ROCr names every mode a device has; what it leaves out the device lacks.
   if (target->xnack == FeatureState::Any) target->xnack = FeatureState::Unsupported;
   if (target->sramecc == FeatureState::Any) target->sramecc = FeatureState::Unsupported;

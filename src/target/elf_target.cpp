@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/aligned_bytes.h"
+#include "common/try.h"
 #include "elf/elf_view.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELF.h"
@@ -15,9 +16,9 @@ namespace coload::detail {
 
 Expected<std::string> target_id_from_elf_header(Bytes elf) {
   // Sizing checks every table and content range, so a truncated object fails here.
-  if (auto size = code_object_size(elf); !size) return std::move(size).error();
+  COLOAD_RETURN_IF_ERROR(code_object_size(elf));
   auto target = read_code_object_target(elf);
-  if (!target) return std::move(target).error();
+  COLOAD_RETURN_IF_ERROR(target);
   return target->target.str();
 }
 

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "coload/target.h"
+#include "common/try.h"
 #include "target/entry_id_view.h"
 
 namespace coload {
@@ -23,7 +24,8 @@ FeatureState state_of(const TargetId& id, Feature feature) {
 
 constexpr std::array kFeatures = {Feature::Sramecc, Feature::Xnack};  // canonical order
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+/// 'text': how target ID messages quote what they were given.
+std::string single_quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
 // Cuts the text before the first `separator` off `rest` (all of it when there
 // is none) and says whether there was one. Views only, one search: IDs are
@@ -71,11 +73,12 @@ Expected<TargetId> TargetId::parse(std::string_view text) {
   std::string_view rest = text;
   auto [name, more] = take_token(rest, ':');
   if (name.empty()) {
-    return Error(ErrorKind::Malformed, "target ID " + quoted(text) + " names no processor").at_field("processor", 0);
+    return Error(ErrorKind::Malformed, "target ID " + single_quoted(text) + " names no processor")
+        .at_field("processor", 0);
   }
   const Processor* processor = find_processor(name);
   if (!processor) {
-    return Error(ErrorKind::NotFound, "target ID " + quoted(text) + ": unknown processor " + quoted(name))
+    return Error(ErrorKind::NotFound, "target ID " + single_quoted(text) + ": unknown processor " + single_quoted(name))
         .at_field("processor", 0);
   }
   TargetId id{.processor = processor,
@@ -88,7 +91,8 @@ Expected<TargetId> TargetId::parse(std::string_view text) {
     std::string_view token = piece.text;
     auto bad = [&](std::string why) {
       // The field's offset is the token's position in the ID.
-      return Error(ErrorKind::Malformed, "target ID " + quoted(text) + ": feature " + quoted(token) + " " + why)
+      return Error(ErrorKind::Malformed,
+                   "target ID " + single_quoted(text) + ": feature " + single_quoted(token) + " " + why)
           .at_field("feature", static_cast<std::uint64_t>(token.data() - text.data()));
     };
     if (token.size() < 2 || (token.back() != '+' && token.back() != '-')) {
@@ -171,7 +175,7 @@ Expected<detail::EntryIdView> detail::parse_entry_id(std::string_view text) {
   id.text = text;
   // `part` is the ID's part at fault, at its character offset in the ID.
   auto fail = [&](std::string why, std::string_view part, std::string_view at) {
-    return Error(ErrorKind::Malformed, "bundle entry ID " + quoted(text) + " " + why)
+    return Error(ErrorKind::Malformed, "bundle entry ID " + single_quoted(text) + " " + why)
         .at_field(part, static_cast<std::uint64_t>(at.data() - text.data()));
   };
   std::string_view rest = text;
@@ -203,7 +207,7 @@ Expected<detail::EntryIdView> detail::parse_entry_id(std::string_view text) {
   if (id.kind == OffloadKind::Host) return id;
   if (parts < 6) {
     return Error(ErrorKind::Malformed,
-                 "bundle entry ID " + quoted(text) + " has " + std::to_string(parts - 1) +
+                 "bundle entry ID " + single_quoted(text) + " has " + std::to_string(parts - 1) +
                      " dashes; a device entry is `<kind>-<arch>-<vendor>-<os>-<environment>-<target>`")
         .at_field("dashes", std::nullopt, parts - 1, fields.size() - 1);
   }
@@ -218,14 +222,14 @@ Expected<detail::EntryIdView> detail::parse_entry_id(std::string_view text) {
   if (!id.is_amdhsa()) return id;
   if (id.target_text.empty()) return fail("names no processor after its triple", "target", id.target_text);
   auto target = TargetId::parse(id.target_text);
-  if (!target) return std::move(target).error().with_context("bundle entry ID " + quoted(text));
+  if (!target) return std::move(target).error().with_context("bundle entry ID " + single_quoted(text));
   id.target = *target;
   return id;
 }
 
 Expected<EntryId> EntryId::parse(std::string_view text) {
   auto view = detail::parse_entry_id(text);
-  if (!view) return std::move(view).error();
+  COLOAD_RETURN_IF_ERROR(view);
   EntryId id;
   id.text = std::string(text);
   id.kind = view->kind;
