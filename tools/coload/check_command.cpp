@@ -58,22 +58,19 @@ void check_bytes(Checked& checked, std::span<const std::byte> bytes, const Devic
 }
 
 void write_kernel(ReportPrinter& out, const Kernel& kernel) {
-  auto optional = [](const std::optional<std::uint32_t>& value) {
-    return value ? std::optional<std::uint64_t>(*value) : std::nullopt;
-  };
   out.begin_object();
   out.field("name", kernel.name);
   out.field("symbol", kernel.symbol);
   out.field("kernarg_size", kernel.kernarg_segment_size);
   out.field("kernarg_align", kernel.kernarg_segment_align);
   out.field("explicit_size", kernel.layout.explicit_size);
-  out.field("hidden_offset", optional(kernel.layout.hidden_offset));
+  out.field("hidden_offset", kernel.layout.hidden_offset);
   out.field("group_segment_size", kernel.group_segment_fixed_size);
   out.field("private_segment_size", kernel.private_segment_fixed_size);
   out.field("wavefront_size", kernel.wavefront_size);
   out.field("vgpr_count", kernel.vgpr_count);
   out.field("sgpr_count", kernel.sgpr_count);
-  out.field("agpr_count", optional(kernel.agpr_count));  // "-" in text
+  out.field("agpr_count", kernel.agpr_count);  // "-" in text
   out.field("max_flat_workgroup_size", kernel.max_flat_workgroup_size);
   out.field("args", kernel.args.size());
   out.text(

@@ -141,6 +141,7 @@ void TextReport::text(std::string_view line) {
     std::size_t open = line.find('{', at);
     if (open == std::string_view::npos) break;
     std::size_t close = line.find('}', open);
+    if (close == std::string_view::npos) break;  // not a placeholder: written as it is
     put(line.substr(at, open - at));
     std::string_view name = line.substr(open + 1, close - open - 1);
     std::string_view spec;

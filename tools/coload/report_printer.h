@@ -51,15 +51,9 @@ class ReportPrinter {
   void field(std::string_view key, T value) {
     field(key, static_cast<std::uint64_t>(value));
   }
-  /// A number, or null when there is none.
-  void field(std::string_view key, std::optional<std::uint64_t> value) {
-    if (value)
-      field(key, *value);
-    else
-      null(key);
-  }
-  /// Text, or null when there is none.
-  void field(std::string_view key, std::optional<std::string_view> value) {
+  /// A value, or null when there is none.
+  template <class T>
+  void field(std::string_view key, const std::optional<T>& value) {
     if (value)
       field(key, *value);
     else
