@@ -22,8 +22,8 @@ struct BundleResult {
 };
 
 /// Bundle `index`'s selection: its choice (null when the bundle could not
-/// be read) and why nothing was selected, if so. `set`: the file set it is
-/// of, whose files the text names (a one-file binary's names none).
+/// be read) and why nothing was selected, if so. A file set's bundles name
+/// their files (a one-file binary's name none).
 void write_bundle(ReportPrinter& out, std::size_t index, const BundleChoice* choice, std::string_view error,
                   const FatBinary& binary) {
   const bool set = binary.file_count() > 1;
@@ -119,7 +119,8 @@ int run_select(CommandContext& context) {
       error = no_fit_message(*binary, i, device, choice->selection);
     }
     all_selected = all_selected && error.empty();
-    // Left in place otherwise: choose_in_binary reuses its storage.
+    // Written before the charge: the text keeps the bundle that went over.
+    write_bundle(out, i, choice ? &*choice : nullptr, error, *binary);
     if (keep && choice && choice->compressed()) {
       auto charged =
           budget.charge(selection_bytes(choice->selection) + choice->streamed.size(), "its report and chosen entry");
@@ -129,7 +130,7 @@ int run_select(CommandContext& context) {
         return false;
       }
     }
-    write_bundle(out, i, choice ? &*choice : nullptr, error, *binary);
+    // Left in place otherwise: choose_in_binary reuses its storage.
     if (!output.empty() && choice && choice->selection.chosen()) {
       results.push_back({.index = i, .choice = std::move(*choice)});
     }
