@@ -13,8 +13,8 @@
 #include "coload/fat_binary.h"
 #include "coload/select.h"
 #include "coload/validate.h"
+#include "command_context.h"
 #include "commands.h"
-#include "json_writer.h"
 
 namespace coload::cli {
 namespace {
@@ -57,227 +57,128 @@ void check_bytes(Checked& checked, std::span<const std::byte> bytes, const Devic
   checked.code_object = std::move(*code_object);
 }
 
-std::string agpr_text(const Kernel& kernel) { return kernel.agpr_count ? std::to_string(*kernel.agpr_count) : "-"; }
+void write_kernel(ReportPrinter& out, const Kernel& kernel) {
+  out.begin_object();
+  out.field("name", kernel.name);
+  out.field("symbol", kernel.symbol);
+  out.field("kernarg_size", kernel.kernarg_segment_size);
+  out.field("kernarg_align", kernel.kernarg_segment_align);
+  out.field("explicit_size", kernel.layout.explicit_size);
+  out.field("hidden_offset", kernel.layout.hidden_offset);
+  out.field("group_segment_size", kernel.group_segment_fixed_size);
+  out.field("private_segment_size", kernel.private_segment_fixed_size);
+  out.field("wavefront_size", kernel.wavefront_size);
+  out.field("vgpr_count", kernel.vgpr_count);
+  out.field("sgpr_count", kernel.sgpr_count);
+  out.field("agpr_count", kernel.agpr_count);  // "-" in text
+  out.field("max_flat_workgroup_size", kernel.max_flat_workgroup_size);
+  out.field("args", kernel.args.size());
+  out.text(
+      "  kernel {name}: kernarg {kernarg_size} (explicit {explicit_size}), LDS {group_segment_size}, private "
+      "{private_segment_size}, wave{wavefront_size}, VGPR {vgpr_count}, SGPR {sgpr_count}, AGPR {agpr_count}\n");
+  out.end_object();
+}
 
-void print_text(const std::string& path, const FatBinary& binary, const Device* device,
-                const std::vector<Checked>& results) {
-  if (binary.file_count() > 1)
-    std::printf("%s: file set of %zu files", path.c_str(), binary.file_count());
-  else
-    std::printf("%s: %s", path.c_str(), std::string(to_string(binary.layout().kind)).c_str());
-  if (device) std::printf(", device %s", device->str().c_str());
-  std::printf("\n");
-  for (const Checked& checked : results) {
-    if (checked.bundle) {
-      std::printf("bundle %zu", *checked.bundle);
-      if (checked.entry_index) {
-        std::printf(" entry %zu %s (%s)", *checked.entry_index, checked.id.c_str(),
-                    std::string(to_string(*checked.tier)).c_str());
-      }
-      if (!checked.file.empty()) std::printf(" from %s", checked.file.c_str());
-    } else {
-      std::printf("%s", checked.id.empty() ? "code object" : checked.id.c_str());  // unread: no ID to show
-    }
-    if (!checked.error.empty()) {
-      std::printf(": error: %s\n", checked.error.c_str());
-      continue;
-    }
-    const CodeObject& code_object = *checked.code_object;
-    std::printf(": code object v%u, target %s\n", code_object.target().code_object_version,
-                code_object.target().target.str().c_str());
-    for (const Kernel& kernel : code_object.kernels()) {
-      std::printf("  kernel %s: kernarg %u (explicit %u), LDS %u, private %u, wave%u, VGPR %u, SGPR %u, AGPR %s\n",
-                  kernel.name.c_str(), kernel.kernarg_segment_size, kernel.layout.explicit_size,
-                  kernel.group_segment_fixed_size, kernel.private_segment_fixed_size, kernel.wavefront_size,
-                  kernel.vgpr_count, kernel.sgpr_count, agpr_text(kernel).c_str());
-    }
-    for (const Problem& problem : code_object.problems()) {
-      std::printf("  problem: %s\n", problem.message.c_str());
-    }
-    for (const Violation& violation : checked.violations) {
-      std::printf("  violation: %s\n", violation.message.c_str());
-    }
+void write_code_object(ReportPrinter& out, const CodeObject& code_object) {
+  out.begin_object("code_object");
+  out.field("target", code_object.target().target.str());
+  out.field("version", code_object.target().code_object_version);
+  out.field("generic_version", code_object.target().generic_version);
+  out.text(": code object v{version}, target {target}\n");
+  out.begin_array("kernels");
+  for (const Kernel& kernel : code_object.kernels()) write_kernel(out, kernel);
+  out.end_array();
+  out.begin_array("problems");
+  for (const Problem& problem : code_object.problems()) {
+    out.begin_object();
+    out.field("kind", to_string(problem.kind));
+    out.field("kernel", problem.kernel);
+    out.field("field", problem.field);
+    out.field("message", problem.message);
+    out.text("  problem: {message}\n");
+    out.end_object();
   }
+  out.end_array();
+  out.end_object();
 }
 
-void write_optional(JsonWriter& json, const std::optional<std::size_t>& value) {
-  if (value)
-    json.value(std::uint64_t{*value});
-  else
-    json.null();
-}
-
-void write_kernel(JsonWriter& json, const Kernel& kernel) {
-  json.begin_object();
-  json.key("name");
-  json.value(kernel.name);
-  json.key("symbol");
-  json.value(kernel.symbol);
-  json.key("kernarg_size");
-  json.value(std::uint64_t{kernel.kernarg_segment_size});
-  json.key("kernarg_align");
-  json.value(std::uint64_t{kernel.kernarg_segment_align});
-  json.key("explicit_size");
-  json.value(std::uint64_t{kernel.layout.explicit_size});
-  json.key("hidden_offset");
-  if (kernel.layout.hidden_offset)
-    json.value(std::uint64_t{*kernel.layout.hidden_offset});
-  else
-    json.null();
-  json.key("group_segment_size");
-  json.value(std::uint64_t{kernel.group_segment_fixed_size});
-  json.key("private_segment_size");
-  json.value(std::uint64_t{kernel.private_segment_fixed_size});
-  json.key("wavefront_size");
-  json.value(std::uint64_t{kernel.wavefront_size});
-  json.key("vgpr_count");
-  json.value(std::uint64_t{kernel.vgpr_count});
-  json.key("sgpr_count");
-  json.value(std::uint64_t{kernel.sgpr_count});
-  json.key("agpr_count");
-  if (kernel.agpr_count)
-    json.value(std::uint64_t{*kernel.agpr_count});
-  else
-    json.null();
-  json.key("max_flat_workgroup_size");
-  json.value(std::uint64_t{kernel.max_flat_workgroup_size});
-  json.key("args");
-  json.value(std::uint64_t{kernel.args.size()});
-  json.end_object();
-}
-
-void write_checked(JsonWriter& json, const Checked& checked) {
-  json.begin_object();
-  json.key("bundle");
-  write_optional(json, checked.bundle);
-  json.key("entry_index");
-  write_optional(json, checked.entry_index);
-  json.key("id");
-  json.value(checked.id);
-  if (!checked.file.empty()) {  // a file set's; a one-file binary's document keeps its shape
-    json.key("file");
-    json.value(checked.file);
-  }
-  json.key("tier");
+void write_checked(ReportPrinter& out, const Checked& checked) {
+  out.begin_object();
+  out.field("bundle", checked.bundle);
+  out.field("entry_index", checked.entry_index);
+  out.field("id", checked.id);
+  if (!checked.file.empty()) out.field("file", checked.file);  // a file set's; a one-file document keeps its shape
   if (checked.tier)
-    json.value(to_string(*checked.tier));
+    out.field("tier", to_string(*checked.tier));
   else
-    json.null();
-  json.key("ok");
-  json.value(checked.ok());
-  json.key("error");
-  if (checked.error.empty())
-    json.null();
-  else
-    json.value(checked.error);
-  json.key("code_object");
-  if (checked.code_object) {
-    const CodeObject& code_object = *checked.code_object;
-    json.begin_object();
-    json.key("target");
-    json.value(code_object.target().target.str());
-    json.key("version");
-    json.value(std::uint64_t{code_object.target().code_object_version});
-    json.key("generic_version");
-    json.value(std::uint64_t{code_object.target().generic_version});
-    json.key("kernels");
-    json.begin_array();
-    for (const Kernel& kernel : code_object.kernels()) write_kernel(json, kernel);
-    json.end_array();
-    json.key("problems");
-    json.begin_array();
-    for (const Problem& problem : code_object.problems()) {
-      json.begin_object();
-      json.key("kind");
-      json.value(to_string(problem.kind));
-      json.key("kernel");
-      json.value(problem.kernel);
-      json.key("field");
-      json.value(problem.field);
-      json.key("message");
-      json.value(problem.message);
-      json.end_object();
-    }
-    json.end_array();
-    json.end_object();
+    out.null("tier");
+  out.field("ok", checked.ok());
+  if (checked.bundle) {
+    out.text("bundle {bundle}");
+    if (checked.entry_index) out.text(" entry {entry_index} {id} ({tier})");
+    if (!checked.file.empty()) out.text(" from {file}");
   } else {
-    json.null();
+    out.text(checked.id.empty() ? "code object" : "{id}");  // unread: no ID to show
   }
-  json.key("violations");
-  json.begin_array();
-  for (const Violation& violation : checked.violations) {
-    json.begin_object();
-    json.key("kind");
-    json.value(to_string(violation.kind));
-    json.key("kernel");
-    json.value(violation.kernel);
-    json.key("field");
-    json.value(violation.field);
-    json.key("value");
-    json.value(violation.value);
-    json.key("limit");
-    json.value(violation.limit);
-    json.key("message");
-    json.value(violation.message);
-    json.end_object();
+  if (checked.error.empty()) {
+    out.null("error");
+  } else {
+    out.field("error", checked.error);
+    out.text(": error: {error}\n");
   }
-  json.end_array();
-  json.end_object();
-}
-
-void print_json(const std::string& path, const FatBinary& binary, const Device* device,
-                const std::vector<Checked>& results, bool ok) {
-  JsonWriter json;
-  json.begin_object();
-  json.key("file");
-  json.value(path);
-  json.key("kind");
-  json.value(binary.file_count() > 1 ? "file_set" : to_string(binary.layout().kind));
-  json.key("device");
-  if (device)
-    json.value(device->str());
+  if (checked.code_object)
+    write_code_object(out, *checked.code_object);
   else
-    json.null();
-  json.key("ok");
-  json.value(ok);
-  json.key("code_objects");
-  json.begin_array();
-  for (const Checked& checked : results) write_checked(json, checked);
-  json.end_array();
-  json.end_object();
-  std::printf("%s\n", json.text().c_str());
+    out.null("code_object");
+  out.begin_array("violations");
+  for (const Violation& violation : checked.violations) {
+    out.begin_object();
+    out.field("kind", to_string(violation.kind));
+    out.field("kernel", violation.kernel);
+    out.field("field", violation.field);
+    out.field("value", violation.value);
+    out.field("limit", violation.limit);
+    out.field("message", violation.message);
+    out.text("  violation: {message}\n");
+    out.end_object();
+  }
+  out.end_array();
+  out.end_object();
 }
 
-}  // namespace
-
-int run_check(std::span<const std::string> args) {
-  Expected<Arguments> parsed = parse_arguments(kCheckCommand, args);
-  if (std::optional<int> exit = stop_after_parse(kCheckCommand, parsed)) return *exit;
-  DeviceOptions device_options = parsed->device_options();
-  bool json = parsed->given(kJson);
-  std::optional<std::uint64_t> max_decompressed = parsed->number(kMaxDecompressedBytes);
-  std::vector<std::string> files = std::move(parsed->operands);
-  if (files.empty()) return usage_error("check: a FILE or DIRECTORY is required");
-  if (device_options.overridden && device_options.spec.empty()) {
-    return usage_error("check: --lds, --co-versions and --extended-isa-compat describe a device: give --device");
+void write_report(ReportPrinter& out, const FatBinary& binary, const Device* device,
+                  const std::vector<Checked>& results, bool ok) {
+  const bool set = binary.file_count() > 1;
+  out.begin_object();
+  out.field("file", binary.name());
+  out.field("kind", set ? "file_set" : to_string(binary.layout().kind));
+  if (device)
+    out.field("device", device->str());
+  else
+    out.null("device");
+  out.field("ok", ok);
+  if (set) {
+    out.text_field("file_count", binary.file_count());
+    out.text("{file}: file set of {file_count} files");
+  } else {
+    out.text("{file}: {kind}");
   }
+  out.text(device ? ", device {device}\n" : "\n");
+  out.begin_array("code_objects");
+  for (const Checked& checked : results) write_checked(out, checked);
+  out.end_array();
+  out.end_object();
+  out.finish();
+}
 
-  const Expected<Config>& config = process_config();
-  if (!config) return usage_error("environment: " + config.error().message());
-  std::optional<Device> device;
-  if (!device_options.spec.empty()) {
-    device = build_device(device_options, *config, "check");
-    if (!device) return kExitUsage;
-  }
-  StreamOptions stream_options = config->stream_options();
-  if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
-  std::optional<SelectOptions> select_options;  // as `select` chooses: checked before anything is read
-  if (device) {
-    select_options = cli_select_options(*config);
-    if (!select_options) return kExitInputError;
-  }
+/// check: every code object checked, written once all are.
+int run_check(CommandContext& context) {
+  const StreamOptions& stream_options = context.stream;
+  const Device* device = context.device ? &*context.device : nullptr;
+  // As `select` chooses: checked before anything is read.
+  if (device && !context.select_options()) return kExitInputError;
 
-  auto binary = open_operands(files, *parsed, stream_options.read);
+  auto binary = open_operands(context.operands, context.arguments, stream_options.read);
   if (!binary) {
     std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
     return kExitInputError;
@@ -288,8 +189,6 @@ int run_check(std::span<const std::string> args) {
   if (!bare && !device) {
     return usage_error("check: " + path + " is a fat binary: --device SPEC is required to select its code objects");
   }
-  const Device* target_device = device ? &*device : nullptr;
-
   std::vector<Checked> results;
   if (bare) {
     for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
@@ -305,7 +204,7 @@ int run_check(std::span<const std::string> args) {
         continue;
       }
       checked.id = std::string(bundle->entries()[0].id);
-      check_bytes(checked, bundle->entries()[0].bytes, target_device);
+      check_bytes(checked, bundle->entries()[0].bytes, device);
     }
   } else {
     KeptBytes budget = command_budget(stream_options.read.max_decompressed_bytes);
@@ -336,22 +235,33 @@ int run_check(std::span<const std::string> args) {
       checked.entry_index = chosen->entry_index;
       checked.id = chosen->id;
       checked.tier = chosen->tier;
-      check_bytes(checked, choice->chosen_bytes(), target_device);
+      check_bytes(checked, choice->chosen_bytes(), device);
       return true;
     };
     std::vector<std::size_t> every(binary->bundles().size());
     std::iota(every.begin(), every.end(), std::size_t{0});
-    choose_in_binary(*binary, every, *device, {.select = *select_options, .stream = stream_options}, take);
+    choose_in_binary(*binary, every, *device, {.select = *context.select_options(), .stream = stream_options}, take);
     if (over_budget) return kExitInputError;
   }
 
   bool ok = !results.empty();
   for (const Checked& checked : results) ok = ok && checked.ok();
-  if (json)
-    print_json(path, *binary, target_device, results, ok);
-  else
-    print_text(path, *binary, target_device, results);
+  // Written once every result is in: "ok" comes first, and a check that
+  // stops short (the budget) prints nothing.
+  write_report(*context.report, *binary, device, results, ok);
   return ok ? kExitOk : kExitInputError;
 }
+
+std::optional<int> check_check_usage(CommandContext& context) {
+  if (context.operands.empty()) return usage_error("check: a FILE or DIRECTORY is required");
+  if (context.device_options.overridden && context.device_options.spec.empty()) {
+    return usage_error("check: --lds, --co-versions and --extended-isa-compat describe a device: give --device");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const Command kCheck{.spec = &kCheckCommand, .builds_device = true, .check_usage = check_check_usage, .run = run_check};
 
 }  // namespace coload::cli

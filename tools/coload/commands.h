@@ -1,5 +1,5 @@
-// The coload CLI's subcommands. Each takes the arguments after its name and
-// returns the process exit code.
+// What the coload CLI's commands share: exit codes, choosing, operands,
+// errors and output files. The commands themselves: command_context.h.
 #pragma once
 
 #include <cstddef>
@@ -26,13 +26,6 @@ namespace coload::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInputError = 1;  ///< a file could not be read, or nothing matched
 inline constexpr int kExitUsage = 2;       ///< the command line itself is wrong
-
-int run_ls(std::span<const std::string> args);
-int run_extract(std::span<const std::string> args);
-int run_select(std::span<const std::string> args);
-int run_check(std::span<const std::string> args);
-int run_devices(std::span<const std::string> args);
-int run_load(std::span<const std::string> args);
 
 /// The select options of `config`, with COLOAD_HOTSWAP_PLUGIN's pairs on the
 /// allowlist when hotswap is on (what `select`, `check` and `extract --device`

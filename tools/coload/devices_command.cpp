@@ -5,8 +5,8 @@
 
 #include "coload/config.h"
 #include "coload/runtime.h"
+#include "command_context.h"
 #include "commands.h"
-#include "json_writer.h"
 #include "runtime_util.h"
 
 namespace coload::cli {
@@ -24,13 +24,11 @@ std::string wave_sizes_text(std::uint8_t mask) {
   return text.empty() ? "unknown" : text;
 }
 
-int run_devices(std::span<const std::string> args) {
-  Expected<Arguments> parsed = parse_arguments(kDevicesCommand, args);
-  if (std::optional<int> exit = stop_after_parse(kDevicesCommand, parsed)) return *exit;
-  std::string runtime_name = parsed->text(kDevicesRuntime);
-  bool json = parsed->given(kJson);
-  const Expected<Config>& config = process_config();
-  if (!config) return usage_error("environment: " + config.error().message());
+namespace {
+
+/// devices: the runtime's GPU devices, with the COLOAD_* device settings applied.
+int run_devices(CommandContext& context) {
+  const std::string runtime_name = context.arguments.text(kDevicesRuntime);
   auto runtime = open_gpu_runtime(runtime_name);
   if (!runtime) {
     std::fprintf(stderr, "coload: no GPU devices: the %s runtime cannot be used: %s\n", runtime_name.c_str(),
@@ -41,50 +39,36 @@ int run_devices(std::span<const std::string> args) {
     std::fprintf(stderr, "coload: no GPU devices: the %s runtime reports none\n", runtime_name.c_str());
     return kExitInputError;
   }
-  JsonWriter out;
-  if (json) {
-    out.begin_object();
-    out.key("runtime");
-    out.value(runtime_name);
-    out.key("devices");
-    out.begin_array();
-  }
+  ReportPrinter& out = *context.report;
+  out.begin_object();
+  out.field("runtime", runtime_name);
+  out.begin_array("devices");
   std::size_t index = 0;
   for (Device device : (*runtime)->devices()) {
-    config->apply(device);
-    if (json) {
-      out.begin_object();
-      out.key("index");
-      out.value(std::uint64_t{index});
-      out.key("target");
-      out.value(device.str());
-      out.key("lds_bytes");
-      out.value(device.lds_bytes);
-      out.key("wave_sizes");
-      out.value(wave_sizes_text(device.wave_sizes));
-      out.key("code_object_versions");
-      out.begin_array();
-      for (unsigned version : device.code_object_versions) out.value(std::uint64_t{version});
-      out.end_array();
-      out.key("extended_isa_compat");
-      out.value(device.extended_isa_compat);
-      out.end_object();
-    } else {
-      std::string versions;
-      for (unsigned version : device.code_object_versions)
-        versions += (versions.empty() ? "" : ",") + std::to_string(version);
-      std::printf("device %zu: %s, LDS %llu, %s, code object v%s%s\n", index, device.str().c_str(),
-                  static_cast<unsigned long long>(device.lds_bytes), wave_sizes_text(device.wave_sizes).c_str(),
-                  versions.c_str(), device.extended_isa_compat ? ", extended ISA compatibility" : "");
-    }
+    context.config->apply(device);
+    out.begin_object();
+    out.field("index", index);
+    out.field("target", device.str());
+    out.field("lds_bytes", device.lds_bytes);
+    out.field("wave_sizes", wave_sizes_text(device.wave_sizes));
+    out.begin_array("code_object_versions");
+    for (unsigned version : device.code_object_versions) out.field("", version);
+    out.end_array();
+    out.field("extended_isa_compat", device.extended_isa_compat);
+    out.text(
+        "device {index}: {target}, LDS {lds_bytes}, {wave_sizes}, code object v{code_object_versions}"
+        "{extended_isa_compat?, extended ISA compatibility}\n");
+    out.end_object();
     ++index;
   }
-  if (json) {
-    out.end_array();
-    out.end_object();
-    std::printf("%s\n", out.text().c_str());
-  }
+  out.end_array();
+  out.end_object();
+  out.finish();
   return kExitOk;
 }
+
+}  // namespace
+
+const Command kDevices{.spec = &kDevicesCommand, .run = run_devices};
 
 }  // namespace coload::cli

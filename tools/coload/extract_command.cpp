@@ -16,6 +16,7 @@
 #include "coload/pipeline.h"
 #include "coload/select.h"
 #include "coload/stream_select.h"
+#include "command_context.h"
 #include "commands.h"
 
 namespace coload::cli {
@@ -100,16 +101,11 @@ std::optional<FatBinary> open_checked(const std::string& path, const ReadOptions
 /// extract --device: the entry the selector chooses in each bundle (every
 /// bundle must have one), retargeted when `retarget` is set and the entry is
 /// a same-ISA equivalent. Native and generic entries are written unchanged.
-int extract_for_device(const std::string& path, const std::string& output, std::optional<std::size_t> only_bundle,
-                       std::optional<std::uint64_t> max_decompressed, DeviceOptions device_options, bool retarget) {
-  // Retargeting is the point of same-ISA equivalence: --retarget opts the device in.
-  if (retarget) device_options.overrides.extended_isa_compat = true;
-  const Expected<Config>& config = process_config();
-  if (!config) return usage_error("environment: " + config.error().message());
-  std::optional<Device> device = build_device(device_options, *config, "extract");
-  if (!device) return kExitUsage;
-  StreamOptions stream_options = config->stream_options();
-  if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
+int extract_for_device(CommandContext& context, const std::string& path, const std::string& output,
+                       std::optional<std::size_t> only_bundle) {
+  const bool retarget = context.arguments.given(kRetarget);
+  const Device* device = &*context.device;
+  const StreamOptions& stream_options = context.stream;
 
   std::optional<FatBinary> binary = open_checked(path, stream_options.read, only_bundle);
   if (!binary) return kExitInputError;
@@ -118,7 +114,8 @@ int extract_for_device(const std::string& path, const std::string& output, std::
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     if (!only_bundle || i == *only_bundle) indices.push_back(i);
   }
-  const std::optional<SelectOptions> select_options = cli_select_options(*config);
+  // Asked once the file is open: a file that cannot be read is told first.
+  const std::optional<SelectOptions>& select_options = context.select_options();
   if (!select_options) return kExitInputError;
   bool failed = false;
   KeptBytes budget = command_budget(stream_options.read.max_decompressed_bytes);
@@ -179,33 +176,15 @@ int extract_for_device(const std::string& path, const std::string& output, std::
   return kExitOk;
 }
 
-}  // namespace
+/// extract: one entry's bytes by --target, or the selection's by --device.
+int run_extract(CommandContext& context) {
+  const std::string target = context.arguments.text(kTarget);
+  const std::string output = context.arguments.text(kOutput);
+  const std::optional<std::size_t> only_bundle = context.arguments.number(kBundle);
+  const std::string& path = context.operands.front();
+  if (context.device) return extract_for_device(context, path, output, only_bundle);
 
-int run_extract(std::span<const std::string> args) {
-  Expected<Arguments> parsed = parse_arguments(kExtractCommand, args);
-  if (std::optional<int> exit = stop_after_parse(kExtractCommand, parsed)) return *exit;
-  std::string target = parsed->text(kTarget);
-  std::string output = parsed->text(kOutput);
-  std::optional<std::size_t> only_bundle = parsed->number(kBundle);
-  std::optional<std::uint64_t> max_decompressed = parsed->number(kMaxDecompressedBytes);
-  DeviceOptions device_options = parsed->device_options();
-  bool retarget = parsed->given(kRetarget);
-  std::vector<std::string> files = std::move(parsed->operands);
-  bool by_device = !device_options.spec.empty();
-  if (!target.empty() && by_device) return usage_error("extract: give --target or --device, not both");
-  if (!by_device && (retarget || device_options.overridden)) {
-    return usage_error("extract: --retarget and the device options need --device SPEC");
-  }
-  if (target.empty() && !by_device) return usage_error("extract: --target or --device is required");
-  if (output.empty()) return usage_error("extract: -o OUT is required");
-  if (files.size() != 1) return usage_error("extract: exactly one FILE is required");
-  const std::string& path = files.front();
-  if (by_device) return extract_for_device(path, output, only_bundle, max_decompressed, device_options, retarget);
-
-  const Expected<Config>& config = process_config();
-  if (!config) return usage_error("environment: " + config.error().message());
-  StreamOptions stream_options = config->stream_options();
-  if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
+  const StreamOptions& stream_options = context.stream;
   std::optional<FatBinary> binary = open_checked(path, stream_options.read, only_bundle);
   if (!binary) return kExitInputError;
 
@@ -316,5 +295,27 @@ int run_extract(std::span<const std::string> args) {
   }
   return kExitOk;
 }
+
+std::optional<int> check_extract_usage(CommandContext& context) {
+  const Arguments& arguments = context.arguments;
+  DeviceOptions& device_options = context.device_options;
+  const bool by_device = !device_options.spec.empty();
+  const bool retarget = arguments.given(kRetarget);
+  if (!arguments.text(kTarget).empty() && by_device) return usage_error("extract: give --target or --device, not both");
+  if (!by_device && (retarget || device_options.overridden)) {
+    return usage_error("extract: --retarget and the device options need --device SPEC");
+  }
+  if (arguments.text(kTarget).empty() && !by_device) return usage_error("extract: --target or --device is required");
+  if (arguments.text(kOutput).empty()) return usage_error("extract: -o OUT is required");
+  if (context.operands.size() != 1) return usage_error("extract: exactly one FILE is required");
+  // Retargeting is the point of same-ISA equivalence: --retarget opts the device in.
+  if (retarget) device_options.overrides.extended_isa_compat = true;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const Command kExtract{
+    .spec = &kExtractCommand, .builds_device = true, .check_usage = check_extract_usage, .run = run_extract};
 
 }  // namespace coload::cli

@@ -10,8 +10,8 @@
 #include "coload/config.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
+#include "command_context.h"
 #include "commands.h"
-#include "json_writer.h"
 #include "runtime_util.h"
 
 namespace coload::cli {
@@ -39,94 +39,68 @@ std::optional<std::size_t> find_device(const Runtime& runtime, const std::string
   return std::nullopt;
 }
 
-/// `load --json`: the device, and each loaded code object with its kernels;
-/// `error` (and `ok` false) when the load failed.
-void print_json(const std::string& path, const std::string& runtime_name, std::size_t index, const Device& device,
-                const Expected<std::vector<const LoadedModule*>>& modules) {
-  JsonWriter json;
-  json.begin_object();
-  json.key("file");
-  json.value(path);
-  json.key("runtime");
-  json.value(runtime_name);
-  json.key("device_index");
-  json.value(static_cast<std::uint64_t>(index));
-  json.key("device");
-  json.value(device.str());
-  json.key("ok");
-  json.value(modules.has_value());
-  json.key("error");
+/// The load's report: the device, and each loaded code object with its
+/// kernels; `error` (and `ok` false) when the load failed. `from`: a file
+/// set's modules' files, which the text names.
+void write_report(ReportPrinter& out, const std::string& path, const std::string& runtime_name, std::size_t index,
+                  const Device& device, const Expected<std::vector<const LoadedModule*>>& modules,
+                  const std::vector<std::string>& from) {
+  out.begin_object();
+  out.field("file", path);
+  out.field("runtime", runtime_name);
+  out.field("device_index", index);
+  out.field("device", device.str());
+  out.field("ok", modules.has_value());
   if (modules)
-    json.null();
+    out.null("error");
   else
-    json.value(modules.error().message());
-  json.key("code_objects");
-  json.begin_array();
+    out.field("error", modules.error().message());
+  out.begin_array("code_objects");
   if (modules) {
-    for (const LoadedModule* module : *modules) {
-      const CodeObjectTarget& target = module->code_object().target();
-      json.begin_object();
-      json.key("target");
-      json.value(target.target.str());
-      json.key("version");
-      json.value(static_cast<std::uint64_t>(target.code_object_version));
-      json.key("kernels");
-      json.begin_array();
-      for (const LoadedKernel& kernel : module->kernels()) {
-        json.begin_object();
-        json.key("name");
-        json.value(kernel.name);
-        json.key("symbol");
-        json.value(kernel.symbol);
-        json.key("handle");
-        json.value(kernel.handle);
-        json.key("kernarg_size");
-        json.value(static_cast<std::uint64_t>(kernel.kernarg_segment_size));
-        json.key("kernarg_align");
-        json.value(static_cast<std::uint64_t>(kernel.kernarg_segment_align));
-        json.key("group_segment_size");
-        json.value(static_cast<std::uint64_t>(kernel.group_segment_size));
-        json.key("private_segment_size");
-        json.value(static_cast<std::uint64_t>(kernel.private_segment_size));
-        json.key("dynamic_callstack");
-        json.value(kernel.dynamic_callstack);
-        json.end_object();
+    out.text_field("module_count", count_of(modules->size(), "code object"));
+    out.text("{file}: loaded on device {device_index} ({device}) with the {runtime} runtime: {module_count}\n");
+    for (std::size_t m = 0; m < modules->size(); ++m) {
+      const LoadedModule& module = *(*modules)[m];
+      const CodeObjectTarget& target = module.code_object().target();
+      out.begin_object();
+      out.field("target", target.target.str());
+      out.field("version", target.code_object_version);
+      out.text_field("module", m);
+      out.text_field("kernel_count", module.kernels().size());
+      out.text_field("from", m < from.size() ? " from " + from[m] : std::string());
+      out.text("code object {module}: v{version}, target {target}, {kernel_count} kernels{from}\n");
+      out.begin_array("kernels");
+      for (const LoadedKernel& kernel : module.kernels()) {
+        out.begin_object();
+        out.field("name", kernel.name);
+        out.field("symbol", kernel.symbol);
+        out.field("handle", kernel.handle);
+        out.field("kernarg_size", kernel.kernarg_segment_size);
+        out.field("kernarg_align", kernel.kernarg_segment_align);
+        out.field("group_segment_size", kernel.group_segment_size);
+        out.field("private_segment_size", kernel.private_segment_size);
+        out.field("dynamic_callstack", kernel.dynamic_callstack);
+        out.text(
+            "  kernel {name}: handle {handle:x}, kernarg {kernarg_size} (align {kernarg_align}), LDS "
+            "{group_segment_size}, private {private_segment_size}{dynamic_callstack? (dynamic stack)}\n");
+        out.end_object();
       }
-      json.end_array();
-      json.end_object();
+      out.end_array();
+      out.end_object();
     }
   }
-  json.end_array();
-  json.end_object();
-  std::printf("%s\n", json.text().c_str());
+  out.end_array();
+  out.end_object();
+  out.finish();
 }
 
-}  // namespace
-
-int run_load(std::span<const std::string> args) {
-  Expected<Arguments> parsed = parse_arguments(kLoadCommand, args);
-  if (std::optional<int> exit = stop_after_parse(kLoadCommand, parsed)) return *exit;
-  std::string runtime_name = parsed->text(kLoadRuntime);
-  bool json = parsed->given(kJson);
-  DeviceOptions device_options = parsed->device_options();
-  std::vector<std::string> files = std::move(parsed->operands);
-  if (files.empty()) return usage_error("load: a FILE or DIRECTORY is required");
-  auto paths = binary_paths(files, *parsed);
-  if (!paths) {
-    print_error(paths.error());
-    return kExitInputError;
-  }
-  std::string path = paths->name.empty() ? files.front() : paths->name;  // a set's, once registered: its name
+/// load: FILE's code objects loaded on one device through the registry.
+int run_load(CommandContext& context) {
+  const std::string runtime_name = context.arguments.text(kLoadRuntime);
+  const DeviceOptions& device_options = context.device_options;
+  const BinaryPaths& paths = *context.paths;
+  std::string path = paths.name.empty() ? context.operands.front() : paths.name;  // a set's, once registered: its name
   const bool dry_run = runtime_name == "dry-run";
-  if (dry_run && (device_options.spec.empty() || parse_number(device_options.spec))) {
-    return usage_error("load: the dry-run runtime needs --device SPEC (a target ID such as gfx90a)");
-  }
-  if (!dry_run && device_options.overridden) {
-    return usage_error("load: --lds, --co-versions and --extended-isa-compat apply to --runtime dry-run only");
-  }
-
-  const Expected<Config>& config = process_config();
-  if (!config) return usage_error("environment: " + config.error().message());
   std::shared_ptr<Runtime> runtime;
   if (dry_run) {
     auto device = device_from_spec(device_options.spec, device_options.overrides);
@@ -159,50 +133,57 @@ int run_load(std::span<const std::string> args) {
       std::fprintf(stderr, "coload: %s: %.*s\n", std::string(to_string(level)).c_str(),
                    static_cast<int>(message.size()), message.data());
   };
-  Registry registry(runtime, *config, std::move(options));
+  Registry registry(runtime, *context.config, std::move(options));
   const Device& device = registry.devices()[*index];
-  auto binary = paths->set ? registry.register_files(paths->files, paths->name) : registry.register_file(path);
+  auto binary = paths.set ? registry.register_files(paths.files, paths.name) : registry.register_file(path);
+  // A failed load prints its document with --json; the text is the error, on stderr.
   if (!binary) {
-    // A file that cannot be read is a failed load: --json still prints its document.
-    if (json) {
-      print_json(path, runtime_name, *index, device, Expected<std::vector<const LoadedModule*>>(binary.error()));
+    // A file that cannot be read is a failed load too.
+    if (context.json) {
+      write_report(*context.report, path, runtime_name, *index, device,
+                   Expected<std::vector<const LoadedModule*>>(binary.error()), {});
     } else {
-      std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
+      print_error(binary.error());
     }
     return kExitInputError;
   }
   if (auto name = registry.binary_name(*binary)) path = std::move(*name);
   auto modules = registry.modules(*binary, *index);
-  if (json) {
-    print_json(path, runtime_name, *index, device, modules);
-    return modules ? kExitOk : kExitInputError;
-  }
-  if (!modules) {
-    std::fprintf(stderr, "coload: %s\n", modules.error().message().c_str());
+  if (!modules && !context.json) {
+    print_error(modules.error());
     return kExitInputError;
   }
-  std::printf("%s: loaded on device %zu (%s) with the %s runtime: %zu code object%s\n", path.c_str(), *index,
-              device.str().c_str(), runtime_name.c_str(), modules->size(), modules->size() == 1 ? "" : "s");
-  // A file set's modules say their files.
+  // A file set's modules say their files in the text (the document has no
+  // place for them); asked only for the text, as before.
   std::vector<std::string> from;
-  if (paths->set) {
-    if (auto files = registry.module_files(*binary, *index)) {
-      for (const std::string& file : *files) from.push_back(" from " + file);
-    }
+  if (modules && paths.set && !context.json) {
+    if (auto files = registry.module_files(*binary, *index)) from = std::move(*files);
   }
-  for (std::size_t m = 0; m < modules->size(); ++m) {
-    const LoadedModule& module = *(*modules)[m];
-    std::printf("code object %zu: v%u, target %s, %zu kernels%s\n", m,
-                module.code_object().target().code_object_version, module.code_object().target().target.str().c_str(),
-                module.kernels().size(), m < from.size() ? from[m].c_str() : "");
-    for (const LoadedKernel& kernel : module.kernels()) {
-      std::printf("  kernel %s: handle 0x%llx, kernarg %u (align %u), LDS %u, private %u%s\n", kernel.name.c_str(),
-                  static_cast<unsigned long long>(kernel.handle), kernel.kernarg_segment_size,
-                  kernel.kernarg_segment_align, kernel.group_segment_size, kernel.private_segment_size,
-                  kernel.dynamic_callstack ? " (dynamic stack)" : "");
-    }
-  }
-  return kExitOk;
+  write_report(*context.report, path, runtime_name, *index, device, modules, from);
+  return modules ? kExitOk : kExitInputError;
 }
+
+std::optional<int> check_load_usage(CommandContext& context) {
+  if (context.operands.empty()) return usage_error("load: a FILE or DIRECTORY is required");
+  auto paths = binary_paths(context.operands, context.arguments);
+  if (!paths) {
+    print_error(paths.error());
+    return kExitInputError;
+  }
+  context.paths = std::move(*paths);
+  const std::string& spec = context.device_options.spec;
+  if (context.arguments.text(kLoadRuntime) == "dry-run") {
+    if (spec.empty() || parse_number(spec)) {
+      return usage_error("load: the dry-run runtime needs --device SPEC (a target ID such as gfx90a)");
+    }
+  } else if (context.device_options.overridden) {
+    return usage_error("load: --lds, --co-versions and --extended-isa-compat apply to --runtime dry-run only");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const Command kLoad{.spec = &kLoadCommand, .check_usage = check_load_usage, .run = run_load};
 
 }  // namespace coload::cli

@@ -1,6 +1,6 @@
-// coload ls: every bundle and entry of each input, as text or JSON. Only
-// the tables are kept: a host image's CCOBs are streamed, on one thread per
-// core, and none is held whole.
+// coload ls: every bundle and entry of each input, as text or JSON, each
+// bundle written as it is taken. Only the tables are read: a host image's
+// CCOBs are streamed, on one thread per core, and none is held whole.
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
@@ -12,8 +12,8 @@
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
 #include "coload/stream_select.h"
+#include "command_context.h"
 #include "commands.h"
-#include "json_writer.h"
 
 namespace coload::cli {
 namespace {
@@ -64,12 +64,6 @@ void for_each_entry(const ListedBundle& bundle, Fn fn) {
   }
 }
 
-struct Listing {
-  std::string path;
-  std::optional<FatBinary> binary;
-  std::vector<Expected<ListedBundle>> bundles;
-};
-
 /// Bundle `index`'s table. A CCOB is streamed and nothing of it kept: its
 /// hash is checked over the whole stream, or, with a mark, decoding stops
 /// once the table is complete.
@@ -96,158 +90,110 @@ const std::string& entry_file(const std::string& path, const FatBinary& binary, 
   return binary.file_count() > 1 ? binary.file(i, e) : path;
 }
 
-void print_header(const std::string& path, const FatBinary& binary) {
+/// The file's facts, before its bundles: the text's first line and warnings.
+void write_header(ReportPrinter& out, const std::string& path, const FatBinary& binary) {
   const SourceLayout& layout = binary.layout();
-  if (binary.file_count() > 1) {
-    std::printf("%s: file set of %zu files, %zu bundle%s\n", path.c_str(), binary.file_count(), binary.bundles().size(),
-                binary.bundles().size() == 1 ? "" : "s");
-    return;
+  const bool set = binary.file_count() > 1;
+  out.begin_object();
+  out.field("file", path);
+  out.field("kind", to_string(layout.kind));
+  out.begin_object("region");
+  out.field("offset", layout.region_offset);
+  out.field("size", layout.region_size);
+  out.field("located_by", layout.wrapper_offsets.empty() ? "walk" : "wrappers");
+  out.end_object();
+  out.text_field("bundle_count", count_of(binary.bundles().size(), "bundle"));
+  if (set) {
+    out.text_field("file_count", binary.file_count());
+    out.text("{file}: file set of {file_count} files, {bundle_count}\n");
+  } else if (layout.kind != SourceKind::HostImage) {
+    out.text("{file}: {kind}, {bundle_count}\n");
+  } else if (layout.wrapper_offsets.empty()) {
+    out.text("{file}: {kind}, {bundle_count} in .hip_fatbin at {offset:x} ({size:x} bytes), walked\n");
+  } else {
+    out.text("{file}: {kind}, {bundle_count} in .hip_fatbin at {offset:x} ({size:x} bytes), from wrappers\n");
   }
-  std::printf("%s: %s, %zu bundle%s", path.c_str(), std::string(to_string(layout.kind)).c_str(),
-              binary.bundles().size(), binary.bundles().size() == 1 ? "" : "s");
-  if (layout.kind == SourceKind::HostImage) {
-    std::printf(" in .hip_fatbin at %s (%s bytes)%s", hex(layout.region_offset).c_str(),
-                hex(layout.region_size).c_str(), layout.wrapper_offsets.empty() ? ", walked" : ", from wrappers");
+  out.begin_array("warnings");
+  for (const std::string& warning : layout.warnings) {
+    out.field("", warning);
+    if (!set) out.text("  warning: {}\n");  // a file set's listing has its one line
   }
-  std::printf("\n");
-  for (const std::string& warning : layout.warnings) std::printf("  warning: %s\n", warning.c_str());
+  out.end_array();
+  out.begin_array("bundles");
 }
 
-void print_bundle(const std::string& path, const FatBinary& binary, std::size_t i,
+void write_bundle(ReportPrinter& out, const std::string& path, const FatBinary& binary, std::size_t i,
                   const Expected<ListedBundle>& bundle) {
   const BundleInfo& info = binary.bundles()[i];
-  std::printf("bundle %zu: offset %s size %s %s", i, hex(info.offset).c_str(), hex(info.size).c_str(),
-              std::string(to_string(info.format)).c_str());
+  out.begin_object();
+  out.field("index", i);
+  out.field("offset", info.offset);
+  out.field("size", info.size);
+  out.field("format", to_string(info.format));
+  if (info.compressed)
+    out.field("version", info.compressed->version);
+  else
+    out.null("version");
+  out.field("compression", to_string(info.compressed ? info.compressed->method : Compression::None));
   if (info.compressed) {
-    std::printf(" v%u %s, uncompressed %s, hash %s", info.compressed->version,
-                std::string(to_string(info.compressed->method)).c_str(),
-                hex(info.compressed->uncompressed_size).c_str(), hex(info.compressed->hash).c_str());
+    out.field("uncompressed_size", info.compressed->uncompressed_size);
+    out.field("hash", hex(info.compressed->hash));
+    out.text(
+        "bundle {index}: offset {offset:x} size {size:x} {format} v{version} {compression}, uncompressed "
+        "{uncompressed_size:x}, hash {hash}\n");
+  } else {
+    out.text("bundle {index}: offset {offset:x} size {size:x} {format}\n");
   }
-  std::printf("\n");
-  if (!bundle) {
-    std::printf("  error: %s\n", bundle.error().message().c_str());
-    return;
+  if (bundle) {
+    out.null("error");
+  } else {
+    out.field("error", bundle.error().message());
+    out.text("  error: {error}\n");
   }
-  for_each_entry(*bundle, [&](std::size_t e, std::string_view id, std::uint64_t offset, std::uint64_t size, bool) {
-    std::printf("  entry %zu: %-48.*s offset %s size %s", e, static_cast<int>(id.size()), id.data(),
-                hex(offset).c_str(), hex(size).c_str());
-    if (info.format != BundleFormat::Compressed && size > 0) {
-      std::printf("  %s", entry_uri(entry_file(path, binary, i, e), info.offset + offset, size).c_str());
-    }
-    std::printf("\n");
-  });
+  out.begin_array("entries");
+  if (bundle) {
+    const bool plain = info.format != BundleFormat::Compressed;
+    for_each_entry(*bundle,
+                   [&](std::size_t e, std::string_view id, std::uint64_t offset, std::uint64_t size, bool is_host) {
+                     out.begin_object();
+                     if (binary.file_count() > 1)
+                       out.field("file", binary.file(i, e));  // a file set's; a one-file listing keeps its shape
+                     out.field("id", id);
+                     out.field("offset", offset);
+                     out.field("size", size);
+                     out.field("host", is_host);
+                     if (plain)
+                       out.field("uri", entry_uri(entry_file(path, binary, i, e), info.offset + offset, size));
+                     else
+                       out.null("uri");  // a compressed entry has no range in the file
+                     out.text_field("entry", e);
+                     out.text(plain && size > 0 ? "  entry {entry}: {id:48} offset {offset:x} size {size:x}  {uri}\n"
+                                                : "  entry {entry}: {id:48} offset {offset:x} size {size:x}\n");
+                     out.end_object();
+                   });
+  }
+  out.end_array();
+  out.end_object();
 }
 
-void write_json(JsonWriter& json, const Listing& listing) {
-  const FatBinary& binary = *listing.binary;
-  const SourceLayout& layout = binary.layout();
-  json.begin_object();
-  json.key("file");
-  json.value(listing.path);
-  json.key("kind");
-  json.value(to_string(layout.kind));
-  json.key("region");
-  json.begin_object();
-  json.key("offset");
-  json.value(layout.region_offset);
-  json.key("size");
-  json.value(layout.region_size);
-  json.key("located_by");
-  json.value(layout.wrapper_offsets.empty() ? "walk" : "wrappers");
-  json.end_object();
-  json.key("warnings");
-  json.begin_array();
-  for (const std::string& warning : layout.warnings) json.value(warning);
-  json.end_array();
-  json.key("bundles");
-  json.begin_array();
-  for (std::size_t i = 0; i < listing.bundles.size(); ++i) {
-    const BundleInfo& info = binary.bundles()[i];
-    json.begin_object();
-    json.key("index");
-    json.value(static_cast<std::uint64_t>(i));
-    json.key("offset");
-    json.value(info.offset);
-    json.key("size");
-    json.value(info.size);
-    json.key("format");
-    json.value(to_string(info.format));
-    json.key("version");
-    if (info.compressed)
-      json.value(static_cast<std::uint64_t>(info.compressed->version));
-    else
-      json.null();
-    json.key("compression");
-    json.value(to_string(info.compressed ? info.compressed->method : Compression::None));
-    if (info.compressed) {
-      json.key("uncompressed_size");
-      json.value(info.compressed->uncompressed_size);
-      json.key("hash");
-      json.value(hex(info.compressed->hash));
-    }
-    const auto& bundle = listing.bundles[i];
-    json.key("error");
-    if (bundle)
-      json.null();
-    else
-      json.value(bundle.error().message());
-    json.key("entries");
-    json.begin_array();
-    if (bundle) {
-      for_each_entry(*bundle,
-                     [&](std::size_t e, std::string_view id, std::uint64_t offset, std::uint64_t size, bool is_host) {
-                       json.begin_object();
-                       if (binary.file_count() > 1) {  // a file set's; a one-file listing keeps its shape
-                         json.key("file");
-                         json.value(binary.file(i, e));
-                       }
-                       json.key("id");
-                       json.value(id);
-                       json.key("offset");
-                       json.value(offset);
-                       json.key("size");
-                       json.value(size);
-                       json.key("host");
-                       json.value(is_host);
-                       json.key("uri");
-                       if (info.format != BundleFormat::Compressed) {
-                         json.value(entry_uri(entry_file(listing.path, binary, i, e), info.offset + offset, size));
-                       } else {
-                         json.null();
-                       }
-                       json.end_object();
-                     });
-    }
-    json.end_array();
-    json.end_object();
-  }
-  json.end_array();
-  json.end_object();
+void write_footer(ReportPrinter& out) {
+  out.end_array();
+  out.end_object();
 }
 
-}  // namespace
-
-int run_ls(std::span<const std::string> args) {
-  Expected<Arguments> parsed = parse_arguments(kLsCommand, args);
-  if (parsed && parsed->help) return *stop_after_parse(kLsCommand, parsed);
-  // Unlike the other commands, ls reads the environment first: its error wins over the command line's.
-  const Expected<Config>& config = process_config();
-  if (!config) return usage_error("environment: " + config.error().message());
-  if (std::optional<int> exit = stop_after_parse(kLsCommand, parsed)) return *exit;
-  bool as_json = parsed->given(kJson);
-  ReadOptions options = config->read_options();  // the decompression cap and verified marks
-  if (auto limit = parsed->number(kMaxDecompressedBytes)) options.max_decompressed_bytes = *limit;
-  std::vector<std::string> files = std::move(parsed->operands);
-  if (files.empty()) return usage_error("ls: no FILE given");
-
+/// ls: each FILE's listing, written as its bundles are taken.
+int run_ls(CommandContext& context) {
+  ReportPrinter& out = *context.report;
+  const ReadOptions& options = context.stream.read;  // the decompression cap and verified marks
+  const std::vector<std::string>& files = context.operands;
   int status = kExitOk;
-  std::vector<Listing> listings;
   std::error_code not_a_directory;
+  if (files.size() > 1) out.begin_array();
   for (const std::string& path : files) {
     // A directory is one binary, a file set; several FILEs stay one listing each.
     Expected<FatBinary> binary = Error(ErrorKind::Io, "not opened");
     if (std::filesystem::is_directory(path, not_a_directory)) {
-      binary = open_operands(std::span(&path, 1), *parsed, options);
+      binary = open_operands(std::span(&path, 1), context.arguments, options);
     } else {
       binary = FatBinary::open(path, options);
     }
@@ -256,15 +202,13 @@ int run_ls(std::span<const std::string> args) {
       status = kExitInputError;
       continue;
     }
-    Listing listing{path, std::move(*binary), {}};
-    // Text is printed as each bundle is taken; only the JSON document keeps them all.
-    if (!as_json) print_header(path, *listing.binary);
+    write_header(out, path, *binary);
     KeptBytes budget = command_budget(options.max_decompressed_bytes);
-    std::vector<std::size_t> indices(listing.binary->bundles().size());
+    std::vector<std::size_t> indices(binary->bundles().size());
     std::iota(indices.begin(), indices.end(), std::size_t{0});
     auto list = [&](std::size_t index) -> Expected<ListedBundle> {
       try {
-        return list_bundle(*listing.binary, index, options);
+        return list_bundle(*binary, index, options);
       } catch (const std::exception& exception) {
         return bundle_failure(index, exception).in_file(path);
       }
@@ -274,40 +218,41 @@ int run_ls(std::span<const std::string> args) {
         std::fprintf(stderr, "coload: %s\n", listed.error().message().c_str());
         status = kExitInputError;
       }
-      if (!as_json) {
-        print_bundle(path, *listing.binary, index, listed);
-        return true;
-      }
-      if (listed) {
+      // The JSON document is kept whole: what it keeps of the CCOBs' tables counts.
+      if (context.json && listed) {
         if (auto charged = budget.charge(heads_bytes(listed->streamed), "its table"); !charged) {
           print_error(std::move(charged).error().in_bundle(index).in_file(path));
           status = kExitInputError;
           return false;
         }
       }
-      listing.bundles.push_back(std::move(listed));
+      write_bundle(out, path, *binary, index, listed);
       return true;
     };
     std::vector<std::optional<Expected<ListedBundle>>> listed(indices.size());
     for_each_in_order(
-        indices.size(), decode_threads(*listing.binary, indices, Unbundler::Builtin),
+        indices.size(), decode_threads(*binary, indices, Unbundler::Builtin),
         [&](std::size_t slot) { listed[slot].emplace(list(indices[slot])); },
         [&](std::size_t slot) {
           bool going = take(indices[slot], *listed[slot]);
           listed[slot].reset();
           return going;
         });
-    if (as_json) listings.push_back(std::move(listing));
+    write_footer(out);
   }
-
-  if (as_json) {
-    JsonWriter json;
-    if (files.size() > 1) json.begin_array();
-    for (const Listing& listing : listings) write_json(json, listing);
-    if (files.size() > 1) json.end_array();
-    if (!json.text().empty()) std::printf("%s\n", json.text().c_str());
-  }
+  if (files.size() > 1) out.end_array();
+  out.finish();
   return status;
 }
+
+/// Unlike the other commands, ls reads the environment first: its error wins over the command line's.
+std::optional<int> check_ls_usage(CommandContext& context) {
+  if (context.operands.empty()) return usage_error("ls: no FILE given");
+  return std::nullopt;
+}
+
+}  // namespace
+
+const Command kLs{.spec = &kLsCommand, .environment_first = true, .check_usage = check_ls_usage, .run = run_ls};
 
 }  // namespace coload::cli

@@ -3,11 +3,12 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "coload/coload.h"
-#include "commands.h"
+#include "command_context.h"
 
 namespace {
 
@@ -111,20 +112,9 @@ int main(int argc, char** argv) {
   }
   int status = coload::cli::kExitOk;
   try {
-    if (command == "ls")
-      status = coload::cli::run_ls(args);
-    else if (command == "extract")
-      status = coload::cli::run_extract(args);
-    else if (command == "select")
-      status = coload::cli::run_select(args);
-    else if (command == "check")
-      status = coload::cli::run_check(args);
-    else if (command == "devices")
-      status = coload::cli::run_devices(args);
-    else if (command == "load")
-      status = coload::cli::run_load(args);
-    else
-      return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
+    std::optional<int> ran = coload::cli::dispatch(command, args);
+    if (!ran) return coload::cli::usage_error("unknown command '" + command + "' (try coload --help)");
+    status = *ran;
   } catch (const std::bad_alloc&) {
     // The commands catch it where they can name the bundle; this is the net under them, not an abort.
     std::fflush(stdout);

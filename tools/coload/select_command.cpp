@@ -1,9 +1,6 @@
 // coload select: for a device, the entry each bundle would load and why.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
-#include <cstring>
-#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -12,239 +9,104 @@
 #include "coload/fat_binary.h"
 #include "coload/select.h"
 #include "coload/stream_select.h"
+#include "command_context.h"
 #include "commands.h"
-#include "json_writer.h"
 
 namespace coload::cli {
 namespace {
 
+/// A bundle's choice, kept for -o.
 struct BundleResult {
   std::size_t index = 0;
-  std::optional<BundleChoice> choice;  ///< unset when the bundle could not be read
-  std::string error;                   ///< why nothing was selected (or the bundle unreadable)
+  std::optional<BundleChoice> choice;
 };
 
-// The text report, written as the bundles are judged through a 16 KiB
-// buffer: an image of 128 bundles is a report of 1 000+ lines (printf's
-// formatting of each was a tenth of the command, string appends a tenth of
-// what was left), and neither the report nor the bundles' results need be
-// held whole (each held page is a page fault).
-class TextReport {
- public:
-  explicit TextReport(const Device& device) {
-    put("device ");
-    put(device.str());
-    put("\n");
-  }
-  TextReport(const TextReport&) = delete;
-  TextReport& operator=(const TextReport&) = delete;
-  ~TextReport() { flush(); }
-
-  /// Bundle `index`: its choice (null when it could not be read) and why
-  /// nothing was selected, if so. `set`: the file set it is of, whose
-  /// files the report names (a one-file binary's report names none).
-  void add(std::size_t index, const BundleChoice* choice, std::string_view error, const FatBinary* set = nullptr) {
-    const Candidate* chosen = choice ? choice->selection.chosen() : nullptr;
-    char number[24];
-    put("bundle ");
-    put({number, std::to_chars(number, number + sizeof number, index).ptr});
-    if (chosen) {
-      put(": selected ");
-      put(chosen->id);
-      put(" (");
-      put(to_string(*chosen->tier));
-      put(")");
-      if (set) {
-        put(" from ");
-        put(choice->file);
-      }
-      put("\n");
-    } else {
-      put(": nothing selected: ");
-      put(error);
-      put("\n");
-    }
-    if (choice) {
-      for (const Candidate& candidate : choice->selection.candidates) {
-        add_candidate(candidate, set && choice->bundle && choice->bundle->info().format == BundleFormat::FileGroup
-                                     ? set->file(index, candidate.entry_index)
-                                     : std::string_view());
-      }
-    }
-  }
-
-  void flush() {
-    std::fwrite(buffer_.get(), 1, used_, stdout);
-    used_ = 0;
-  }
-
- private:
-  static constexpr std::size_t kSize = 16 * 1024;
-  static constexpr std::size_t kHeadBytes = 64;  // "  [N] verdict    tier       "
-
-  void put(std::string_view text) {
-    if (text.size() > kSize - used_) {
-      flush();
-      if (text.size() > kSize) {  // a reason longer than the buffer
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        return;
-      }
-    }
-    std::memcpy(buffer_.get() + used_, text.data(), text.size());
-    used_ += text.size();
-  }
-
-  // "  [N] verdict    tier       ID: reason", the fixed-width head written
-  // in place: a report line per entry of every bundle.
-  void add_candidate(const Candidate& candidate, std::string_view file) {
-    if (kHeadBytes > kSize - used_) flush();
-    char* const head = buffer_.get() + used_;
-    char* at = head;
-    auto field = [&](std::string_view text, std::size_t width) {
-      std::memcpy(at, text.data(), text.size());
-      at += text.size();
-      if (text.size() < width) at = std::fill_n(at, width - text.size(), ' ');
-    };
-    field("  [", 0);
-    at = std::to_chars(at, head + 24, candidate.entry_index).ptr;
-    field("] ", 0);
-    field(to_string(candidate.verdict), 10);
-    *at++ = ' ';
-    field(candidate.tier ? to_string(*candidate.tier) : "-", 10);
-    *at++ = ' ';
-    used_ += static_cast<std::size_t>(at - head);
-    put(candidate.id);
-    if (!file.empty()) {  // a file set's group: the entry is that file
-      put(" in ");
-      put(file);
-    }
-    put(": ");
-    put(candidate.reason);
-    put("\n");
-  }
-
-  std::unique_ptr<char[]> buffer_ = std::make_unique_for_overwrite<char[]>(kSize);
-  std::size_t used_ = 0;
-};
-
-void print_json(const Device& device, Unbundler unbundler, const std::vector<BundleResult>& results,
-                const FatBinary& binary) {
+/// Bundle `index`'s selection: its choice (null when the bundle could not
+/// be read) and why nothing was selected, if so. A file set's bundles name
+/// their files (a one-file binary's name none).
+void write_bundle(ReportPrinter& out, std::size_t index, const BundleChoice* choice, std::string_view error,
+                  const FatBinary& binary) {
   const bool set = binary.file_count() > 1;
-  JsonWriter json;
-  json.begin_object();
-  json.key("device");
-  json.value(device.str());
-  json.key("unbundler");
-  json.value(to_string(unbundler));
-  json.key("bundles");
-  json.begin_array();
-  for (const BundleResult& result : results) {
-    json.begin_object();
-    json.key("index");
-    json.value(std::uint64_t{result.index});
-    if (set) {  // a one-file binary's document keeps its shape
-      json.key("file");
-      json.value(result.choice ? result.choice->file : binary.file(result.index));
-    }
-    const Candidate* chosen = result.choice ? result.choice->selection.chosen() : nullptr;
-    json.key("selected");
-    if (chosen) {
-      json.begin_object();
-      json.key("id");
-      json.value(chosen->id);
-      json.key("tier");
-      json.value(to_string(*chosen->tier));
-      json.key("entry_index");
-      json.value(std::uint64_t{chosen->entry_index});
-      json.end_object();
-    } else {
-      json.null();
-    }
-    json.key("error");
-    if (chosen)
-      json.null();
-    else
-      json.value(result.error);
-    json.key("candidates");
-    json.begin_array();
-    if (result.choice) {
-      for (const Candidate& candidate : result.choice->selection.candidates) {
-        json.begin_object();
-        json.key("id");
-        json.value(candidate.id);
-        json.key("tier");
-        if (candidate.tier)
-          json.value(to_string(*candidate.tier));
-        else
-          json.null();
-        json.key("verdict");
-        json.value(to_string(candidate.verdict));
-        json.key("reason");
-        json.value(candidate.reason);
-        json.key("needs_jit");
-        json.value(candidate.needs_jit);
-        json.key("code_object");
-        if (candidate.code_object) {
-          json.begin_object();
-          json.key("target");
-          json.value(candidate.code_object->target.str());
-          json.key("version");
-          json.value(std::uint64_t{candidate.code_object->code_object_version});
-          json.key("generic_version");
-          json.value(std::uint64_t{candidate.code_object->generic_version});
-          json.end_object();
-        } else {
-          json.null();
-        }
-        json.end_object();
-      }
-    }
-    json.end_array();
-    json.end_object();
+  out.begin_object();
+  out.field("index", index);
+  if (set) out.field("file", choice ? choice->file : binary.file(index));  // a one-file document keeps its shape
+  const Candidate* chosen = choice ? choice->selection.chosen() : nullptr;
+  if (chosen) {
+    out.begin_object("selected");
+    out.field("id", chosen->id);
+    out.field("tier", to_string(*chosen->tier));
+    out.field("entry_index", chosen->entry_index);
+    out.end_object();
+    out.null("error");
+    out.text(set ? "bundle {index}: selected {id} ({tier}) from {file}\n" : "bundle {index}: selected {id} ({tier})\n");
+  } else {
+    out.null("selected");
+    out.field("error", error);
+    out.text("bundle {index}: nothing selected: {error}\n");
   }
-  json.end_array();
-  json.end_object();
-  std::printf("%s\n", json.text().c_str());
+  out.begin_array("candidates");
+  if (choice) {
+    // A file set's group: each entry is a file, which the text names.
+    const bool group = set && choice->bundle && choice->bundle->info().format == BundleFormat::FileGroup;
+    for (const Candidate& candidate : choice->selection.candidates) {
+      out.begin_object();
+      out.field("id", candidate.id);
+      if (candidate.tier)
+        out.field("tier", to_string(*candidate.tier));
+      else
+        out.null("tier");
+      out.field("verdict", to_string(candidate.verdict));
+      out.field("reason", candidate.reason);
+      out.field("needs_jit", candidate.needs_jit);
+      if (candidate.code_object) {
+        out.begin_object("code_object");
+        out.field("target", candidate.code_object->target.str());
+        out.field("version", candidate.code_object->code_object_version);
+        out.field("generic_version", candidate.code_object->generic_version);
+        out.end_object();
+      } else {
+        out.null("code_object");
+      }
+      out.text_field("entry", candidate.entry_index);
+      if (group) {
+        out.text_field("entry_file", binary.file(index, candidate.entry_index));
+        out.text("  [{entry}] {verdict:10} {tier:10} {id} in {entry_file}: {reason}\n");
+      } else {
+        out.text("  [{entry}] {verdict:10} {tier:10} {id}: {reason}\n");
+      }
+      out.end_object();
+    }
+  }
+  out.end_array();
+  out.end_object();
 }
 
-}  // namespace
-
-int run_select(std::span<const std::string> args) {
-  Expected<Arguments> parsed = parse_arguments(kSelectCommand, args);
-  if (std::optional<int> exit = stop_after_parse(kSelectCommand, parsed)) return *exit;
-  DeviceOptions device_options = parsed->device_options();
-  std::string output = parsed->text(kOutput);
-  bool json = parsed->given(kJson);
-  std::optional<std::uint64_t> max_decompressed = parsed->number(kMaxDecompressedBytes);
-  std::vector<std::string> files = std::move(parsed->operands);
-  if (device_options.spec.empty()) {
-    return usage_error("select: --device SPEC is required (e.g. gfx90a:sramecc+:xnack-)");
-  }
-  if (files.empty()) return usage_error("select: a FILE or DIRECTORY is required");
-
-  const Expected<Config>& config = process_config();
-  if (!config) return usage_error("environment: " + config.error().message());
-  std::optional<Device> device = build_device(device_options, *config, "select");
-  if (!device) return kExitUsage;
-  StreamOptions stream_options = config->stream_options();
-  if (max_decompressed) stream_options.read.max_decompressed_bytes = *max_decompressed;
+/// select: the entry each bundle would load, written as the bundles are
+/// judged; with -o, the chosen code objects.
+int run_select(CommandContext& context) {
+  const std::string output = context.arguments.text(kOutput);
+  const Device& device = *context.device;
+  StreamOptions stream_options = context.stream;
   stream_options.keep_chosen = !output.empty();  // the report needs no bytes; -o does
   const ReadOptions& read_options = stream_options.read;
-  std::optional<SelectOptions> select_options = cli_select_options(*config);
+  const std::optional<SelectOptions>& select_options = context.select_options();
   if (!select_options) return kExitInputError;
 
-  auto binary = open_operands(files, *parsed, read_options);
+  auto binary = open_operands(context.operands, context.arguments, read_options);
   if (!binary) {
     std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
     return kExitInputError;
   }
-  // Results are kept only for what needs them all: the JSON document and -o.
+  ReportPrinter& out = *context.report;
+  out.begin_object();
+  out.field("device", device.str());
+  out.field("unbundler", to_string(select_options->unbundler));
+  out.text("device {device}\n");
+  out.begin_array("bundles");
+  // Choices are kept only for -o (and counted while the JSON document is kept whole).
   std::vector<BundleResult> results;
-  bool keep = json || !output.empty();
-  std::optional<TextReport> text;
-  if (!json) text.emplace(*device);
+  bool keep = context.json || !output.empty();
   bool all_selected = true;
-  const bool set = binary->file_count() > 1;
   bool over_budget = false;
   KeptBytes budget = command_budget(read_options.max_decompressed_bytes);
   std::vector<std::size_t> every(binary->bundles().size());
@@ -254,11 +116,11 @@ int run_select(std::span<const std::string> args) {
     if (!choice) {
       error = choice.error().message();
     } else if (!choice->selection.chosen()) {
-      error = no_fit_message(*binary, i, *device, choice->selection);
+      error = no_fit_message(*binary, i, device, choice->selection);
     }
     all_selected = all_selected && error.empty();
-    if (text) text->add(i, choice ? &*choice : nullptr, error, set ? &*binary : nullptr);
-    // Left in place otherwise: choose_in_binary reuses its storage.
+    // Written before the charge: the text keeps the bundle that went over.
+    write_bundle(out, i, choice ? &*choice : nullptr, error, *binary);
     if (keep && choice && choice->compressed()) {
       auto charged =
           budget.charge(selection_bytes(choice->selection) + choice->streamed.size(), "its report and chosen entry");
@@ -268,35 +130,42 @@ int run_select(std::span<const std::string> args) {
         return false;
       }
     }
-    if (keep) {
-      results.push_back(
-          {.index = i, .choice = choice ? std::optional(std::move(*choice)) : std::nullopt, .error = std::move(error)});
+    // Left in place otherwise: choose_in_binary reuses its storage.
+    if (!output.empty() && choice && choice->selection.chosen()) {
+      results.push_back({.index = i, .choice = std::move(*choice)});
     }
     return true;
   };
-  choose_in_binary(*binary, every, *device, {.select = *select_options, .stream = stream_options}, take);
+  choose_in_binary(*binary, every, device, {.select = *select_options, .stream = stream_options}, take);
   if (over_budget) {
-    if (text) text->flush();  // what was judged before the limit
+    out.end_early();  // the text judged before the limit stays
     return kExitInputError;
   }
-  if (json)
-    print_json(*device, select_options->unbundler, results, *binary);
-  else
-    text->flush();
+  out.end_array();
+  out.end_object();
+  out.finish();
 
-  if (!output.empty()) {
-    std::vector<const BundleResult*> chosen;
-    for (const BundleResult& result : results) {
-      if (result.choice && result.choice->selection.chosen()) chosen.push_back(&result);
-    }
-    for (const BundleResult* result : chosen) {
-      std::span<const std::byte> bytes = result->choice->chosen_bytes();
-      std::string name = chosen.size() == 1 ? output : output + "." + std::to_string(result->index);
-      if (!write_file(name, bytes)) return kExitInputError;
-      if (!json) std::printf("wrote %s\n", name.c_str());
-    }
+  for (const BundleResult& result : results) {
+    std::span<const std::byte> bytes = result.choice->chosen_bytes();
+    std::string name = results.size() == 1 ? output : output + "." + std::to_string(result.index);
+    if (!write_file(name, bytes)) return kExitInputError;
+    out.text_field("wrote", name);
+    out.text("wrote {wrote}\n");
   }
   return all_selected ? kExitOk : kExitInputError;
 }
+
+std::optional<int> check_select_usage(CommandContext& context) {
+  if (context.device_options.spec.empty()) {
+    return usage_error("select: --device SPEC is required (e.g. gfx90a:sramecc+:xnack-)");
+  }
+  if (context.operands.empty()) return usage_error("select: a FILE or DIRECTORY is required");
+  return std::nullopt;
+}
+
+}  // namespace
+
+const Command kSelect{
+    .spec = &kSelectCommand, .builds_device = true, .check_usage = check_select_usage, .run = run_select};
 
 }  // namespace coload::cli
