@@ -68,6 +68,12 @@ function(coload_layer name)
 
   add_library(coload_${name} OBJECT ${arg_SOURCES})
   target_include_directories(coload_${name} PRIVATE ${view})
+  # Debug information and __FILE__ name the real files, not the view's links:
+  # abidw tells coload.h's types by their header's path (scripts/abi.sh).
+  target_compile_options(coload_${name} PRIVATE "-ffile-prefix-map=${view}/coload/=${PROJECT_SOURCE_DIR}/include/coload/")
+  foreach(layer IN LISTS reach)
+    target_compile_options(coload_${name} PRIVATE "-ffile-prefix-map=${view}/${layer}/=${PROJECT_SOURCE_DIR}/src/${layer}/")
+  endforeach()
   target_link_libraries(coload_${name} PRIVATE ${arg_LINK})
   target_compile_definitions(coload_${name} PRIVATE COLOAD_BUILDING_LIBRARY)
 endfunction()
