@@ -3,6 +3,7 @@
 // llvm-objdump-22 and llvm-readelf-22, with coload's validator and metadata
 // reader; refusals with their exact kinds; and the note rewrite on
 // hand-built objects for string lengths no real pair produces.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -478,17 +479,22 @@ TEST_F(NoteCase, NoTargetKeyChangesNothing) {
 TEST_F(NoteCase, WalksTheSectionBesideTheSegment) {
   // CodeObject::read walks only the PT_NOTE segment; the retarget rewrites
   // the record in every region that holds it, so it walks .note too and
-  // says, in its own words, which record does not fit there.
+  // says, as the reader would, which record does not fit there.
   ElfSpec spec = spec_for(mach("gfx1030"), kTarget28);
   spec.section_patches.push_back({.name = ".note", .sh_size = 60});
   auto elf = write_amdgpu_elf(spec);
   ASSERT_TRUE(Succeeds(CodeObject::read(elf)));
   auto before = elf;
   auto done = detail::rewrite_metadata_target(elf, "amdgcn-amd-amdhsa--gfx1031");
+  // The one rendering of a note that does not fit (NoteWalk::fault_error):
+  // the record's descsz field at its file offset, its value, the region's size.
   ASSERT_TRUE(FailsWith(done, ErrorKind::OutOfBounds));
-  EXPECT_EQ(done.error().message(),
-            "SHT_NOTE section 1: note record at file offset 0xe8: descriptor: offset 0xfc + size 0x4e runs past the "
-            "end of SHT_NOTE section 1 (0x124 bytes)");
+  const ErrorLocation& at = done.error().location();
+  EXPECT_EQ(at.field, "descsz");
+  EXPECT_EQ(at.offset, 0xe8u + 4);
+  EXPECT_EQ(at.value, 0x4eu);
+  EXPECT_EQ(at.limit, 0x3cu);
+  EXPECT_THAT(done.error().message(), ::testing::StartsWith("SHT_NOTE section 1 (file offset 0xe8): note record"));
   EXPECT_EQ(elf, before);
 
   // A note section aligned to neither 4 nor 8, beside the segment the reader

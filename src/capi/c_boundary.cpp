@@ -96,7 +96,7 @@ void set_last_error(coload_status status, std::string_view message, const ErrorL
     if (error.capacity == 0) return;  // no text at all: every string reads ""
     message = message.substr(0, error.capacity - 1);
   }
-  std::memcpy(error.text, message.data(), message.size());
+  if (!message.empty()) std::memcpy(error.text, message.data(), message.size());  // data() may be null
   error.text[message.size()] = '\0';
   std::size_t next = message.size() + 1;
   for (const Part& part : parts) {
@@ -105,7 +105,7 @@ void set_last_error(coload_status status, std::string_view message, const ErrorL
       continue;
     }
     *part.offset = next;
-    std::memcpy(error.text + next, part.text.data(), part.text.size());
+    if (!part.text.empty()) std::memcpy(error.text + next, part.text.data(), part.text.size());
     error.text[next + part.text.size()] = '\0';
     next += part.text.size() + 1;
   }

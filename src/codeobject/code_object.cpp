@@ -62,38 +62,6 @@ struct MetadataNotes {
   }
 };
 
-/// A note record that does not fit its region, in the reader's words
-/// (offsets relative to the region). Its location: the record's header, or
-/// the namesz / descsz field, or the padding, at its file offset, with the
-/// region's size as the limit.
-Error note_fault_error(const detail::NoteFault& fault, std::uint64_t offset, std::uint64_t size, std::uint64_t align,
-                       const std::string& where) {
-  using Part = detail::NoteFault::Part;
-  constexpr std::string_view kLimit = "the region";
-  std::string record = where + " (file offset " + hex(offset) + "): note record at region offset " + hex(fault.record);
-  auto out_of_range = [&](const std::string& what, std::string_view field, std::uint64_t field_at) {
-    auto fits = check_range(what, fault.at, fault.size, size, kLimit);
-    return (fits ? Error(ErrorKind::OutOfBounds, what) : std::move(fits).error())
-        .at_field(field, offset + fault.record + field_at, fault.size, size);
-  };
-  switch (fault.part) {
-    case Part::Header:
-      return Error(ErrorKind::Truncated,
-                   record + " needs a 12-byte header, only " + std::to_string(fault.size) + " bytes remain")
-          .at_field("note header", offset + fault.record, std::nullopt, fault.size);
-    case Part::Name: return out_of_range(record + ": name (namesz " + hex(fault.size) + ")", "namesz", 0);
-    case Part::NamePadding:
-      return Error(ErrorKind::OutOfBounds, record + ": name padding to " + std::to_string(align) +
-                                               " bytes runs past the end of the region (" + hex(size) + " bytes)")
-          .at_field("name padding", offset + fault.at, std::nullopt, size);
-    case Part::Descriptor: return out_of_range(record + ": descriptor (descsz " + hex(fault.size) + ")", "descsz", 4);
-    case Part::DescriptorPadding: break;
-  }
-  return Error(ErrorKind::Truncated, record + ": descriptor padding to " + std::to_string(align) +
-                                         " bytes runs past the end of the region (" + hex(size) + " bytes)")
-      .at_field("descriptor padding", offset + fault.at, std::nullopt, size);
-}
-
 /// Walks the note records in elf[offset, offset + size), collecting the
 /// AMDGPU metadata ones.
 Expected<void> walk_notes(Bytes elf, std::uint64_t offset, std::uint64_t size, std::uint64_t align,
@@ -105,7 +73,7 @@ Expected<void> walk_notes(Bytes elf, std::uint64_t offset, std::uint64_t size, s
   while (auto note = walk.next()) {
     if (note->is_amdgpu_metadata()) found.add({note->offset, note->desc});
   }
-  if (walk.fault()) return note_fault_error(*walk.fault(), offset, size, align, where);
+  if (walk.fault()) return walk.fault_error(where);
   return {};
 }
 

@@ -214,6 +214,36 @@ std::optional<ElfNote> NoteWalk::next() {
                  region_.subspan(*desc_at, descsz)};
 }
 
+Error NoteWalk::fault_error(std::string_view where) const {
+  const NoteFault& fault = *fault_;
+  const std::uint64_t offset = offset_, size = region_.size(), align = align_;
+  using Part = detail::NoteFault::Part;
+  constexpr std::string_view kLimit = "the region";
+  std::string record =
+      std::string(where) + " (file offset " + hex(offset) + "): note record at region offset " + hex(fault.record);
+  auto out_of_range = [&](const std::string& what, std::string_view field, std::uint64_t field_at) {
+    auto fits = check_range(what, fault.at, fault.size, size, kLimit);
+    return (fits ? Error(ErrorKind::OutOfBounds, what) : std::move(fits).error())
+        .at_field(field, offset + fault.record + field_at, fault.size, size);
+  };
+  switch (fault.part) {
+    case Part::Header:
+      return Error(ErrorKind::Truncated,
+                   record + " needs a 12-byte header, only " + std::to_string(fault.size) + " bytes remain")
+          .at_field("note header", offset + fault.record, std::nullopt, fault.size);
+    case Part::Name: return out_of_range(record + ": name (namesz " + hex(fault.size) + ")", "namesz", 0);
+    case Part::NamePadding:
+      return Error(ErrorKind::OutOfBounds, record + ": name padding to " + std::to_string(align) +
+                                               " bytes runs past the end of the region (" + hex(size) + " bytes)")
+          .at_field("name padding", offset + fault.at, std::nullopt, size);
+    case Part::Descriptor: return out_of_range(record + ": descriptor (descsz " + hex(fault.size) + ")", "descsz", 4);
+    case Part::DescriptorPadding: break;
+  }
+  return Error(ErrorKind::Truncated, record + ": descriptor padding to " + std::to_string(align) +
+                                         " bytes runs past the end of the region (" + hex(size) + " bytes)")
+      .at_field("descriptor padding", offset + fault.at, std::nullopt, size);
+}
+
 // ---------------------------------------------------------------------------
 // Symbols.
 

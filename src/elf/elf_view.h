@@ -159,6 +159,10 @@ class NoteWalk {
   /// caller that stops at the record it looks for never meets it.
   std::optional<ElfNote> next();
   const std::optional<NoteFault>& fault() const { return fault_; }
+  /// fault() as an error (the one rendering of a note that does not fit):
+  /// its kind, the record and part at their file offsets, the region's size
+  /// as the limit; `where` names the region. Only when fault() is set.
+  Error fault_error(std::string_view where) const;
 
  private:
   std::optional<ElfNote> stop(NoteFault fault);

@@ -159,25 +159,6 @@ std::vector<Region> note_regions(const detail::ElfLayout& layout) {
   return regions;
 }
 
-/// A note record that does not fit its region, in the retarget's words (file offsets).
-Error note_fault_error(const Region& region, const detail::NoteFault& fault) {
-  using Part = detail::NoteFault::Part;
-  std::string record = region.name + ": note record at file offset " + hex(region.offset + fault.record);
-  auto out_of_range = [&](const std::string& what) {
-    auto fits = check_range(what, region.offset + fault.at, fault.size, region.offset + region.size, region.name);
-    return fits ? retarget_error(ErrorKind::OutOfBounds, what) : std::move(fits).error();
-  };
-  switch (fault.part) {
-    case Part::Header: return retarget_error(ErrorKind::Truncated, record + " has no room for its header");
-    case Part::Name: return out_of_range(record + ": name");
-    case Part::NamePadding:
-      return retarget_error(ErrorKind::OutOfBounds, record + ": name padding runs past the region");
-    case Part::Descriptor: return out_of_range(record + ": descriptor");
-    case Part::DescriptorPadding: break;
-  }
-  return retarget_error(ErrorKind::Truncated, record + ": descriptor padding runs past the region");
-}
-
 /// The metadata record of `region`, walking its records by their declared
 /// sizes; nullopt when the region holds none.
 Expected<std::optional<NoteRecord>> find_in_region(Bytes elf, const Region& region) {
@@ -187,7 +168,7 @@ Expected<std::optional<NoteRecord>> find_in_region(Bytes elf, const Region& regi
       return std::optional<NoteRecord>({note->offset, note->desc_offset, note->desc.size()});
     }
   }
-  if (walk.fault()) return note_fault_error(region, *walk.fault());
+  if (walk.fault()) return walk.fault_error(region.name);
   return std::optional<NoteRecord>();
 }
 

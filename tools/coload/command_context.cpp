@@ -1,10 +1,43 @@
 // The dispatcher: builds a command's context, in the order its errors win,
-// then runs it.
+// then runs it; and the choosing helpers every command shares (commands.h).
 #include "command_context.h"
 
+#include <cstdio>
 #include <utility>
 
+#include "coload/hotswap.h"
+
 namespace coload::cli {
+
+std::optional<SelectOptions> cli_select_options(const Config& config) {
+  if (!config.hotswap) {
+    if (!config.hotswap_plugin.empty() || !config.hotswap_pairs.empty()) {  // not a silent no-op (docs/environment.md)
+      std::fprintf(stderr,
+                   "coload: warning: COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but "
+                   "COLOAD_HOTSWAP is not 1: the hotswap tier is off\n");
+    }
+    return select_options(config);
+  }
+  auto registry = hotswap_registry(config);
+  if (!registry) {
+    std::fprintf(stderr, "coload: hotswap: %s\n", registry.error().message().c_str());
+    return std::nullopt;
+  }
+  return select_options(config, *registry);
+}
+
+KeptBytes command_budget(std::uint64_t limit) {
+  return KeptBytes(limit, "what this command keeps of the file's compressed bundles");
+}
+
+std::string no_fit_message(const FatBinary& binary, std::size_t index, const Device& device,
+                           const Selection& selection) {
+  Error error = no_fit_error(device, selection);
+  if (binary.file_count() > 1) return binary.at_bundle(std::move(error), index).message();
+  return error.message();
+}
+
+void print_error(const Error& error) { std::fprintf(stderr, "coload: %s\n", error.message().c_str()); }
 
 const std::optional<SelectOptions>& CommandContext::select_options() {
   if (!select_options_) select_options_.emplace(cli_select_options(*config));

@@ -1,5 +1,5 @@
-// What the coload CLI's commands share: exit codes, choosing, operands,
-// errors and output files. The commands themselves: command_context.h.
+// What the coload CLI's commands share: exit codes, choosing, operands
+// and errors (output files: output_file.h). The commands themselves: command_context.h.
 #pragma once
 
 #include <cstddef>
@@ -58,8 +58,5 @@ std::string no_fit_message(const FatBinary& binary, std::size_t index, const Dev
 
 /// Prints "coload: <error's message>" to stderr.
 void print_error(const Error& error);
-
-/// Writes `bytes` to `path`; on failure prints why and returns false.
-bool write_file(const std::string& path, std::span<const std::byte> bytes);
 
 }  // namespace coload::cli

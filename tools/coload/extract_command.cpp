@@ -18,6 +18,7 @@
 #include "coload/stream_select.h"
 #include "command_context.h"
 #include "commands.h"
+#include "output_file.h"
 
 namespace coload::cli {
 namespace {

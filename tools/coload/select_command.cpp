@@ -11,6 +11,7 @@
 #include "coload/stream_select.h"
 #include "command_context.h"
 #include "commands.h"
+#include "output_file.h"
 
 namespace coload::cli {
 namespace {

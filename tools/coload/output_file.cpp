@@ -1,84 +1,21 @@
-// Helpers the subcommands share: choosing in bundles, output files.
+// Writing a command's output files (output_file.h): a temporary file
+// renamed over the old one, or in place where a rename would break a link.
+#include "output_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <new>
-#include <sstream>
 #include <string>
 #include <system_error>
-#include <thread>
-#include <vector>
-
-#include "coload/hotswap.h"
-#include "commands.h"
 
 namespace coload::cli {
-
-std::optional<SelectOptions> cli_select_options(const Config& config) {
-  if (!config.hotswap) {
-    if (!config.hotswap_plugin.empty() || !config.hotswap_pairs.empty()) {  // not a silent no-op (docs/environment.md)
-      std::fprintf(stderr,
-                   "coload: warning: COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but "
-                   "COLOAD_HOTSWAP is not 1: the hotswap tier is off\n");
-    }
-    return select_options(config);
-  }
-  auto registry = hotswap_registry(config);
-  if (!registry) {
-    std::fprintf(stderr, "coload: hotswap: %s\n", registry.error().message().c_str());
-    return std::nullopt;
-  }
-  return select_options(config, *registry);
-}
-
-KeptBytes command_budget(std::uint64_t limit) {
-  return KeptBytes(limit, "what this command keeps of the file's compressed bundles");
-}
-
-Expected<BinaryPaths> binary_paths(std::span<const std::string> operands, const Arguments& parsed) {
-  const DirectoryScan scan{.pattern = parsed.text(kPattern), .recursive = parsed.given(kRecursive)};
-  BinaryPaths paths;
-  std::error_code code;
-  for (const std::string& operand : operands) {
-    if (!std::filesystem::is_directory(operand, code)) {
-      paths.files.push_back(operand);  // opening it says what is wrong with it
-      continue;
-    }
-    paths.set = true;
-    auto listed = list_set_members(operand, scan);
-    if (!listed) return std::move(listed).error();
-    paths.files.insert(paths.files.end(), listed->begin(), listed->end());
-  }
-  paths.set = paths.set || paths.files.size() > 1;
-  if (operands.size() == 1 && paths.set) paths.name = operands.front();
-  return paths;
-}
-
-Expected<FatBinary> open_operands(std::span<const std::string> operands, const Arguments& parsed,
-                                  const ReadOptions& options) {
-  auto paths = binary_paths(operands, parsed);
-  if (!paths) return std::move(paths).error();
-  if (!paths->set) return FatBinary::open(paths->files.front(), options);
-  return FatBinary::open_files(paths->files, paths->name, options);
-}
-
-std::string no_fit_message(const FatBinary& binary, std::size_t index, const Device& device,
-                           const Selection& selection) {
-  Error error = no_fit_error(device, selection);
-  if (binary.file_count() > 1) return binary.at_bundle(std::move(error), index).message();
-  return error.message();
-}
-
-void print_error(const Error& error) { std::fprintf(stderr, "coload: %s\n", error.message().c_str()); }
 
 namespace {
 
