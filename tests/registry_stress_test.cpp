@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "coload/detail/registry_copies.h"
 #include "coload/registry.h"
 #include "registry_test_support.h"
 
@@ -183,7 +184,8 @@ TEST(RegistryStress, UnregisterFreesTheBytesWhileOthersLookUp) {
       lookers.emplace_back([&, t] {
         start.arrive_and_wait();
         for (int i = 0; i < 50; ++i) {
-          auto kernel = registry.lookup_kernel_copy(*handle, static_cast<std::size_t>(t % 2), "_Z5saxpyfPKfPfi");
+          auto kernel =
+              detail::RegistryCopies::kernel(registry, *handle, static_cast<std::size_t>(t % 2), "_Z5saxpyfPKfPfi");
           if (kernel) {
             if (kernel->name != "_Z5saxpyfPKfPfi") unexpected.fetch_add(1);
           } else if (kernel.error().kind() != ErrorKind::NotFound) {

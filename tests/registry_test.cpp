@@ -2,6 +2,7 @@
 // registration, one load per (binary, device), code objects shared between
 // devices, host images with several bundles, errors and unregistering.
 #include "coload/registry.h"
+#include "coload/detail/registry_copies.h"
 
 #include <gtest/gtest.h>
 
@@ -532,7 +533,8 @@ TEST(RegistryUnregister, WaitsForALookupInFlightBeforeReturning) {
   ASSERT_TRUE(Succeeds(binary));
 
   std::optional<Expected<LoadedKernel>> looked_up;
-  std::thread lookup([&] { looked_up.emplace(registry.lookup_kernel_copy(*binary, 0, "_Z5saxpyfPKfPfi")); });
+  std::thread lookup(
+      [&] { looked_up.emplace(detail::RegistryCopies::kernel(registry, *binary, 0, "_Z5saxpyfPKfPfi")); });
   // The lookup is inside Runtime::load, holding the binary (a broken fixture fails here instead of hanging).
   if (entered.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
     open_gate.set_value();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "coload/detail/registry_copies.h"
 #include "coload/registry.h"
 #include "registry_test_support.h"
 #include "support/bundle_writer.h"
@@ -78,7 +79,7 @@ TEST_F(SharedStubTest, EachDeviceGetsTheBinaryThatFitsItBest) {
   EXPECT_EQ(by_stub(3), own(c, 3));  // only tu_c's gfx9-generic runs on gfx906
   // The same answer from the remembered kernel, and through a copy.
   EXPECT_EQ(by_stub(0), own(b, 0));
-  auto copy = registry.lookup_function_copy(&stub, 2);
+  auto copy = detail::RegistryCopies::function(registry, &stub, 2);
   ASSERT_TRUE(copy);
   EXPECT_EQ(copy->name, kKernel);
   // The dispatch check reads the metadata of the kernel the stub resolved to.

@@ -82,6 +82,10 @@ struct RegistryOptions {
 /// Either output is read (CodeObject::read) and validated as any entry is
 /// before Runtime::load; errors name the pass, the entry and the device. A
 /// native or generic entry is never transformed.
+namespace detail {
+class RegistryCopies;
+}  // namespace detail
+
 class Registry {
  public:
   /// A registry over `runtime`'s devices, each with `config` applied
@@ -157,10 +161,6 @@ class Registry {
   /// (no_fit_error); InvalidArgument for a device out of range; otherwise the first error of
   /// reading, selecting, reading the code object, or Runtime::load.
   Expected<const LoadedKernel*> lookup_kernel(BinaryHandle binary, std::size_t device, std::string_view kernel);
-  /// As lookup_kernel, but a copy taken while the binary is held: safe even
-  /// when another thread unregisters the binary as this returns (the handle
-  /// is then stale, but reading the fields is not a use after free).
-  Expected<LoadedKernel> lookup_kernel_copy(BinaryHandle binary, std::size_t device, std::string_view kernel);
   /// Records that host stub `host_stub` (the address a HIP program launches
   /// by, as __hipRegisterFunction receives it) stands for the kernel named
   /// `kernel` of `binary`: lookup_function then resolves it within the
@@ -183,8 +183,6 @@ class Registry {
   /// for a device out of range; when no binary has the kernel for the
   /// device, the first one's lookup_kernel error.
   Expected<const LoadedKernel*> lookup_function(const void* host_stub, std::size_t device);
-  /// As lookup_function, a copy taken while the binary is held (lookup_kernel_copy).
-  Expected<LoadedKernel> lookup_function_copy(const void* host_stub, std::size_t device);
   /// check_dispatch for the kernel lookup_function resolves `host_stub` to.
   Expected<void> check_function_dispatch(const void* host_stub, std::size_t device, const Dispatch& dispatch);
   /// coload::check_dispatch for the kernel lookup_kernel finds (its metadata
@@ -219,6 +217,7 @@ class Registry {
   RegistryStats stats() const;
 
  private:
+  friend class detail::RegistryCopies;  // the copies the C boundary hands out
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

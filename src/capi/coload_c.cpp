@@ -2,6 +2,7 @@
 // magic tag, sizes of options structs checked, every C++ error and exception
 // turned into a status plus a thread-local message.
 #include "coload/coload.h"
+#include "coload/detail/registry_copies.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -228,7 +229,7 @@ coload_status coload_lookup_kernel(coload_registry* registry, coload_binary bina
     if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
     if (coload_status status = check_kernel_info(function, out); status != COLOAD_OK) return status;
     if (!kernel_name) return null_argument(function, "kernel_name");
-    auto kernel = cxx->lookup_kernel_copy(coload::BinaryHandle{binary}, device, kernel_name);
+    auto kernel = coload::detail::RegistryCopies::kernel(*cxx, coload::BinaryHandle{binary}, device, kernel_name);
     if (!kernel) return fail(kernel.error());
     fill_kernel_info(*kernel, out);
     return ok();

@@ -6,6 +6,7 @@
 
 #include "capi/c_boundary.h"
 #include "coload/coload.h"
+#include "coload/detail/registry_copies.h"
 #include "coload/registry.h"
 #include "coload/wrapper.h"
 
@@ -63,7 +64,7 @@ coload_status coload_lookup_function(coload_registry* registry, const void* host
     if (coload_status status = check(registry, function, &cxx); status != COLOAD_OK) return status;
     if (coload_status status = check_kernel_info(function, out); status != COLOAD_OK) return status;
     if (!host_stub) return null_argument(function, "host_stub");
-    auto kernel = cxx->lookup_function_copy(host_stub, device);
+    auto kernel = coload::detail::RegistryCopies::function(*cxx, host_stub, device);
     if (!kernel) return fail(kernel.error());
     fill_kernel_info(*kernel, out);
     return ok();

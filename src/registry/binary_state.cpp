@@ -18,6 +18,12 @@ struct CopiedImage {
 
 }  // namespace
 
+std::string DeviceState::skipped_note() const {
+  if (skipped == 0) return {};
+  return "; " + std::to_string(skipped) + (skipped == 1 ? " bundle has" : " bundles have") +
+         " no code object for this device, e.g. " + first_skipped;
+}
+
 void Binary::set_opened(FatBinary opened_fat) { set_opened(std::make_shared<const FatBinary>(std::move(opened_fat))); }
 
 void Binary::set_opened(std::shared_ptr<const FatBinary> opened_fat) {

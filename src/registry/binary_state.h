@@ -68,6 +68,9 @@ struct DeviceState {
   std::size_t skipped = 0;
   std::string first_skipped;
   std::optional<Error> error;
+
+  /// "; 2 bundles have no code object for this device, e.g. <why>", or "".
+  std::string skipped_note() const;
 };
 
 struct DeviceSlot {

@@ -9,28 +9,19 @@
 //                   binary_state.h.
 #include "coload/registry.h"
 
-#include <algorithm>
-#include <atomic>
-#include <cstdio>
-#include <exception>
-#include <functional>
 #include <future>
 #include <mutex>
 #include <numeric>
 #include <optional>
 #include <shared_mutex>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "coload/bundle.h"
+#include "coload/detail/registry_copies.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
-#include "coload/select.h"
-#include "coload/stream_select.h"
 #include "coload/validate.h"
 #include "coload/wrapper.h"
 #include "common/bytes.h"
@@ -44,25 +35,8 @@ namespace coload {
 namespace {
 
 using registry::Binary;
-using registry::BundleSlot;
-using registry::Choice;
 using registry::DeviceSlot;
 using registry::DeviceState;
-using registry::EntryImage;
-using registry::fit_rank;
-using registry::StringMap;
-using registry::TransformedImage;
-
-// "; 2 bundles have no code object for this device, e.g. <why>".
-std::string skipped_note(std::size_t skipped, const std::string& first) {
-  if (skipped == 0) return {};
-  return "; " + std::to_string(skipped) + (skipped == 1 ? " bundle has" : " bundles have") +
-         " no code object for this device, e.g. " + first;
-}
-
-}  // namespace
-
-namespace {
 
 Error unknown_binary(BinaryHandle handle) {
   return Error(ErrorKind::NotFound, "no fat binary is registered with handle " + std::to_string(handle.value));
@@ -96,26 +70,7 @@ struct Registry::Impl {
         stream_options(config.stream_options()),
         log{config.log_level, std::move(options.log)} {
     choose_options.threads = options.decode_threads;  // 0: the pipeline's decode_threads decides
-    if (!hotswap && !config.hotswap) {
-      // Only the same-ISA retarget can run: the built-in passes, no plugin.
-      hotswap = std::shared_ptr<const HotswapRegistry>(std::shared_ptr<const void>(), &HotswapRegistry::builtin());
-      // A plugin or pairs set without the switch would otherwise be a silent no-op (docs/environment.md).
-      if (!config.hotswap_plugin.empty() || !config.hotswap_pairs.empty()) {
-        log(LogLevel::Warn, [] {
-          return std::string(
-              "COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but COLOAD_HOTSWAP is not 1: "
-              "the hotswap tier is off, no plugin is loaded and the pairs are not read");
-        });
-      }
-    } else if (!hotswap) {
-      auto built = hotswap_registry(config);
-      if (built) {
-        hotswap = std::make_shared<const HotswapRegistry>(std::move(*built));
-      } else {
-        hotswap_error = std::move(built).error();
-        hotswap = std::make_shared<const HotswapRegistry>();
-      }
-    }
+    hotswap = registry::hotswap_passes(config, std::move(hotswap), log, hotswap_error);
     choose_options.select = coload::select_options(config, *hotswap);
     choose_options.stream = stream_options;
     if (runtime) {
@@ -167,9 +122,7 @@ struct Registry::Impl {
   Expected<std::shared_ptr<Binary>> find(BinaryHandle handle) const {
     std::shared_lock lock(binaries_mutex);
     auto it = binaries.find(handle.value);
-    if (it == binaries.end()) {
-      return unknown_binary(handle);
-    }
+    if (it == binaries.end()) return unknown_binary(handle);
     return it->second;
   }
 
@@ -218,7 +171,7 @@ struct Registry::Impl {
     return Error(ErrorKind::NotFound, "kernel \"" + std::string(name) + "\" not found in " + binary->name +
                                           " for device " + std::to_string(device) + " (" + devices[device].str() +
                                           "; " + std::to_string((*state)->kernels.size()) + " kernels loaded)" +
-                                          skipped_note((*state)->skipped, (*state)->first_skipped));
+                                          (*state)->skipped_note());
   }
 
   /// coload::check_dispatch of the kernel in `slot`, found in `binary` (held).
@@ -301,9 +254,7 @@ Expected<void> Registry::unregister(BinaryHandle binary) {
   {
     std::unique_lock lock(impl_->binaries_mutex);
     auto it = impl_->binaries.find(binary.value);
-    if (it == impl_->binaries.end()) {
-      return unknown_binary(binary);
-    }
+    if (it == impl_->binaries.end()) return unknown_binary(binary);
     removed = std::move(it->second);
     impl_->binaries.erase(it);
   }
@@ -326,22 +277,13 @@ Expected<const LoadedKernel*> Registry::lookup_kernel(BinaryHandle binary, std::
   return (*found)->loaded;
 }
 
-Expected<LoadedKernel> Registry::lookup_kernel_copy(BinaryHandle binary, std::size_t device, std::string_view kernel) {
-  std::shared_ptr<Binary> held;  // copied while held: an unregister on another thread waits for it
-  auto found = impl_->kernel(binary, device, kernel, held);
-  COLOAD_RETURN_IF_ERROR(found);
-  return *(*found)->loaded;
-}
-
 Expected<void> Registry::register_function(BinaryHandle binary, const void* host_stub, std::string kernel) {
   if (!host_stub) return Error(ErrorKind::InvalidArgument, "register_function: the host stub is null");
   if (kernel.empty()) return Error(ErrorKind::InvalidArgument, "register_function: the kernel name is empty");
   // The binary stays registered while its stub is added: unregister erases
   // the binary first and its stubs after, so no stub outlives its binary.
   std::shared_lock binaries_lock(impl_->binaries_mutex);
-  if (!impl_->binaries.contains(binary.value)) {
-    return unknown_binary(binary);
-  }
+  if (!impl_->binaries.contains(binary.value)) return unknown_binary(binary);
   return impl_->stubs->add(host_stub, binary, kernel);
 }
 
@@ -355,17 +297,6 @@ Expected<const LoadedKernel*> Registry::lookup_function(const void* host_stub, s
   COLOAD_RETURN_IF_ERROR(found);
   impl_->stubs->remember(host_stub, generation, device, (*found)->loaded);
   return (*found)->loaded;
-}
-
-Expected<LoadedKernel> Registry::lookup_function_copy(const void* host_stub, std::size_t device) {
-  LoadedKernel copy;  // copied under the stubs' lock: an unregister waits for it before freeing the kernel
-  if (impl_->stubs->found_before(host_stub, device, [&](const LoadedKernel& kernel) { copy = kernel; })) return copy;
-  std::shared_ptr<Binary> held;  // copied while held, as lookup_kernel_copy
-  std::uint64_t generation = 0;
-  auto found = impl_->resolve(host_stub, device, held, generation);
-  COLOAD_RETURN_IF_ERROR(found);
-  impl_->stubs->remember(host_stub, generation, device, (*found)->loaded);
-  return *(*found)->loaded;
 }
 
 Expected<void> Registry::check_function_dispatch(const void* host_stub, std::size_t device, const Dispatch& dispatch) {
@@ -399,7 +330,7 @@ Expected<LoadedGlobal> Registry::lookup_global(BinaryHandle binary, std::size_t 
                                         " for device " + std::to_string(device) + " (" + impl_->devices[device].str() +
                                         "; " + std::to_string((*state)->modules.size()) + " modules loaded)" +
                                         (first_miss ? ": " + first_miss->message() : std::string()) +
-                                        skipped_note((*state)->skipped, (*state)->first_skipped));
+                                        (*state)->skipped_note());
 }
 
 Expected<std::vector<const LoadedModule*>> Registry::modules(BinaryHandle binary, std::size_t device) {
@@ -433,17 +364,32 @@ Expected<void> Registry::choose(BinaryHandle binary, std::size_t device, const C
   return {};
 }
 
+Expected<LoadedKernel> detail::RegistryCopies::kernel(Registry& registry, BinaryHandle binary, std::size_t device,
+                                                      std::string_view kernel) {
+  std::shared_ptr<Binary> held;  // copied while held: an unregister on another thread waits for it
+  auto found = registry.impl_->kernel(binary, device, kernel, held);
+  COLOAD_RETURN_IF_ERROR(found);
+  return *(*found)->loaded;
+}
+
+Expected<LoadedKernel> detail::RegistryCopies::function(Registry& registry, const void* host_stub, std::size_t device) {
+  LoadedKernel copy;  // copied under the stubs' lock: an unregister waits for it before freeing the kernel
+  if (registry.impl_->stubs->found_before(host_stub, device, [&](const LoadedKernel& kernel) { copy = kernel; }))
+    return copy;
+  std::shared_ptr<Binary> held;  // copied while held, as RegistryCopies::kernel
+  std::uint64_t generation = 0;
+  auto found = registry.impl_->resolve(host_stub, device, held, generation);
+  COLOAD_RETURN_IF_ERROR(found);
+  registry.impl_->stubs->remember(host_stub, generation, device, (*found)->loaded);
+  return *(*found)->loaded;
+}
+
 Expected<std::string> Registry::binary_name(BinaryHandle binary) const {
   auto found = impl_->find(binary);
   COLOAD_RETURN_IF_ERROR(found);
   return (*found)->name;
 }
 
-RegistryStats Registry::stats() const {
-  const auto get = [](const std::atomic<std::uint64_t>& counter) { return counter.load(std::memory_order_relaxed); };
-  const registry::Counters& c = impl_->counters;
-  return RegistryStats{get(c.binaries_registered), get(c.bundles_read),   get(c.bundles_decompressed),
-                       get(c.code_objects_read),   get(c.modules_loaded), get(c.bytes_decoded)};
-}
+RegistryStats Registry::stats() const { return impl_->counters.stats(); }
 
 }  // namespace coload

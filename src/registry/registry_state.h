@@ -34,6 +34,7 @@
 #include "coload/fat_binary.h"
 #include "coload/hotswap.h"
 #include "coload/pipeline.h"
+#include "coload/registry.h"
 #include "coload/select.h"
 #include "coload/stream_select.h"
 
@@ -108,6 +109,11 @@ struct Counters {
   void add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
     counter.fetch_add(n, std::memory_order_relaxed);
   }
+  RegistryStats stats() const {
+    const auto get = [](const std::atomic<std::uint64_t>& counter) { return counter.load(std::memory_order_relaxed); };
+    return RegistryStats{get(binaries_registered), get(bundles_read),   get(bundles_decompressed),
+                         get(code_objects_read),   get(modules_loaded), get(bytes_decoded)};
+  }
 };
 
 /// The registry's log: COLOAD_LOG's level, to the caller's sink or stderr.
@@ -174,6 +180,15 @@ class ImageCache {
   std::mutex mutex_;
   std::unordered_map<std::string, std::weak_ptr<const BundleData>> compressed_;  // by ccob_key
 };
+
+/// The passes a registry runs: `given` (RegistryOptions::hotswap) when set;
+/// with hotswap off, the built-in ones (warning when a plugin or pairs are
+/// set without the switch); else the registry COLOAD_HOTSWAP_PLUGIN builds,
+/// or, when that fails, an empty one with the failure in `error` (every load
+/// then fails with it). Never null.
+std::shared_ptr<const HotswapRegistry> hotswap_passes(const Config& config,
+                                                      std::shared_ptr<const HotswapRegistry> given, const Log& log,
+                                                      std::optional<Error>& error);
 
 /// Runs the pass for a Hotswap or Equivalent choice over `image` (hotswap
 /// through `hotswap`'s passes, the same-ISA relabelling always through the

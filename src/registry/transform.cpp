@@ -1,10 +1,34 @@
-// Applying a hotswap or same-ISA pass to a chosen entry for one device
-// (registry_state.h, transform).
+// The registry's hotswap passes (hotswap_passes), and applying a hotswap or
+// same-ISA pass to a chosen entry for one device (transform); registry_state.h.
+#include "coload/config.h"
+#include "coload/hotswap.h"
 #include "coload/validate.h"
 #include "common/try.h"
 #include "registry/registry_state.h"
 
 namespace coload::registry {
+
+std::shared_ptr<const HotswapRegistry> hotswap_passes(const Config& config,
+                                                      std::shared_ptr<const HotswapRegistry> given, const Log& log,
+                                                      std::optional<Error>& error) {
+  if (given) return given;
+  if (!config.hotswap) {
+    // Only the same-ISA retarget can run: the built-in passes, no plugin.
+    // A plugin or pairs set without the switch would otherwise be a silent no-op (docs/environment.md).
+    if (!config.hotswap_plugin.empty() || !config.hotswap_pairs.empty()) {
+      log(LogLevel::Warn, [] {
+        return std::string(
+            "COLOAD_HOTSWAP_PLUGIN or COLOAD_HOTSWAP_PAIRS is set but COLOAD_HOTSWAP is not 1: "
+            "the hotswap tier is off, no plugin is loaded and the pairs are not read");
+      });
+    }
+    return std::shared_ptr<const HotswapRegistry>(std::shared_ptr<const void>(), &HotswapRegistry::builtin());
+  }
+  auto built = hotswap_registry(config);
+  if (built) return std::make_shared<const HotswapRegistry>(std::move(*built));
+  error = std::move(built).error();
+  return std::make_shared<const HotswapRegistry>();
+}
 
 Expected<std::shared_ptr<const TransformedImage>> transform(const HotswapRegistry& hotswap,
                                                             const std::shared_ptr<const EntryImage>& image, Tier tier,
