@@ -18,8 +18,8 @@
 #include <system_error>
 #include <vector>
 
+#include "coload/detail/stream_select.h"
 #include "coload/device.h"
-#include "coload/stream_select.h"
 
 namespace coload_bench {
 

@@ -56,12 +56,12 @@
 #include "bench_support.h"
 #include "coload/code_object.h"
 #include "coload/config.h"
+#include "coload/detail/stream_select.h"
 #include "coload/device.h"
 #include "coload/fat_binary.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
 #include "coload/select.h"
-#include "coload/stream_select.h"
 
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/ObjectFile.h"

@@ -216,15 +216,15 @@ void BM_DecodeThreadsFirstCheck(benchmark::State& state) {
       state,
       [&] {
         std::size_t kept = 0;
-        coload::choose_in_binary(
-            *fat, indices, gfx90a(), {.stream = hash.options},
-            [&](std::size_t, coload::Expected<coload::BundleChoice>& choice) {
-              if (!choice || choice->chosen_bytes().empty() || choice->hash != coload::StreamSelection::Hash::Checked) {
-                std::abort();
-              }
-              kept += choice->chosen_bytes().size();
-              return true;
-            });
+        coload::choose_in_binary(*fat, indices, gfx90a(), {.stream = hash.options},
+                                 [&](std::size_t, coload::Expected<coload::BundleChoice>& choice) {
+                                   if (!choice || choice->chosen_bytes().empty() || !choice->streamed() ||
+                                       choice->streamed()->hash != coload::StoredHash::Checked) {
+                                     std::abort();
+                                   }
+                                   kept += choice->chosen_bytes().size();
+                                   return true;
+                                 });
         benchmark::DoNotOptimize(kept);
       },
       [&] { decode_and_hash(ccobs, threads); });

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <string>
 
+#include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
-#include "coload/stream_select.h"
 
 namespace {
 long peak_kib() {

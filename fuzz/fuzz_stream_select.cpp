@@ -8,9 +8,9 @@
 #include <cstdlib>
 
 #include "coload/bundle.h"
+#include "coload/detail/stream_select.h"
 #include "coload/device.h"
 #include "coload/select.h"
-#include "coload/stream_select.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);

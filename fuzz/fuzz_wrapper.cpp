@@ -1,4 +1,4 @@
-// Fuzzes the __hip_fatbin_wrapper entry point (coload/wrapper.h, and
+// Fuzzes the __hip_fatbin_wrapper entry point (coload/detail/wrapper.h, and
 // Registry::register_wrapper with a lookup) on memory that faults: the
 // input's bytes are placed in a scratch file mapping, some of whose pages
 // are then made PROT_NONE and the rest of which is cut off by truncating
@@ -18,11 +18,11 @@
 #include <cstring>
 #include <memory>
 
+#include "coload/detail/wrapper.h"
 #include "coload/device.h"
 #include "coload/fat_binary.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
-#include "coload/wrapper.h"
 
 namespace {
 

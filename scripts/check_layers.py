@@ -9,7 +9,11 @@ The layers and what each may reach come from the manifest CMake writes
       not reach (a call that goes up or sideways);
   check_layers.py includes --manifest M SRC_DIR
       fails when a source in src/LAYER includes a private header of a folder,
-      or a public header owned by a layer, that LAYER does not reach.
+      or a public header owned by a layer, that LAYER does not reach;
+  check_layers.py tiers INCLUDE_DIR
+      fails when a stable header (INCLUDE_DIR/coload/*.h) includes an
+      unstable one (coload/detail/...) other than those TIER_EXCEPTIONS allows
+      (docs/architecture.md, "Two tiers of C++ headers").
 
 Prints one line per fault, naming both files, and exits 1 if there is any.
 """
@@ -103,6 +107,33 @@ def check_includes(args):
     return faults
 
 
+# The detail headers a stable header may include, each for a reason
+# docs/architecture.md ("Two tiers of C++ headers") gives.
+TIER_EXCEPTIONS = {
+    ("bundle.h", "detail/source.h"),  # scan_bundles and read_bundle take a SourceReader
+    ("fat_binary.h", "detail/source.h"),  # a FatBinary holds its Sources by value
+}
+
+
+def check_tiers(args):
+    faults = []
+    folder = os.path.join(args.include, "coload")
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        with open(path, errors="replace") as header:
+            for number, line in enumerate(header, 1):
+                match = INCLUDE.match(line)
+                if not match or not match.group(1).startswith("coload/detail/"):
+                    continue
+                included = match.group(1).split("/", 1)[1]
+                if (name, included) not in TIER_EXCEPTIONS:
+                    faults.append(f"include/coload/{name}:{number} includes coload/{included}, "
+                                  "an unstable header, into the stable tier")
+    return faults
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -113,8 +144,11 @@ def main():
     includes = sub.add_parser("includes")
     includes.add_argument("--manifest", required=True)
     includes.add_argument("src")
+    tiers = sub.add_parser("tiers")
+    tiers.add_argument("include")
     args = parser.parse_args()
-    faults = check_calls(args) if args.mode == "calls" else check_includes(args)
+    check = {"calls": check_calls, "includes": check_includes, "tiers": check_tiers}[args.mode]
+    faults = check(args)
     for fault in faults:
         print(fault, file=sys.stderr)
     if faults:

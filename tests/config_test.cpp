@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "coload/hotswap.h"
+#include "coload/detail/hotswap.h"
 #include "test_util.h"
 
 namespace coload {

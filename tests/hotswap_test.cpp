@@ -3,7 +3,7 @@
 // once), add()'s exact errors, find_pair, the allowlist, plugins built by the
 // tests (tests/support/hotswap_plugins: a good one and several bad ones) and
 // the registry a Config asks for.
-#include "coload/hotswap.h"
+#include "coload/detail/hotswap.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,9 @@
 # The layers of src/ (docs/architecture.md, "Layers"): the tree as it is
 # passes the include check, and each of the three guards refuses a planted
 # fault: an include that reaches up, a call that reaches up (nm over two
-# objects) and a layer that uses one declared after it (CMake).
+# objects) and a layer that uses one declared after it (CMake). The two
+# tiers of headers ("Two tiers of C++ headers"): no stable header includes
+# an unstable one beyond the exceptions, and a planted include is refused.
 #
 #   layers_test.sh SOURCE_DIR MANIFEST C_COMPILER NM
 set -uo pipefail
@@ -43,6 +45,14 @@ cp "$source_dir/src/io/source.cpp" "$work/src/io/source.cpp"
 mkdir "$work/src/stray"
 expect_fault "folder outside the layers" "src/stray is not a layer in $manifest" \
   python3 "$check" includes --manifest "$manifest" "$work/src"
+
+python3 "$check" tiers "$source_dir/include" || fail "a stable header includes an unstable one"
+cp -r "$source_dir/include" "$work/include"
+line=$(($(wc -l < "$work/include/coload/config.h") + 1))
+echo '#include "coload/detail/stream_select.h"' >> "$work/include/coload/config.h"
+expect_fault "stable header" \
+  "include/coload/config.h:$line includes coload/detail/stream_select.h, an unstable header, into the stable tier" \
+  python3 "$check" tiers "$work/include"
 
 # A call that reaches up: lower.o (layer io) calls upper(), defined in upper.o
 # (layer registry), which calls lower() (down).

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "coload/detail/wrapper.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
-#include "coload/wrapper.h"
 #include "fault_child.h"
 #include "loaded_wrappers.h"
 #include "test_util.h"

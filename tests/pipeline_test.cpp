@@ -74,14 +74,17 @@ TEST(ChooseInBinary, OneResultPerBundleInOrderOnAnyNumberOfThreads) {
                        if (index == 0) {
                          EXPECT_TRUE(Succeeds(choice));
                          EXPECT_FALSE(choice->compressed());
+                         EXPECT_NE(choice->plain(), nullptr);
                          EXPECT_EQ(choice->selection.selected, std::optional<std::size_t>(2));
                          EXPECT_TRUE(std::ranges::equal(choice->chosen_bytes(), input.gfx90a_plain));
                        } else if (index == 1) {
                          EXPECT_TRUE(Succeeds(choice));
                          EXPECT_TRUE(choice->compressed());
                          EXPECT_EQ(choice->selection.selected, std::optional<std::size_t>(0));
-                         EXPECT_EQ(choice->hash, StreamSelection::Hash::Checked);
-                         EXPECT_TRUE(choice->heads.empty());  // not asked for: dropped
+                         const StreamedChoice streamless;
+                         const StreamedChoice& streamed = choice->streamed() ? *choice->streamed() : streamless;
+                         EXPECT_EQ(streamed.hash, StoredHash::Checked);
+                         EXPECT_TRUE(streamed.heads.empty());  // not asked for: dropped
                          EXPECT_TRUE(std::ranges::equal(choice->chosen_bytes(), input.gfx90a_ccob));
                        } else {
                          EXPECT_TRUE(FailsWith(choice, ErrorKind::HashMismatch));
@@ -109,7 +112,8 @@ TEST(ChooseInBinary, HeadsAreHandedOverWhenAskedForAndTakeStops) {
                      taken.push_back(index);
                      if (index == 1) {
                        EXPECT_TRUE(Succeeds(choice));
-                       EXPECT_EQ(choice->heads.size(), 2u);
+                       EXPECT_TRUE(choice->compressed());
+                       EXPECT_EQ(choice->compressed() ? choice->streamed()->heads.size() : 0u, 2u);
                        EXPECT_EQ(choice->selection.selected, std::optional<std::size_t>(1));
                      }
                      return index < 1;
@@ -122,7 +126,7 @@ TEST(ChooseInBinary, TheComgrUnbundlerRefusesACcobAtItsBundle) {
   auto binary = FatBinary::from_memory(input.file, "three.bin");
   ASSERT_TRUE(Succeeds(binary));
   const Selector selector(device("gfx90a"), {.unbundler = Unbundler::Comgr});
-  auto choice = choose_in_bundle(*binary, 1, selector, {});
+  auto choice = select_in_bundle_at(*binary, 1, selector, {});
   ASSERT_TRUE(FailsWith(choice, ErrorKind::UnsupportedMethod));
   EXPECT_EQ(choice.error().location().bundle, std::optional<std::size_t>(1));
   EXPECT_EQ(choice.error().location().bundle_offset, std::optional<std::uint64_t>(binary->bundles()[1].offset));

@@ -12,8 +12,8 @@
 #include <random>
 #include <string>
 
+#include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
-#include "coload/stream_select.h"
 #include "io/read_pages.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "coload/code_object.h"
-#include "coload/hotswap.h"
+#include "coload/detail/hotswap.h"
 #include "coload/registry.h"
 #include "registry_test_support.h"
 #include "support/bundle_writer.h"

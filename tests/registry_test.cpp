@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "coload/code_object.h"
+#include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
-#include "coload/stream_select.h"
 #include "registry_test_support.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"

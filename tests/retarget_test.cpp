@@ -1,4 +1,4 @@
-// The same-ISA retarget (coload/hotswap.h retarget_code_object): clang-22
+// The same-ISA retarget (coload/detail/hotswap.h retarget_code_object): clang-22
 // fixtures relabelled across the same-ISA groups, checked byte by byte, with
 // llvm-objdump-22 and llvm-readelf-22, with coload's validator and metadata
 // reader; refusals with their exact kinds; and the note rewrite on
@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include "bundle_writer.h"
 #include "coload/code_object.h"
+#include "coload/detail/hotswap.h"
 #include "coload/device.h"
-#include "coload/hotswap.h"
 #include "coload/validate.h"
 #include "elf_writer.h"
 #include "hotswap/retarget_note.h"

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string_view>
 
-#include "coload/source.h"
+#include "coload/detail/source.h"
 #include "common/bytes.h"
 #include "support/bundle_writer.h"
 #include "test_util.h"

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
-#include "coload/stream_select.h"
 #include "stream_select_test_support.h"
 #include "support/bundle_writer.h"
 #include "support/elf_writer.h"

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
-#include "coload/stream_select.h"
 #include "support/bundle_writer.h"
 #include "support/elf_writer.h"
 #include "test_util.h"

@@ -14,7 +14,7 @@
 
 #include "ccob/ccob_layout.h"
 #include "ccob/verified_marks.h"
-#include "coload/stream_select.h"
+#include "coload/detail/stream_select.h"
 #include "fifo_watchdog.h"
 #include "stream_select_test_support.h"
 #include "support/bundle_writer.h"

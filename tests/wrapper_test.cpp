@@ -1,7 +1,7 @@
-// The image behind a __hip_fatbin_wrapper pointer (coload/wrapper.h): measured
+// The image behind a __hip_fatbin_wrapper pointer (coload/detail/wrapper.h): measured
 // from its own headers, read only within the mapping that holds it, and the
 // wrappers of a loaded shared library registered one binary each.
-#include "coload/wrapper.h"
+#include "coload/detail/wrapper.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

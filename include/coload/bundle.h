@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "coload/detail/source.h"
 #include "coload/error.h"
-#include "coload/source.h"
 
 namespace coload {
 
@@ -60,6 +60,46 @@ struct ReadOptions {
   /// read or written are misses, never errors. Empty: no marks (every CCOB
   /// checked in full). Config::verified_cache (COLOAD_VERIFY_CACHE) sets it.
   std::string verified_cache;
+};
+
+/// Who reads a plain bundle's table and picks: coload, or comgr's
+/// amd_comgr_lookup_code_object (the HIP_USE_RUNTIME_UNBUNDLER-style toggle).
+enum class Unbundler : std::uint8_t { Builtin, Comgr };
+/// "builtin", "comgr".
+std::string_view to_string(Unbundler unbundler);
+
+/// How a CCOB is decoded as a stream while an entry is chosen from it
+/// (select_in_compressed_bundle, choose_in_binary): its stored MD5 prefix,
+/// what is kept, the caps.
+struct StreamOptions {
+  enum class HashCheck : std::uint8_t {
+    /// Decode the whole stream, MD5 it as it passes (without keeping it), and
+    /// check the stored hash and the declared uncompressed size. The default.
+    Verify,
+    /// Stop decoding once the choice is final: the ELF header seen of every
+    /// entry whose ID leaves the choice to it (entries of other kinds or of
+    /// processors unrelated to the device are judged from the table), and
+    /// the chosen entry complete. The stored hash is NOT checked, and
+    /// corruption after that point goes unnoticed.
+    Skip,
+  };
+  HashCheck hash = HashCheck::Verify;
+  /// False: the chosen entry's bytes are not kept, and Skip mode (or a mark)
+  /// stops once every entry is judged, without decoding the rest of the
+  /// chosen entry. For callers that only report the choice, such as
+  /// `coload select` without `-o`.
+  bool keep_chosen = true;
+  /// Caps as for read_bundle (max_decompressed_bytes bounds the declared and
+  /// the produced size), and in Verify mode the marks of checked CCOBs
+  /// (ReadOptions::verified_cache).
+  ReadOptions read;
+};
+
+/// What became of a streamed CCOB's stored hash.
+enum class StoredHash : std::uint8_t {
+  Checked,         ///< the whole stream decoded and its MD5 prefix and size matched
+  CheckedEarlier,  ///< a mark in ReadOptions::verified_cache: decoded as in Skip mode
+  NotChecked,      ///< Skip mode, or a plain bundle (no hash)
 };
 
 /// The fixed header of a CCOB, all fields as stored.

@@ -20,8 +20,6 @@
 #include "coload/bundle.h"
 #include "coload/device.h"
 #include "coload/error.h"
-#include "coload/select.h"
-#include "coload/stream_select.h"
 
 namespace coload {
 
@@ -60,7 +58,7 @@ struct Config {
   /// processor (or says `all`); never turns it off.
   void apply(Device& device) const;
   ReadOptions read_options() const;
-  /// hash_check and read_options(), for select_in_compressed_bundle.
+  /// hash_check and read_options(), for streaming a CCOB (choose_in_binary).
   StreamOptions stream_options() const;
 
   /// Looks a variable up; nullopt when unset.

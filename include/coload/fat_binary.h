@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "coload/bundle.h"
+#include "coload/detail/source.h"
 #include "coload/error.h"
-#include "coload/source.h"
 
 namespace coload {
 

@@ -3,7 +3,7 @@
  * Covers: the five functions a shared library exports so that
  * COLOAD_HOTSWAP_PLUGIN=/path/lib.so (or HotswapRegistry::add_plugin) can use
  * it as a transpiler pass, the HSA_TOOLS_LIB-style route for vendor tools.
- * Does not cover: how coload chooses when to call it (coload/hotswap.h,
+ * Does not cover: how coload chooses when to call it (coload/detail/hotswap.h,
  * coload/select.h) or what the plugin does inside.
  *
  * Contract: coload dlopens the library (RTLD_NOW | RTLD_LOCAL), resolves every

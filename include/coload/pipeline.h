@@ -6,7 +6,7 @@
 // caller's CCOBs share. Does not cover: reading, validating or loading the
 // chosen code object, caching across calls (the registry's, through a
 // BundleReader); the thread pool itself (coload/detail/ordered_pool.h).
-// Ownership: a BundleChoice owns a CCOB's chosen bytes; a plain bundle's
+// Ownership: a StreamedChoice owns a CCOB's chosen bytes; a PlainChoice's
 // entries view the FatBinary's source. Threads: KeptBytes is shared by
 // threads; the functions share no state; `take` runs on the calling thread.
 // docs/pipeline.md has the rest.
@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "coload/bundle.h"
@@ -28,7 +29,6 @@
 #include "coload/error.h"
 #include "coload/fat_binary.h"
 #include "coload/select.h"
-#include "coload/stream_select.h"
 
 namespace coload {
 
@@ -57,42 +57,61 @@ class KeptBytes {
 /// what a caller keeping reports counts against its KeptBytes.
 std::uint64_t selection_bytes(const Selection& selection);
 
+/// A plain bundle's (or a bare code object's, or a file set's group's)
+/// choice: the bundle read in place; its entries view the binary's source.
+struct PlainChoice {
+  Bundle bundle;
+};
+
+/// A CCOB's choice: what its stream kept (select_in_compressed_bundle,
+/// coload/detail/stream_select.h).
+struct StreamedChoice {
+  /// The chosen entry's bytes; empty when nothing fits, or when
+  /// StreamOptions::keep_chosen is false.
+  std::vector<std::byte> chosen;
+  /// Every entry's table fields and ELF header, in table order; handed over
+  /// only with ChooseOptions::keep_heads.
+  std::vector<EntryHead> heads;
+  /// False when the stream stopped (Skip mode, or a mark) before some
+  /// entries' ELF headers: selecting on `heads` for another device is then wrong.
+  bool every_head = true;
+  StoredHash hash = StoredHash::NotChecked;  ///< how the stored hash was (or was not) checked
+  /// Uncompressed bytes decoded (all of them when the hash is Checked; often fewer otherwise).
+  std::uint64_t decoded_bytes = 0;
+};
+
 /// One bundle's choice for a device.
 struct BundleChoice {
   /// Every entry judged, as Selector::select over the whole bundle judges it.
   Selection selection;
-  /// Plain bundles (and bare code objects): the bundle read in place; its
-  /// entries view the binary's source.
-  std::optional<Bundle> bundle;
-  /// CCOBs: the chosen entry's bytes (empty when nothing fits, or when
-  /// StreamOptions::keep_chosen is false), every entry's table fields and ELF
-  /// header, and how the stream went (StreamSelection's fields).
-  std::vector<std::byte> streamed;
-  std::vector<EntryHead> heads;
-  bool every_head = true;
-  StreamSelection::Hash hash = StreamSelection::Hash::NotChecked;
-  std::uint64_t decoded_bytes = 0;
-
+  /// How the bundle was read: in place, or streamed; std::monostate when a
+  /// BundleReader keeps what it read itself (the registry's cache).
+  std::variant<std::monostate, PlainChoice, StreamedChoice> how;
   /// The file the bundle came from: the binary's name, a file set's member,
   /// or for a file set's group of code objects the chosen entry's file (the
   /// set's name when nothing is chosen). FatBinary::file.
   std::string file;
 
-  bool compressed() const { return !bundle; }
-  /// The chosen entry's bytes; empty when nothing was chosen.
+  /// The plain choice; null for a CCOB's or a reader's.
+  const PlainChoice* plain() const { return std::get_if<PlainChoice>(&how); }
+  /// The streamed choice; null for a plain bundle's or a reader's.
+  const StreamedChoice* streamed() const { return std::get_if<StreamedChoice>(&how); }
+  StreamedChoice* streamed() { return std::get_if<StreamedChoice>(&how); }
+  bool compressed() const { return streamed() != nullptr; }
+  /// The chosen entry's bytes; empty when nothing was chosen (or kept).
   std::span<const std::byte> chosen_bytes() const;
 };
 
-/// Chooses with `selector` in bundle `index` of `binary`: a plain bundle is
+/// Selects with `selector` in bundle `index` of `binary`: a plain bundle is
 /// read in place, a CCOB streamed (select_in_compressed_bundle with
 /// `stream`). `spent`, when given, is a selection no longer needed whose
 /// storage a plain bundle's report reuses. Errors carry the bundle (and, from
 /// the reader, the file) in their location; a file set's group of code
 /// objects is read through FatBinary::read and selected as a plain bundle.
-Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
-                                        const StreamOptions& stream, Selection* spent = nullptr);
+Expected<BundleChoice> select_in_bundle_at(const FatBinary& binary, std::size_t index, const Selector& selector,
+                                           const StreamOptions& stream, Selection* spent = nullptr);
 
-/// Reads bundle `index` for `selector`'s device in place of choose_in_bundle:
+/// Reads bundle `index` for `selector`'s device in place of select_in_bundle_at:
 /// the seam for a caller that keeps what it reads across calls (the
 /// registry's cache of bundles and code objects). Called on a decode thread.
 using BundleReader = std::function<Expected<BundleChoice>(std::size_t index, const Selector& selector)>;
@@ -103,10 +122,10 @@ struct ChooseOptions {
   StreamOptions stream;
   /// Decode threads, this one included; 0: decode_threads() decides.
   std::size_t threads = 0;
-  /// Whether a CCOB's BundleChoice::heads are handed over (for a caller that
+  /// Whether a CCOB's StreamedChoice::heads are handed over (for a caller that
   /// selects again on them); dropped otherwise.
   bool keep_heads = false;
-  /// Reads each bundle instead of choose_in_bundle; null: choose_in_bundle.
+  /// Reads each bundle instead of select_in_bundle_at; null: select_in_bundle_at.
   BundleReader reader;
   /// Whether `reader` also reads each chosen entry's code object, which
   /// makes a plain bundle worth a thread too (decode_threads).

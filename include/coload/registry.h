@@ -26,12 +26,13 @@
 #include "coload/device.h"
 #include "coload/error.h"
 #include "coload/fat_binary.h"
-#include "coload/hotswap.h"
 #include "coload/pipeline.h"
 #include "coload/runtime.h"
 #include "coload/validate.h"
 
 namespace coload {
+
+class HotswapRegistry;  // coload/detail/hotswap.h: passes a program may add
 
 /// A registered fat binary. Handles are never reused; 0 is never valid.
 struct BinaryHandle {
@@ -132,7 +133,7 @@ class Registry {
   Expected<BinaryHandle> register_directory(const std::string& path, const DirectoryScan& scan = {});
   /// Registers the image a `__hip_fatbin_wrapper` points at (one wrapper,
   /// one binary, as __hipRegisterFatBinary receives it). Only the record is
-  /// read and checked (wrapper_reach, coload/wrapper.h); the image is
+  /// read and checked (wrapper_reach, coload/detail/wrapper.h); the image is
   /// measured within the mapping that holds it and copied, through checked
   /// reads, and its bundles located in the copy, at the binary's first use,
   /// whose error (wrapped_image_in's, then register_memory's) every later

@@ -4,7 +4,7 @@
 // equivalent ISA, generic, hotswap; the order is docs/selection.md's,
 // "Tiers"), the report of why each entry was taken or refused, and the
 // error for a device nothing fits. Does not cover: reading bundles
-// (coload/bundle.h), streaming a CCOB (coload/stream_select.h) or checking
+// (coload/bundle.h), streaming a CCOB (coload/detail/stream_select.h) or checking
 // the chosen code object (coload/validate.h).
 //
 // Ownership: a Selection owns its report. Threads: threads may share one
@@ -57,11 +57,6 @@ class HotswapAllowlist {
   std::vector<Pair> pairs_;
 };
 
-/// Who reads a plain bundle's table and picks: coload, or comgr's
-/// amd_comgr_lookup_code_object (the HIP_USE_RUNTIME_UNBUNDLER-style toggle).
-enum class Unbundler : std::uint8_t { Builtin, Comgr };
-std::string_view to_string(Unbundler unbundler);
-
 struct SelectOptions {
   Unbundler unbundler = Unbundler::Builtin;
   /// Hotswap tier on/off; with it off, allowlisted sources are only reported.
@@ -93,6 +88,17 @@ struct Selection {
   std::optional<std::size_t> selected;  ///< index into candidates
 
   const Candidate* chosen() const { return selected ? &candidates[*selected] : nullptr; }
+};
+
+/// One entry as selection reads it: its table fields and its first bytes
+/// (up to 64, the ELF header). Kept for every entry of a streamed bundle so
+/// that selecting for another device needs no second decompression.
+struct EntryHead {
+  std::string id;  ///< entry ID, trailing NUL bytes removed
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  bool is_host = false;
+  std::vector<std::byte> head;  ///< the first min(size, 64) bytes
 };
 
 /// Judges every entry. Never fails: problems with an entry (bad ID, not an

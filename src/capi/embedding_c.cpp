@@ -7,8 +7,8 @@
 #include "capi/c_boundary.h"
 #include "coload/coload.h"
 #include "coload/detail/registry_copies.h"
+#include "coload/detail/wrapper.h"
 #include "coload/registry.h"
-#include "coload/wrapper.h"
 
 using namespace coload::capi;  // NOLINT: the C API's shared parts, in every entry point
 

@@ -1,6 +1,6 @@
 // The C API's comgr-shaped lookup (coload_select, coload_select_wrapper in
 // coload/coload.h): for each ISA a runtime names, the entry one image would
-// load and where. It takes the pipeline's choose_in_bundle with one Selector
+// load and where. It takes the pipeline's select_in_bundle_at with one Selector
 // per ISA (docs/pipeline.md); docs/comgr.md ("coload_select") compares it
 // with amd_comgr_lookup_code_object.
 #include <algorithm>
@@ -19,13 +19,13 @@
 #include "capi/c_boundary.h"
 #include "coload/coload.h"
 #include "coload/config.h"
+#include "coload/detail/hotswap.h"
+#include "coload/detail/stream_select.h"
+#include "coload/detail/wrapper.h"
 #include "coload/device.h"
 #include "coload/fat_binary.h"
-#include "coload/hotswap.h"
 #include "coload/pipeline.h"
 #include "coload/select.h"
-#include "coload/stream_select.h"
-#include "coload/wrapper.h"
 #include "common/bytes.h"
 #include "common/try.h"
 
@@ -107,17 +107,16 @@ std::string report_of(const std::string& device, const Outcome& outcome) {
   return text;
 }
 
-/// Chooses for every device in the one bundle of `binary`. A plain bundle
+/// Selects for every device in the one bundle of `binary`. A plain bundle
 /// (or bare code object) is read in place for each. A CCOB is streamed for
 /// the first device, keeping its entries' heads; a later device selects on
 /// those heads and streams again only for an entry no device has chosen yet.
 /// What is kept stays below the CCOB's uncompressed size, which
 /// max_decompressed_bytes caps: distinct entries of one bundle.
-std::vector<Outcome> choose_for_each(const coload::FatBinary& binary, std::span<const Device> devices,
+std::vector<Outcome> select_for_each(const coload::FatBinary& binary, std::span<const Device> devices,
                                      const coload::SelectOptions& select, const coload::StreamOptions& stream,
                                      SelectionData& data) {
   const coload::BundleInfo& info = binary.bundles()[0];
-  const bool compressed = info.format == coload::BundleFormat::Compressed;
   struct Decoded {
     std::size_t entry;
     std::span<const std::byte> bytes;  // in data.buffers
@@ -141,16 +140,17 @@ std::vector<Outcome> choose_for_each(const coload::FatBinary& binary, std::span<
       }
     }
     if (!outcome.selection) {
-      Expected<BundleChoice> made = coload::choose_in_bundle(binary, 0, selector, stream);
+      Expected<BundleChoice> made = coload::select_in_bundle_at(binary, 0, selector, stream);
       if (!made) {
         outcome.error = std::move(made).error();
         continue;
       }
       const Candidate* chosen = made->selection.chosen();
-      if (compressed && chosen) {
-        data.buffers.push_back(std::move(made->streamed));
+      coload::StreamedChoice* streamed = made->streamed();
+      if (streamed && chosen) {
+        data.buffers.push_back(std::move(streamed->chosen));
         const std::size_t entry = chosen->entry_index;
-        const std::uint64_t offset = entry < made->heads.size() ? made->heads[entry].offset : 0;
+        const std::uint64_t offset = entry < streamed->heads.size() ? streamed->heads[entry].offset : 0;
         decoded.push_back({entry, data.buffers.back(), offset});
         outcome.bytes = data.buffers.back();
         outcome.owned = true;
@@ -158,8 +158,8 @@ std::vector<Outcome> choose_for_each(const coload::FatBinary& binary, std::span<
       } else {
         outcome.bytes = made->chosen_bytes();  // in the image
       }
-      if (compressed && !from_heads && made->every_head) {
-        heads = std::move(made->heads);
+      if (streamed && !from_heads && streamed->every_head) {
+        heads = std::move(streamed->heads);
         from_heads.emplace(info, coload::head_entries(heads), std::span<const std::byte>(), nullptr);
       }
       outcome.selection = std::move(made->selection);
@@ -255,7 +255,7 @@ coload_status select_image(const char* function, const std::string& name, const 
   auto binary = coload::FatBinary::from_memory(*image, name, stream.read);
   if (!binary) return fail(binary.error());
   auto data = std::make_unique<SelectionData>();
-  std::vector<Outcome> outcomes = choose_for_each(*binary, devices, *select, stream, *data);
+  std::vector<Outcome> outcomes = select_for_each(*binary, devices, *select, stream, *data);
   hand_over(devices, outcomes, *image, *data);
   *out = data.release();
   return ok();

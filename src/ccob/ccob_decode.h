@@ -1,6 +1,6 @@
 // Internal: decoding a CCOB and checking it against its header. One routine
 // behind decompress_bundle, read_bundle (decompress_bundle_mapped) and the
-// selecting stream (coload/stream_select.h); each brings its own sink for
+// selecting stream (coload/detail/stream_select.h); each brings its own sink for
 // the decoded bytes. Defined in compressed_bundle.cpp. Does not cover parsing
 // the header (parse_compressed_header) or the plain bundle inside.
 #pragma once

@@ -115,6 +115,8 @@ std::string_view to_string(Compression compression) {
   return "unknown";
 }
 
+std::string_view to_string(Unbundler unbundler) { return unbundler == Unbundler::Comgr ? "comgr" : "builtin"; }
+
 Expected<void> detail::check_decoded_limit(const CompressedHeader& header, const ReadOptions& options,
                                            LimitWording wording) {
   if (header.uncompressed_size <= options.max_decompressed_bytes) return {};

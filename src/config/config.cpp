@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "coload/select.h"  // HotswapAllowlist checks COLOAD_HOTSWAP_PAIRS
 #include "common/bytes.h"
 #include "common/try.h"
 

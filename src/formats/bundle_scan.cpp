@@ -8,7 +8,7 @@
 #include "ccob/ccob_layout.h"
 #include "ccob/decompress.h"
 #include "coload/bundle.h"
-#include "coload/wrapper.h"
+#include "coload/detail/wrapper.h"
 #include "common/bytes.h"
 #include "common/magic.h"
 #include "common/try.h"

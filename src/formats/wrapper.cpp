@@ -1,8 +1,8 @@
-// The image behind a __hip_fatbin_wrapper pointer (coload/wrapper.h), read
+// The image behind a __hip_fatbin_wrapper pointer (coload/detail/wrapper.h), read
 // only within the mapping that holds each pointer, and only through checked
 // copies (io/checked_read.h): a page there may still fault
 // (docs/reading-rules.md, "What coload requires of the caller's memory and files").
-#include "coload/wrapper.h"
+#include "coload/detail/wrapper.h"
 
 #include <dlfcn.h>
 #include <elf.h>

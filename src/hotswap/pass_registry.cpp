@@ -1,4 +1,4 @@
-// The hotswap pass registry (coload/hotswap.h): passes by name and by pair,
+// The hotswap pass registry (coload/detail/hotswap.h): passes by name and by pair,
 // the built-in passes of passes.def bound once per process, and the registry
 // a Config asks for (built-ins, the plugin, COLOAD_HOTSWAP_PAIRS checked).
 // Plugins are loaded in plugin.cpp.
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "coload/config.h"
-#include "coload/hotswap.h"
+#include "coload/detail/hotswap.h"
 #include "hotswap/passes.h"
 
 namespace coload {

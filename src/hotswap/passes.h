@@ -7,7 +7,7 @@
 
 #include <string_view>
 
-#include "coload/hotswap.h"
+#include "coload/detail/hotswap.h"
 
 namespace coload::detail {
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "coload/hotswap.h"
+#include "coload/detail/hotswap.h"
 #include "coload/hotswap_plugin.h"
 #include "coload/target.h"
 #include "target/elf_target.h"

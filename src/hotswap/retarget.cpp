@@ -1,4 +1,4 @@
-// The built-in same-ISA retarget (coload/hotswap.h retarget_code_object):
+// The built-in same-ISA retarget (coload/detail/hotswap.h retarget_code_object):
 // relabels a code object built for one processor of a same-ISA group
 // (docs/selection.md, "same-ISA groups") for another. Two things
 // change: the ELF header's e_flags (EF_AMDGPU_MACH and the xnack/sramecc
@@ -21,7 +21,7 @@
 
 #include "codeobject/metadata.h"
 #include "coload/code_object.h"
-#include "coload/hotswap.h"
+#include "coload/detail/hotswap.h"
 #include "common/aligned_bytes.h"
 #include "common/bytes.h"
 #include "common/try.h"

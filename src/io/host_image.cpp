@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "coload/source.h"
+#include "coload/detail/source.h"
 #include "common/bytes.h"
 #include "common/magic.h"
 #include "common/try.h"

@@ -1,4 +1,4 @@
-#include "coload/source.h"
+#include "coload/detail/source.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "coload/detail/ordered_pool.h"
+#include "coload/detail/stream_select.h"
 #include "coload/pipeline.h"
 #include "common/bytes.h"
 #include "common/try.h"
@@ -37,12 +38,13 @@ std::uint64_t selection_bytes(const Selection& selection) {
 std::span<const std::byte> BundleChoice::chosen_bytes() const {
   const Candidate* chosen = selection.chosen();
   if (!chosen) return {};
-  if (bundle) return bundle->entries()[chosen->entry_index].bytes;
-  return streamed;
+  if (const PlainChoice* in_place = plain()) return in_place->bundle.entries()[chosen->entry_index].bytes;
+  if (const StreamedChoice* stream = streamed()) return stream->chosen;
+  return {};
 }
 
-Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
-                                        const StreamOptions& stream, Selection* spent) {
+Expected<BundleChoice> select_in_bundle_at(const FatBinary& binary, std::size_t index, const Selector& selector,
+                                           const StreamOptions& stream, Selection* spent) {
   const BundleInfo& info = binary.bundles()[index];
   BundleChoice choice;
   // Streamed, or with comgr refused before anything is decoded (comgr cannot read a CCOB).
@@ -52,11 +54,11 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
     if (!streamed) return std::move(streamed).error().in_bundle(index).in_file(binary.file(index));
     choice.file = binary.file(index);
     choice.selection = std::move(streamed->selection);
-    choice.streamed = std::move(streamed->chosen);
-    choice.heads = std::move(streamed->heads);
-    choice.every_head = streamed->every_head;
-    choice.hash = streamed->hash;
-    choice.decoded_bytes = streamed->decoded_bytes;
+    choice.how = StreamedChoice{.chosen = std::move(streamed->chosen),
+                                .heads = std::move(streamed->heads),
+                                .every_head = streamed->every_head,
+                                .hash = streamed->hash,
+                                .decoded_bytes = streamed->decoded_bytes};
     return choice;
   }
   auto bundle = binary.read(index);
@@ -67,7 +69,7 @@ Expected<BundleChoice> choose_in_bundle(const FatBinary& binary, std::size_t ind
   }
   const Candidate* chosen = choice.selection.chosen();
   choice.file = binary.file(index, chosen ? std::optional(chosen->entry_index) : std::nullopt);
-  choice.bundle = std::move(*bundle);
+  choice.how = PlainChoice{std::move(*bundle)};
   return choice;
 }
 
@@ -107,8 +109,10 @@ void choose_in_binary(const FatBinary& binary, std::span<const std::size_t> indi
   auto choose = [&](std::size_t index) -> Expected<BundleChoice> {
     try {
       auto choice = options.reader ? options.reader(index, selector)
-                                   : choose_in_bundle(binary, index, selector, options.stream, reuse);
-      if (!options.keep_heads && choice) std::vector<EntryHead>().swap(choice->heads);
+                                   : select_in_bundle_at(binary, index, selector, options.stream, reuse);
+      if (StreamedChoice* streamed = choice ? choice->streamed() : nullptr; streamed && !options.keep_heads) {
+        std::vector<EntryHead>().swap(streamed->heads);
+      }
       return choice;
     } catch (const std::exception& exception) {
       return bundle_failure(index, exception).in_file(binary.file(index));

@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "coload/wrapper.h"
+#include "coload/detail/wrapper.h"
 
 namespace coload::registry {
 

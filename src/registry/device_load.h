@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "coload/detail/hotswap.h"
 #include "coload/device.h"
-#include "coload/hotswap.h"
 #include "coload/pipeline.h"
 #include "coload/runtime.h"
 #include "registry/binary_state.h"

@@ -14,11 +14,11 @@ std::string ccob_key(const BundleInfo& info) {
   return detail::hex(info.compressed->hash) + ":" + std::to_string(info.compressed->uncompressed_size);
 }
 
-std::string hash_outcome(StreamSelection::Hash hash) {
+std::string hash_outcome(StoredHash hash) {
   switch (hash) {
-    case StreamSelection::Hash::Checked: return "verified";
-    case StreamSelection::Hash::CheckedEarlier: return "verified earlier (marked)";
-    case StreamSelection::Hash::NotChecked: break;
+    case StoredHash::Checked: return "verified";
+    case StoredHash::CheckedEarlier: return "verified earlier (marked)";
+    case StoredHash::NotChecked: break;
   }
   return "not checked";
 }
@@ -101,18 +101,18 @@ std::optional<Selection> streamed_selection(const BundleData& data, const Device
 
 Expected<BundleChoice> ImageCache::stream(const FatBinary& fat, const std::string& name, std::size_t index,
                                           const Selector& selector) {
-  auto streamed = choose_in_bundle(fat, index, selector, stream_);
+  auto streamed = select_in_bundle_at(fat, index, selector, stream_);
   if (!streamed) return streamed;
+  const StreamedChoice& read = *streamed->streamed();  // a CCOB's choice is always streamed
   counters_.add(counters_.bundles_decompressed);
-  counters_.add(counters_.bytes_decoded, streamed->decoded_bytes);
+  counters_.add(counters_.bytes_decoded, read.decoded_bytes);
   log_(LogLevel::Debug, [&] {
     const Candidate* kept = streamed->selection.chosen();
     return name + ": bundle " + std::to_string(index) + ": CCOB streamed for " + selector.device().str() +
-           ": decoded " + std::to_string(streamed->decoded_bytes) + " of " +
+           ": decoded " + std::to_string(read.decoded_bytes) + " of " +
            std::to_string(fat.bundles()[index].compressed->uncompressed_size) + " bytes, hash " +
-           hash_outcome(streamed->hash) + ", kept " +
-           (kept ? "entry " + std::to_string(kept->entry_index) + " (" + std::to_string(streamed->streamed.size()) +
-                       " bytes)"
+           hash_outcome(read.hash) + ", kept " +
+           (kept ? "entry " + std::to_string(kept->entry_index) + " (" + std::to_string(read.chosen.size()) + " bytes)"
                  : std::string("nothing"));
   });
   return streamed;
@@ -154,7 +154,8 @@ Expected<std::shared_ptr<const BundleData>> ImageCache::shared_ccob(const FatBin
   auto decoded = stream(fat, name, index, selector);
   COLOAD_RETURN_IF_ERROR(decoded);
   counters_.add(counters_.bundles_read);
-  auto data = std::make_shared<const BundleData>(fat.bundles()[index], std::move(decoded->heads), decoded->every_head);
+  StreamedChoice& read = *decoded->streamed();
+  auto data = std::make_shared<const BundleData>(fat.bundles()[index], std::move(read.heads), read.every_head);
   streamed = std::move(*decoded);
   std::lock_guard lock(mutex_);
   std::erase_if(compressed_, [](const auto& item) { return item.second.expired(); });
@@ -268,8 +269,9 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
                                               (decoded ? "entry " + std::to_string(decoded->entry_index) : "nothing"))
         .at_entry(chosen->entry_index, chosen->id);
   }
-  std::span<const std::byte> bytes = streamed->streamed;
-  auto image = add_image(data, nullptr, std::move(streamed->streamed), bytes, entry.id);
+  std::vector<std::byte>& decoded_entry = streamed->streamed()->chosen;
+  std::span<const std::byte> bytes = decoded_entry;
+  auto image = add_image(data, nullptr, std::move(decoded_entry), bytes, entry.id);
   if (!image) return std::move(image).error().at_entry(chosen->entry_index, chosen->id);
   choice.image = std::move(*image);
   return choice;

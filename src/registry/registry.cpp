@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "coload/detail/registry_copies.h"
+#include "coload/detail/wrapper.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
 #include "coload/validate.h"
-#include "coload/wrapper.h"
 #include "common/bytes.h"
 #include "common/try.h"
 #include "registry/binary_state.h"

@@ -31,12 +31,12 @@
 #include "coload/bundle.h"
 #include "coload/code_object.h"
 #include "coload/config.h"
+#include "coload/detail/hotswap.h"
+#include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
-#include "coload/hotswap.h"
 #include "coload/pipeline.h"
 #include "coload/registry.h"
 #include "coload/select.h"
-#include "coload/stream_select.h"
 
 namespace coload::registry {
 

@@ -1,7 +1,7 @@
 // The registry's hotswap passes (hotswap_passes), and applying a hotswap or
 // same-ISA pass to a chosen entry for one device (transform); registry_state.h.
 #include "coload/config.h"
-#include "coload/hotswap.h"
+#include "coload/detail/hotswap.h"
 #include "coload/validate.h"
 #include "common/try.h"
 #include "registry/registry_state.h"

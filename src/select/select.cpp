@@ -209,8 +209,6 @@ std::string_view to_string(Verdict verdict) {
   return "?";
 }
 
-std::string_view to_string(Unbundler unbundler) { return unbundler == Unbundler::Comgr ? "comgr" : "builtin"; }
-
 Expected<void> HotswapAllowlist::add(std::string_view source, std::string_view device) {
   const Processor* from = find_processor(source);
   const Processor* to = find_processor(device);

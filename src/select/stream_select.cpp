@@ -8,7 +8,7 @@
 // (entries out of offset order or overlapping, a table that does not parse)
 // falls back to read_bundle + select_entry, so errors and results stay those
 // of the whole-bundle path.
-#include "coload/stream_select.h"
+#include "coload/detail/stream_select.h"
 
 #include <algorithm>
 #include <optional>

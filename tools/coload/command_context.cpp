@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "coload/hotswap.h"
+#include "coload/detail/hotswap.h"
 
 namespace coload::cli {
 

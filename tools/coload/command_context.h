@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "coload/config.h"
+#include "coload/detail/stream_select.h"
 #include "coload/device.h"
 #include "coload/select.h"
-#include "coload/stream_select.h"
 #include "commands.h"
 #include "options.h"
 #include "report_printer.h"

@@ -14,11 +14,11 @@
 
 #include "coload/bundle.h"
 #include "coload/config.h"
+#include "coload/detail/stream_select.h"
 #include "coload/device.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
 #include "coload/select.h"
-#include "coload/stream_select.h"
 #include "options.h"
 
 namespace coload::cli {

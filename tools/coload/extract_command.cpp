@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "coload/config.h"
+#include "coload/detail/hotswap.h"
 #include "coload/detail/ordered_pool.h"
+#include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
-#include "coload/hotswap.h"
 #include "coload/pipeline.h"
 #include "coload/select.h"
-#include "coload/stream_select.h"
 #include "command_context.h"
 #include "commands.h"
 #include "output_file.h"
@@ -161,8 +161,9 @@ int extract_for_device(CommandContext& context, const std::string& path, const s
                      candidate->id.c_str(), tier.c_str(), device->str().c_str());
       }
       // A streamed entry is the choice's own vector: taken, not copied.
+      StreamedChoice* streamed = choice->streamed();
       chosen.push_back(
-          {i, choice->bundle ? std::vector<std::byte>(bytes.begin(), bytes.end()) : std::move(choice->streamed)});
+          {i, streamed ? std::move(streamed->chosen) : std::vector<std::byte>(bytes.begin(), bytes.end())});
     }
     return true;
   };

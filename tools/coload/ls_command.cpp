@@ -9,9 +9,9 @@
 
 #include "coload/config.h"
 #include "coload/detail/ordered_pool.h"
+#include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
-#include "coload/stream_select.h"
 #include "command_context.h"
 #include "commands.h"
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "coload/config.h"
+#include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
 #include "coload/select.h"
-#include "coload/stream_select.h"
 #include "command_context.h"
 #include "commands.h"
 #include "output_file.h"
@@ -48,7 +48,7 @@ void write_bundle(ReportPrinter& out, std::size_t index, const BundleChoice* cho
   out.begin_array("candidates");
   if (choice) {
     // A file set's group: each entry is a file, which the text names.
-    const bool group = set && choice->bundle && choice->bundle->info().format == BundleFormat::FileGroup;
+    const bool group = set && choice->plain() && choice->plain()->bundle.info().format == BundleFormat::FileGroup;
     for (const Candidate& candidate : choice->selection.candidates) {
       out.begin_object();
       out.field("id", candidate.id);
@@ -122,9 +122,9 @@ int run_select(CommandContext& context) {
     all_selected = all_selected && error.empty();
     // Written before the charge: the text keeps the bundle that went over.
     write_bundle(out, i, choice ? &*choice : nullptr, error, *binary);
-    if (keep && choice && choice->compressed()) {
+    if (const StreamedChoice* streamed = keep && choice ? choice->streamed() : nullptr) {
       auto charged =
-          budget.charge(selection_bytes(choice->selection) + choice->streamed.size(), "its report and chosen entry");
+          budget.charge(selection_bytes(choice->selection) + streamed->chosen.size(), "its report and chosen entry");
       if (!charged) {
         print_error(binary->at_bundle(std::move(charged).error(), i));
         over_budget = true;

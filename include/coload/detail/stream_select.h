@@ -1,5 +1,8 @@
-// coload/stream_select.h: selecting in a compressed bundle (CCOB) while it
+// coload/detail/stream_select.h: selecting in a compressed bundle (CCOB) while it
 // decompresses, keeping only what the choice needs.
+//
+// Unstable, for the coload tool and the tests: it may change in any
+// release; programs choose through coload/pipeline.h.
 //
 // Covers: one CCOB found by scan_bundles, one device (or one entry the caller
 // picks from the table), decoded as a stream that keeps the table, each
@@ -27,42 +30,6 @@
 
 namespace coload {
 
-/// How select_in_compressed_bundle treats the CCOB's stored MD5 prefix.
-struct StreamOptions {
-  enum class HashCheck : std::uint8_t {
-    /// Decode the whole stream, MD5 it as it passes (without keeping it), and
-    /// check the stored hash and the declared uncompressed size. The default.
-    Verify,
-    /// Stop decoding once the choice is final: the ELF header seen of every
-    /// entry whose ID leaves the choice to it (entries of other kinds or of
-    /// processors unrelated to the device are judged from the table), and
-    /// the chosen entry complete. The stored hash is NOT checked, and
-    /// corruption after that point goes unnoticed.
-    Skip,
-  };
-  HashCheck hash = HashCheck::Verify;
-  /// False: the chosen entry's bytes are not kept (StreamSelection::chosen
-  /// stays empty), and Skip mode (or a mark) stops once every entry is
-  /// judged, without decoding the rest of the chosen entry. For callers that
-  /// only report the choice, such as `coload select` without `-o`.
-  bool keep_chosen = true;
-  /// Caps as for read_bundle (max_decompressed_bytes bounds the declared and
-  /// the produced size), and in Verify mode the marks of checked CCOBs
-  /// (ReadOptions::verified_cache).
-  ReadOptions read;
-};
-
-/// One entry as selection reads it: its table fields and its first bytes
-/// (up to 64, the ELF header). Kept for every entry of a streamed bundle so
-/// that selecting for another device needs no second decompression.
-struct EntryHead {
-  std::string id;  ///< entry ID, trailing NUL bytes removed
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;
-  bool is_host = false;
-  std::vector<std::byte> head;  ///< the first min(size, 64) bytes
-};
-
 /// Entries viewing `heads` (bytes = head), valid while `heads` lives.
 /// select_entry over them makes the choice it makes over the whole bundle:
 /// it reads nothing past an entry's ELF header.
@@ -75,11 +42,7 @@ std::uint64_t heads_bytes(std::span<const EntryHead> heads);
 /// The outcome: the full report and the chosen entry's bytes.
 struct StreamSelection {
   /// What became of the CCOB's stored hash.
-  enum class Hash : std::uint8_t {
-    Checked,         ///< the whole stream decoded and its MD5 prefix and size matched
-    CheckedEarlier,  ///< a mark in ReadOptions::verified_cache: decoded as in Skip mode
-    NotChecked,      ///< Skip mode, or a plain bundle (no hash)
-  };
+  using Hash = StoredHash;
   /// Every entry judged, identical to select_entry over the decompressed bundle.
   Selection selection;
   /// The chosen entry's bytes; empty when nothing fits, or when not kept
@@ -92,7 +55,7 @@ struct StreamSelection {
   /// choice): their `head` is then short or empty, and selecting on `heads`
   /// for another device is wrong.
   bool every_head = true;
-  Hash hash = Hash::NotChecked;  ///< how the stored hash was (or was not) checked
+  Hash hash = StoredHash::NotChecked;  ///< how the stored hash was (or was not) checked
   /// Uncompressed bytes decoded (all of them when the hash is Checked; often fewer otherwise).
   std::uint64_t decoded_bytes = 0;
   /// True when the entry table could not be streamed (entries out of offset

@@ -1,4 +1,6 @@
-// coload/wrapper.h: a fat binary from the pointer a HIP runtime is handed.
+// coload/detail/wrapper.h: a fat binary from the pointer a HIP runtime is
+// handed. Unstable, for the coload tool and the tests: it may change in any
+// release; programs register a wrapper through coload/registry.h.
 //
 // Covers: the `__hip_fatbin_wrapper` record clang emits per translation unit
 // (the only argument of `__hipRegisterFatBinary`), measuring the bundle it

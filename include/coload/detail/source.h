@@ -1,5 +1,6 @@
-// coload/source.h: where the bytes of a fat binary come from, and where in
-// them the bundles lie.
+// coload/detail/source.h: where the bytes of a fat binary come from, and where
+// in them the bundles lie. Unstable, for the coload tool and the tests: it may
+// change in any release; programs open files through coload/fat_binary.h.
 //
 // Covers: memory-mapping a file (no copy) or borrowing a caller's buffer, and
 // classifying the bytes as a bundle file, a bare AMDGPU code object, or a host

@@ -1,5 +1,8 @@
-// coload/hotswap.h: transpiler passes that turn a code object built for one
+// coload/detail/hotswap.h: transpiler passes that turn a code object built for one
 // processor into one for another, bound through an explicit table.
+//
+// Unstable, for the coload tool and the tests: it may change in any
+// release; programs turn the hotswap tier on through coload/config.h.
 //
 // Covers: the pass type, the process-wide registry of built-in passes
 // (src/hotswap/passes.def), external passes loaded from a plugin
