@@ -21,6 +21,10 @@ TEST(CheckRange, RejectsRangesPastTheLimitNamingValues) {
   EXPECT_EQ(result.error().message(),
             "bundle entry 3: offset 0x1f000 + size 0x8000 runs past the end of the bundle (0x20000 bytes)");
   EXPECT_TRUE(FailsWith(check_range("r", 17, 0, 16, "buffer"), ErrorKind::OutOfBounds));
+  // No name: the caller sets the range's location as fields (Error::in_bundle, at_entry).
+  auto unnamed = check_range({}, 0x1f000, 0x8000, 0x20000, "the bundle");
+  ASSERT_TRUE(FailsWith(unnamed, ErrorKind::OutOfBounds));
+  EXPECT_EQ(unnamed.error().message(), "offset 0x1f000 + size 0x8000 runs past the end of the bundle (0x20000 bytes)");
 }
 
 TEST(CheckRange, RejectsOverflowingRanges) {

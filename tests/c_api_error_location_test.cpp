@@ -184,6 +184,44 @@ TEST_F(CApiErrorLocation, ACorruptCodeObjectNamesItsEntryAndField) {
   EXPECT_EQ(location.limit, chosen.size);  // the code object's bytes
 }
 
+// A code object the validator refuses when it loads (its LDS, 160 KiB, on a
+// 64 KiB gfx942): the registry names the bundle and the entry it chose as
+// fields, the validator the field, its value and the device's limit.
+TEST_F(CApiErrorLocation, ARefusedLoadNamesItsBundleEntryAndField) {
+  create(dry_run_options("gfx942"));
+  std::vector<std::byte> bytes = file_bytes(fixture("check/lds_heavy-gfx950.co"));
+  ASSERT_GT(bytes.size(), 64u);
+  // Relabelled gfx942 (as tests/registry_hotswap_test.cpp does): its
+  // metadata's target and e_flags' EF_AMDGPU_MACH (gfx950 0x4f -> 0x4c).
+  const std::string from = "gfx950", to = "gfx942";
+  for (std::size_t i = 0; i + from.size() <= bytes.size(); ++i) {
+    if (std::memcmp(bytes.data() + i, from.data(), from.size()) == 0)
+      std::memcpy(bytes.data() + i, to.data(), to.size());
+  }
+  ASSERT_EQ(bytes[48], std::byte{0x4f});
+  bytes[48] = std::byte{0x4c};
+  coload_binary binary = 0;
+  ASSERT_EQ(coload_register_memory(registry, bytes.data(), bytes.size(), "heavy.co", &binary), COLOAD_OK)
+      << coload_last_error_message();
+  EXPECT_EQ(coload_load(registry, binary, 0), COLOAD_ERROR_LIMIT_EXCEEDED);
+  const std::string message = coload_last_error_message();
+  coload_error_location location = last_location();
+  EXPECT_EQ(location.status, COLOAD_ERROR_LIMIT_EXCEEDED);
+  EXPECT_EQ(location.has, COLOAD_LOCATION_HAS_BUNDLE | COLOAD_LOCATION_HAS_ENTRY | COLOAD_LOCATION_HAS_VALUE |
+                              COLOAD_LOCATION_HAS_LIMIT);
+  EXPECT_STREQ(location.file, "heavy.co");
+  EXPECT_EQ(location.bundle, 0u);
+  EXPECT_EQ(location.entry, 0u);
+  EXPECT_STREQ(location.entry_id, "hipv4-amdgcn-amd-amdhsa--gfx942");
+  EXPECT_STREQ(location.field, "group_segment_fixed_size");
+  EXPECT_EQ(location.value, 98304u);
+  EXPECT_EQ(location.limit, 65536u);
+  // The sentence is rendered from the same fields.
+  EXPECT_EQ(
+      message.rfind("heavy.co: bundle 0: entry 0 (hipv4-amdgcn-amd-amdhsa--gfx942): refused by the validator: ", 0), 0u)
+      << message;
+}
+
 // A registered file cut short before its first use: Io at the first byte
 // that cannot be read, what was wanted as the limit.
 TEST_F(CApiErrorLocation, AFileCutShortAfterRegisteringNamesWhereItEnds) {

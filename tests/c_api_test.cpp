@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +27,7 @@ namespace {
 using coload::testing::dry_run_options;
 using coload::testing::fixture;
 using coload::testing::kernel_info;
+using coload::testing::last_error_location;
 
 /// Something that is not a registry, with a plausible size and alignment.
 struct Foreign {
@@ -312,14 +314,21 @@ TEST_F(CApiTest, CheckDispatchAgainstTheKernelsMetadata) {
   EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 28, 0, nullptr), COLOAD_OK)
       << coload_last_error_message();
   EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 32, 0, nullptr), COLOAD_OK);
+  auto expect_at = [](const char* field, std::uint64_t value, std::optional<std::uint64_t> limit) {
+    coload_error_location at = last_error_location();
+    EXPECT_STREQ(at.field, field) << coload_last_error_message();
+    EXPECT_EQ(at.value, value) << coload_last_error_message();
+    if (limit) EXPECT_EQ(at.limit, *limit) << coload_last_error_message();
+  };
   EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 27, 0, nullptr), COLOAD_ERROR_SIZE_MISMATCH);
-  EXPECT_NE(std::string(coload_last_error_message()).find("kernarg_bytes 27 is shorter than the explicit arguments"),
-            std::string::npos)
-      << coload_last_error_message();
+  expect_at("kernarg_bytes", 27, 28);  // where the explicit arguments end
   EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 33, 0, nullptr), COLOAD_ERROR_SIZE_MISMATCH);
+  expect_at("kernarg_bytes", 33, 32);  // where the hidden ones start
   EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 28, 65537, nullptr), COLOAD_ERROR_LIMIT_EXCEEDED);
+  expect_at("dynamic_lds", 65537, std::nullopt);
   const std::uint32_t too_wide[3] = {2048, 1, 1};
   EXPECT_EQ(coload_check_dispatch(registry, binary, 0, saxpy, 28, 0, too_wide), COLOAD_ERROR_INVALID_ARGUMENT);
+  expect_at("workgroup_size", 2048, std::nullopt);
   EXPECT_NE(std::string(coload_last_error_message()).find("max_flat_workgroup_size"), std::string::npos)
       << coload_last_error_message();
   const std::uint32_t fits[3] = {256, 4, 1};
@@ -498,9 +507,8 @@ TEST(CApiOptions, HsaAgentsAreTheDevicesInTheirOrder) {
   options.hsa_agents = cpu;
   options.hsa_agent_count = 1;
   EXPECT_EQ(coload_registry_create(&options, &registry), COLOAD_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(coload_last_error_message()).find("hsa_agents[0] = 0xa0001: not a GPU agent"),
-            std::string::npos)
-      << coload_last_error_message();
+  EXPECT_STREQ(last_error_location().field, "hsa_agents[0]") << coload_last_error_message();
+  EXPECT_EQ(last_error_location().value, 0xa0001u);
   dlclose(fake);
 }
 

@@ -22,6 +22,15 @@ inline coload_registry_options dry_run_options(const char* devices) {
   return options;
 }
 
+/// This thread's last error's location, read with a full-size struct.
+inline coload_error_location last_error_location() {
+  coload_error_location location;
+  std::memset(&location, 0, sizeof location);
+  location.struct_size = sizeof location;
+  coload_last_error_location(&location);
+  return location;
+}
+
 /// A coload_kernel_info sized for this library, zeroed.
 inline coload_kernel_info kernel_info() {
   coload_kernel_info info;

@@ -19,6 +19,7 @@ using coload::testing::loaded_wrappers;
 
 using coload::testing::fixture;
 using coload::testing::kernel_info;
+using coload::testing::last_error_location;
 
 using Wrapper = coload::testing::HipFatbinWrapper;
 
@@ -79,8 +80,8 @@ TEST_F(CApiWrapperTest, BadRecordsAreRefusedAtRegistration) {
 
   Wrapper bad_magic{.magic = 0x12345678, .binary = plain.data()};
   EXPECT_EQ(coload_register_wrapper(registry, &bad_magic, "tu.o", &binary), COLOAD_ERROR_BAD_MAGIC);
-  EXPECT_NE(std::string(coload_last_error_message()).find("magic 0x12345678"), std::string::npos)
-      << coload_last_error_message();
+  EXPECT_STREQ(last_error_location().field, "magic") << coload_last_error_message();
+  EXPECT_EQ(last_error_location().value, 0x12345678u);
   Wrapper version_two{.version = 2, .binary = plain.data()};
   EXPECT_EQ(coload_register_wrapper(registry, &version_two, "tu.o", &binary), COLOAD_ERROR_UNSUPPORTED_VERSION);
   Wrapper null_binary{};

@@ -22,6 +22,7 @@ namespace coload {
 namespace {
 
 using testing::Bytes;
+using testing::FailsAtField;
 using testing::FailsWith;
 using testing::hip_options;
 using testing::Succeeds;
@@ -380,13 +381,11 @@ TEST_F(HipRuntimeTest, TheCallersOrdinalsAreTheDevicesInTheirOrder) {
 TEST_F(HipRuntimeTest, ACallersOrdinalOutOfRangeOrRepeatedIsInvalidArgument) {
   two_devices();
   auto past = open_on({0, 2});
-  ASSERT_TRUE(FailsWith(past, ErrorKind::InvalidArgument));
-  EXPECT_EQ(past.error().message(),
-            "hip_devices[1] = 2 is out of range: HIP hipGetDeviceCount reports 2 devices (ordinals 0 to 1)");
+  EXPECT_TRUE(FailsAtField(past, ErrorKind::InvalidArgument, "hip_devices[1]", std::nullopt, 2, 2));
   EXPECT_TRUE(FailsWith(open_on({-1}), ErrorKind::InvalidArgument));
   auto repeated = open_on({1, 0, 1});
-  ASSERT_TRUE(FailsWith(repeated, ErrorKind::InvalidArgument));
-  EXPECT_EQ(repeated.error().message(), "hip_devices[2] = 1 repeats hip_devices[0]");
+  EXPECT_TRUE(FailsAtField(repeated, ErrorKind::InvalidArgument, "hip_devices[2]", std::nullopt, 1));
+  EXPECT_TRUE(Contains(repeated.error().message(), "repeats hip_devices[0]"));
   EXPECT_TRUE(FailsWith(open_on({}), ErrorKind::InvalidArgument));
 }
 

@@ -204,23 +204,19 @@ TEST(CheckDispatch, KernargBufferBetweenTheExplicitEndAndTheHiddenBlock) {
   Device gfx942 = device("gfx942");
   EXPECT_TRUE(Succeeds(check_dispatch(k, gfx942, {.kernarg_bytes = 20})));
   EXPECT_TRUE(Succeeds(check_dispatch(k, gfx942, {.kernarg_bytes = 24})));
-  auto short_buffer = check_dispatch(k, gfx942, {.kernarg_bytes = 19});
-  ASSERT_TRUE(FailsWith(short_buffer, ErrorKind::SizeMismatch));
-  EXPECT_EQ(short_buffer.error().message(),
-            "kernel \"dispatch\": kernarg_bytes 19 is shorter than the explicit arguments, which end at byte 20");
-  auto long_buffer = check_dispatch(k, gfx942, {.kernarg_bytes = 25});
-  ASSERT_TRUE(FailsWith(long_buffer, ErrorKind::SizeMismatch));
-  EXPECT_EQ(long_buffer.error().message(),
-            "kernel \"dispatch\": kernarg_bytes 25 runs into the hidden arguments, which start at offset 24");
+  // The limit: where the explicit arguments end, then where the hidden ones start.
+  EXPECT_TRUE(FailsAtField(check_dispatch(k, gfx942, {.kernarg_bytes = 19}), ErrorKind::SizeMismatch, "kernarg_bytes",
+                           std::nullopt, 19, 20));
+  EXPECT_TRUE(FailsAtField(check_dispatch(k, gfx942, {.kernarg_bytes = 25}), ErrorKind::SizeMismatch, "kernarg_bytes",
+                           std::nullopt, 25, 24));
 }
 
 TEST(CheckDispatch, KernargBufferWithoutHiddenArgumentsEndsAtTheSegment) {
   Kernel k = kernel("plain", 24, {ptr(0), value(8, 12)});
   Device gfx942 = device("gfx942");
   EXPECT_TRUE(Succeeds(check_dispatch(k, gfx942, {.kernarg_bytes = 24})));
-  auto result = check_dispatch(k, gfx942, {.kernarg_bytes = 25});
-  ASSERT_TRUE(FailsWith(result, ErrorKind::SizeMismatch));
-  EXPECT_EQ(result.error().message(), "kernel \"plain\": kernarg_bytes 25 exceeds .kernarg_segment_size 24");
+  EXPECT_TRUE(FailsAtField(check_dispatch(k, gfx942, {.kernarg_bytes = 25}), ErrorKind::SizeMismatch, "kernarg_bytes",
+                           std::nullopt, 25, 24));
   EXPECT_TRUE(FailsWith(check_dispatch(k, gfx942, {.kernarg_bytes = std::numeric_limits<std::uint64_t>::max()}),
                         ErrorKind::SizeMismatch));
 }
@@ -239,10 +235,9 @@ TEST(CheckDispatch, KernelWithoutArgsMetadataTakesTheWholeSegment) {
   EXPECT_TRUE(Succeeds(check_dispatch(k, gfx942, {.kernarg_bytes = 24})));
   for (std::uint64_t bytes : {0u, 4u, 23u, 25u}) {
     auto result = check_dispatch(k, gfx942, {.kernarg_bytes = bytes});
-    ASSERT_TRUE(FailsWith(result, ErrorKind::SizeMismatch)) << bytes;
-    EXPECT_EQ(result.error().message(), "kernel \"asm_kernel\": kernarg_bytes " + std::to_string(bytes) +
-                                            " is not .kernarg_segment_size 24, which the buffer must cover: the "
-                                            "metadata lists no .args");
+    EXPECT_TRUE(FailsAtField(result, ErrorKind::SizeMismatch, "kernarg_bytes", std::nullopt, bytes, 24)) << bytes;
+    // The reason is the behaviour: say why the whole segment is wanted.
+    EXPECT_NE(result.error().message().find("the metadata lists no .args"), std::string::npos) << bytes;
   }
 }
 
@@ -250,21 +245,18 @@ TEST(CheckDispatch, StaticPlusDynamicLds) {
   Kernel k = dispatchable();
   Device gfx942 = device("gfx942");
   EXPECT_TRUE(Succeeds(check_dispatch(k, gfx942, {.kernarg_bytes = 20, .dynamic_lds = 32768})));
-  auto over = check_dispatch(k, gfx942, {.kernarg_bytes = 20, .dynamic_lds = 32769});
-  ASSERT_TRUE(FailsWith(over, ErrorKind::LimitExceeded));
-  EXPECT_EQ(over.error().message(),
-            "kernel \"dispatch\": group_segment_fixed_size 32768 + dynamic_lds 32769 = 65537 bytes exceeds the "
-            "65536-byte LDS of gfx942");
+  // The limit: what the 32768 static bytes leave of gfx942's 65536.
+  EXPECT_TRUE(FailsAtField(check_dispatch(k, gfx942, {.kernarg_bytes = 20, .dynamic_lds = 32769}),
+                           ErrorKind::LimitExceeded, "dynamic_lds", std::nullopt, 32769, 32768));
 }
 
 TEST(CheckDispatch, LdsSumOverflowing64BitsIsCaught) {
   Kernel k = dispatchable();
   auto result = check_dispatch(k, device("gfx942"),
                                {.kernarg_bytes = 20, .dynamic_lds = std::numeric_limits<std::uint64_t>::max()});
-  ASSERT_TRUE(FailsWith(result, ErrorKind::LimitExceeded));
-  EXPECT_EQ(result.error().message(),
-            "kernel \"dispatch\": group_segment_fixed_size 32768 + dynamic_lds 18446744073709551615 overflows 64 bits "
-            "(limit: the 65536-byte LDS of gfx942)");
+  EXPECT_TRUE(FailsAtField(result, ErrorKind::LimitExceeded, "dynamic_lds", std::nullopt,
+                           std::numeric_limits<std::uint64_t>::max(), 32768));
+  EXPECT_NE(result.error().message().find("overflows 64 bits"), std::string::npos) << result.error().message();
 }
 
 TEST(CheckDispatch, UnknownLdsIsBoundedByThePacketField) {
@@ -283,13 +275,10 @@ TEST(CheckDispatch, WorkgroupSizeWithinTheKernelsMaximum) {
   Kernel k = dispatchable();
   Device gfx942 = device("gfx942");
   EXPECT_TRUE(Succeeds(check_dispatch(k, gfx942, {.kernarg_bytes = 20, .workgroup_size = {64, 2, 2}})));
-  auto over = check_dispatch(k, gfx942, {.kernarg_bytes = 20, .workgroup_size = {257, 1, 1}});
-  ASSERT_TRUE(FailsWith(over, ErrorKind::InvalidArgument));
-  EXPECT_EQ(over.error().message(),
-            "kernel \"dispatch\": workgroup size 257x1x1 = 257 work-items exceeds max_flat_workgroup_size 256");
-  auto zero = check_dispatch(k, gfx942, {.kernarg_bytes = 20, .workgroup_size = {64, 0, 1}});
-  ASSERT_TRUE(FailsWith(zero, ErrorKind::InvalidArgument));
-  EXPECT_EQ(zero.error().message(), "kernel \"dispatch\": workgroup_size[1] is 0 (workgroup size 64x0x1)");
+  EXPECT_TRUE(FailsAtField(check_dispatch(k, gfx942, {.kernarg_bytes = 20, .workgroup_size = {257, 1, 1}}),
+                           ErrorKind::InvalidArgument, "workgroup_size", std::nullopt, 257, 256));
+  EXPECT_TRUE(FailsAtField(check_dispatch(k, gfx942, {.kernarg_bytes = 20, .workgroup_size = {64, 0, 1}}),
+                           ErrorKind::InvalidArgument, "workgroup_size[1]", std::nullopt, 0));
   // 2^96 work-items must not wrap to something small.
   EXPECT_TRUE(FailsWith(
       check_dispatch(k, gfx942, {.kernarg_bytes = 20, .workgroup_size = {0xffffffffu, 0xffffffffu, 0xffffffffu}}),
@@ -305,8 +294,9 @@ TEST(CheckDispatch, RequiredWorkgroupSizeMustMatchExactly) {
   EXPECT_TRUE(Succeeds(check_dispatch(k, gfx942, {.kernarg_bytes = 20, .workgroup_size = {64, 1, 1}})));
   auto result = check_dispatch(k, gfx942, {.kernarg_bytes = 20, .workgroup_size = {32, 2, 1}});
   ASSERT_TRUE(FailsWith(result, ErrorKind::InvalidArgument));
-  EXPECT_EQ(result.error().message(),
-            "kernel \"dispatch\": workgroup size 32x2x1 differs from reqd_workgroup_size 64x1x1");
+  EXPECT_TRUE(FailsAtField(result, ErrorKind::InvalidArgument, "workgroup_size", std::nullopt, 64));
+  EXPECT_NE(result.error().message().find("differs from reqd_workgroup_size 64x1x1"), std::string::npos)
+      << result.error().message();
 }
 
 TEST(CheckDispatch, KernelWithALayoutProblemCannotBeDispatched) {

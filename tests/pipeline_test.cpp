@@ -167,6 +167,9 @@ TEST(ErrorLocation, IsSetOnceByTheInnermostLayerAndRenderedAtTheEdge) {
   Error entry = Error(ErrorKind::LimitExceeded, "its size").at_entry(3, "hipv4-amdgcn-amd-amdhsa--gfx90a");
   EXPECT_EQ(std::move(entry).in_bundle(2).in_file("a.so").message(),
             "a.so: bundle 2: entry 3 (hipv4-amdgcn-amd-amdhsa--gfx90a): its size");
+  // An entry whose ID could not be read (a bad table) is named by its index alone.
+  EXPECT_EQ(Error(ErrorKind::Malformed, "id at offset 0x6e is empty").at_entry(1, {}).in_bundle(0, 0).message(),
+            "bundle 0 at offset 0x0: entry 1: id at offset 0x6e is empty");
 }
 
 TEST(ErrorLocation, AReadErrorNamesFileAndBundleAsFields) {

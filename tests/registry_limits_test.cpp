@@ -87,11 +87,15 @@ TEST_F(KeptBytesLimit, TheEntryPassingItFailsTheLoadAndNothingStaysLoaded) {
   auto runtime = std::make_shared<CountingRuntime>(dry_run_devices({"gfx90a"}));
   auto modules = load(limit, 1, runtime);
   ASSERT_TRUE(FailsWith(modules, ErrorKind::LimitExceeded));
-  EXPECT_EQ(modules.error().message(),
-            "three.ccob: bundle 2: entry 1 (" + std::string(kId) + "): its size (" + hex(charges[5]) +
-                " bytes) would pass the limit " + hex(limit) +
-                " (max_decompressed_bytes) on what one load keeps of its compressed bundles, of which " +
-                hex(total() - charges[5]) + " is kept already");
+  const ErrorLocation& at = modules.error().location();
+  EXPECT_EQ(at.file, "three.ccob");
+  EXPECT_EQ(at.bundle, std::optional<std::size_t>(2));
+  EXPECT_EQ(at.entry, std::optional<std::size_t>(1));
+  EXPECT_EQ(at.entry_id, kId);
+  EXPECT_EQ(at.field, "max_decompressed_bytes");
+  EXPECT_EQ(at.value, std::optional<std::uint64_t>(charges[5]));
+  EXPECT_EQ(at.limit, std::optional<std::uint64_t>(limit));
+  EXPECT_EQ(modules.error().detail().rfind("its size (", 0), 0u) << modules.error().message();
   EXPECT_EQ(runtime->live_modules(), 0);
 }
 
@@ -115,11 +119,12 @@ TEST_F(KeptBytesLimit, TheTablesOfCcobsWithNothingChosenCountToo) {
   ASSERT_TRUE(FailsWith(limited, ErrorKind::LimitExceeded));
   EXPECT_EQ(limited.error().location().bundle, std::optional<std::size_t>(5));
   EXPECT_EQ(limited.error().location().value, std::optional<std::uint64_t>(tables[5]));
-  EXPECT_EQ(limited.error().message(),
-            "three.ccob: bundle 5: CCOB of 105 entries: its table's IDs and ELF headers (" + hex(tables[5]) +
-                " bytes) would pass the limit " + hex(all - 1) +
-                " (max_decompressed_bytes) on what one load keeps of its compressed bundles, of which " +
-                hex(all - tables[5]) + " is kept already");
+  EXPECT_EQ(limited.error().location().file, "three.ccob");
+  EXPECT_EQ(limited.error().location().entry, std::nullopt);  // no entry: the table
+  EXPECT_EQ(limited.error().location().field, "max_decompressed_bytes");
+  EXPECT_EQ(limited.error().location().limit, std::optional<std::uint64_t>(all - 1));
+  EXPECT_EQ(limited.error().detail().rfind("CCOB of 105 entries: its table's IDs and ELF headers (", 0), 0u)
+      << limited.error().message();
 }
 
 // A device taking an entry another device decompressed is charged for it as

@@ -343,8 +343,9 @@ TEST(StreamSelect, ATableListingTooManyEntriesIsReadBundlesError) {
   ASSERT_TRUE(Succeeds(binary));
   auto whole = read_bundle(ccob, binary->bundles()[0]);
   ASSERT_TRUE(FailsWith(whole, ErrorKind::LimitExceeded));
-  EXPECT_NE(whole.error().message().find("num_entries 0x1001 at offset 0x18"), std::string::npos)
-      << whole.error().message();
+  EXPECT_EQ(whole.error().location().field, "num_entries") << whole.error().message();
+  EXPECT_EQ(whole.error().location().offset, std::optional<std::uint64_t>(0x18));
+  EXPECT_EQ(whole.error().location().value, std::optional<std::uint64_t>(kMaxBundleEntries + 1));
   for (Hash mode : {Hash::Verify, Hash::Skip}) {
     auto streamed = select_ccob(ccob, "gfx90a", {.hash = mode});
     ASSERT_FALSE(streamed.has_value());

@@ -61,7 +61,7 @@ struct ErrorLocation {
 
 /// An error: a kind, where it lies (ErrorLocation) and a sentence that says
 /// what went wrong. message() renders the three at the edges (CLI, C API, log):
-/// "[outer context: ][file: ][bundle N[ at offset X][view]: ][entry N (ID): ]detail".
+/// "[outer context: ][file: ][bundle N[ at offset X][view]: ][entry N[ (ID)]: ]detail".
 class Error {
  public:
   Error(ErrorKind kind, std::string detail);

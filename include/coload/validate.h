@@ -46,7 +46,8 @@ std::vector<Violation> validate(const CodeObject& code_object, const Device& dev
 /// refuses the object, and so does any violation of validate(); object-wide
 /// problems (metadata strings no runtime reads to load, `.kd` symbols no
 /// kernel names) refuse nothing (docs/loading.md). The error names `what`
-/// ("bundle 0 entry 1 (...)"), the count and the first reason, with its kind.
+/// (empty: nothing), the count and the first reason, with its kind, field,
+/// value and limit.
 /// The registry admits every code object before its runtime sees it; the
 /// dry-run runtime admits what it is given.
 Expected<void> admit(const CodeObject& code_object, const Device& device, std::string_view what);

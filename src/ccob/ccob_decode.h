@@ -20,14 +20,7 @@ enum class HashOutcome : std::uint8_t {
   NotChecked,      ///< not asked for (VerifyOptions::check_hash false)
 };
 
-/// How the error for an uncompressed_size above the limit reads; each
-/// caller's wording is kept as it has always read.
-enum class LimitWording : std::uint8_t {
-  Bare,       ///< "CCOB: uncompressed_size X exceeds the limit Y" (decompress_bundle, read_bundle)
-  Versioned,  ///< "CCOB v3: uncompressed_size X exceeds the limit Y (max_decompressed_bytes)" (streams)
-};
-
-/// What decode_verified checks of the stored hash, and how its limit error reads.
+/// What decode_verified checks of the stored hash.
 struct VerifyOptions {
   /// True: MD5 the whole stream and check the stored hash, unless a mark in
   /// ReadOptions::verified_cache says these bytes were checked; record a
@@ -36,13 +29,13 @@ struct VerifyOptions {
   /// that copy (docs/reading-rules.md, "Files"). False (a Skip-mode
   /// stream): no MD5, no marks, no copy.
   bool check_hash = true;
-  LimitWording limit_wording = LimitWording::Bare;
 };
 
 /// LimitExceeded when header.uncompressed_size passes
 /// options.max_decompressed_bytes: decode_verified's first check, for a
-/// caller that must know before it allocates.
-Expected<void> check_decoded_limit(const CompressedHeader& header, const ReadOptions& options, LimitWording wording);
+/// caller that must know before it allocates: "CCOB v3: uncompressed_size X
+/// exceeds the limit Y (max_decompressed_bytes)", at the header's field.
+Expected<void> check_decoded_limit(const CompressedHeader& header, const ReadOptions& options);
 
 /// Decodes the CCOB at ccob[0] (`header` parsed from it, perhaps under other
 /// options) into `keep`, checking in order: the limit, that total_size fits

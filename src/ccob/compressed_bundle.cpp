@@ -117,15 +117,11 @@ std::string_view to_string(Compression compression) {
 
 std::string_view to_string(Unbundler unbundler) { return unbundler == Unbundler::Comgr ? "comgr" : "builtin"; }
 
-Expected<void> detail::check_decoded_limit(const CompressedHeader& header, const ReadOptions& options,
-                                           LimitWording wording) {
+Expected<void> detail::check_decoded_limit(const CompressedHeader& header, const ReadOptions& options) {
   if (header.uncompressed_size <= options.max_decompressed_bytes) return {};
-  const std::string exceeds = "uncompressed_size " + hex(header.uncompressed_size) + " exceeds the limit " +
-                              hex(options.max_decompressed_bytes);
-  return Error(ErrorKind::LimitExceeded,
-               wording == LimitWording::Bare
-                   ? "CCOB: " + exceeds
-                   : "CCOB v" + std::to_string(header.version) + ": " + exceeds + " (max_decompressed_bytes)")
+  return Error(ErrorKind::LimitExceeded, "CCOB v" + std::to_string(header.version) + ": uncompressed_size " +
+                                             hex(header.uncompressed_size) + " exceeds the limit " +
+                                             hex(options.max_decompressed_bytes) + " (max_decompressed_bytes)")
       .at_field("uncompressed_size", ccob_layout(header.version).uncompressed_size.offset, header.uncompressed_size,
                 options.max_decompressed_bytes);
 }
@@ -133,7 +129,7 @@ Expected<void> detail::check_decoded_limit(const CompressedHeader& header, const
 Expected<detail::HashOutcome> detail::decode_verified(Bytes ccob, const CompressedHeader& header,
                                                       const ReadOptions& options, DecodeSink& keep,
                                                       VerifyOptions verify) {
-  COLOAD_RETURN_IF_ERROR(check_decoded_limit(header, options, verify.limit_wording));
+  COLOAD_RETURN_IF_ERROR(check_decoded_limit(header, options));
   std::uint64_t end = header.total_size.value_or(ccob.size());
   if (end > ccob.size() || end < header.header_size) {
     return Error(ErrorKind::OutOfBounds,
@@ -259,7 +255,9 @@ Expected<std::uint64_t> compressed_bundle_size(std::span<const std::byte> bytes,
   if (header.uncompressed_size > options.max_decompressed_bytes) {
     return Error(ErrorKind::LimitExceeded, "CCOB v1: uncompressed_size " + hex(header.uncompressed_size) +
                                                " exceeds the limit " + hex(options.max_decompressed_bytes) +
-                                               " (max_decompressed_bytes)");
+                                               " (max_decompressed_bytes)")
+        .at_field("uncompressed_size", detail::ccob_layout(header.version).uncompressed_size.offset,
+                  header.uncompressed_size, options.max_decompressed_bytes);
   }
   Bytes payload = bytes.subspan(header.header_size);
   if (auto length = detail::measure_from_frame_headers(header.method, payload, header.uncompressed_size)) {
@@ -294,7 +292,7 @@ bool detail::DecompressedBundle::append(Bytes chunk) {
 
 Expected<std::shared_ptr<const detail::DecompressedBundle>> detail::decompress_bundle_mapped(
     Bytes ccob, const CompressedHeader& header, const ReadOptions& options) {
-  COLOAD_RETURN_IF_ERROR(check_decoded_limit(header, options, LimitWording::Bare));
+  COLOAD_RETURN_IF_ERROR(check_decoded_limit(header, options));
   // Address space for the declared size; pages come only as bytes arrive.
   auto bundle = std::make_shared<DecompressedBundle>(header.uncompressed_size);
   if (!bundle->allocated()) {

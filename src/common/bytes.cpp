@@ -26,12 +26,13 @@ std::string show_bytes(Bytes bytes) {
 Expected<void> check_range(std::string_view what, std::uint64_t offset, std::uint64_t size, std::uint64_t limit,
                            std::string_view container) {
   auto end = checked_add(offset, size);
+  const std::string subject = what.empty() ? std::string() : std::string(what) + ": ";
   if (!end) {
     return Error(ErrorKind::Overflow,
-                 std::string(what) + ": offset " + hex(offset) + " + size " + hex(size) + " overflows 64 bits");
+                 subject + "offset " + hex(offset) + " + size " + hex(size) + " overflows 64 bits");
   }
   if (*end > limit) {
-    return Error(ErrorKind::OutOfBounds, std::string(what) + ": offset " + hex(offset) + " + size " + hex(size) +
+    return Error(ErrorKind::OutOfBounds, subject + "offset " + hex(offset) + " + size " + hex(size) +
                                              " runs past the end of " + std::string(container) + " (" + hex(limit) +
                                              " bytes)");
   }

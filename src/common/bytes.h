@@ -48,7 +48,8 @@ inline std::optional<std::uint64_t> align_up(std::uint64_t value, std::uint64_t 
 }
 
 /// Checks that [offset, offset + size) lies within [0, limit). `what` names the
-/// range ("bundle entry 3 (hipv4-…)"), `container` what it must fit in.
+/// range ("bundle entry 3 (hipv4-…)"; empty when the caller sets the range's
+/// location as fields), `container` what it must fit in.
 /// Errors: Overflow when offset + size wraps, OutOfBounds when it passes limit.
 Expected<void> check_range(std::string_view what, std::uint64_t offset, std::uint64_t size, std::uint64_t limit,
                            std::string_view container);

@@ -70,7 +70,11 @@ std::string Error::message() const {
     }
     text.append(at.bundle_view).append(": ");
   }
-  if (at.entry) text.append("entry ").append(std::to_string(*at.entry)).append(" (").append(at.entry_id).append("): ");
+  if (at.entry) {
+    text.append("entry ").append(std::to_string(*at.entry));
+    if (!at.entry_id.empty()) text.append(" (").append(at.entry_id).append(")");
+    text.append(": ");
+  }
   return text.append(detail_);
 }
 

@@ -208,10 +208,6 @@ Expected<std::uint64_t> skip_padding(const SourceReader& source, std::uint64_t p
   return position;
 }
 
-std::string where(std::size_t index, std::uint64_t offset) {
-  return "bundle " + std::to_string(index) + " at offset " + hex(offset);
-}
-
 }  // namespace
 
 Expected<BundleInfo> measure_image(std::span<const std::byte> bytes, const ReadOptions& options) {
@@ -341,8 +337,8 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
   auto here = [&](Error error) { return std::move(error).in_bundle(info.index, info.offset); };
   if (auto end = detail::checked_add(info.offset, info.size); !end || *end > source.size()) {
     // Only a BundleInfo built by hand gets here: scan_bundles measured its own.
-    auto fits = detail::check_range(where(info.index, info.offset), info.offset, info.size, source.size(), "the input");
-    COLOAD_RETURN_IF_ERROR(fits);
+    auto fits = detail::check_range({}, info.offset, info.size, source.size(), "the input");
+    if (!fits) return here(std::move(fits).error().at_field("bundle", info.offset, info.size, source.size()));
   }
   Bytes bytes = source.subspan(info.offset, info.size);
   switch (info.format) {

@@ -37,15 +37,20 @@ Expected<std::string_view> check_id(std::string_view raw, std::size_t index, std
   std::string_view id = raw;
   while (!id.empty() && id.back() == '\0') id.remove_suffix(1);  // some producers count a NUL
   if (!id.empty() && printable(id)) return id;
-  auto where = [&] { return "bundle entry " + std::to_string(index) + ": id at offset " + hex(id_offset); };
+  // The entry is a field of the error; its ID, unreadable, is left unset.
   const std::string field = "entries[" + std::to_string(index) + "].id";
-  if (id.empty()) return Error(ErrorKind::Malformed, where() + " is empty").at_field(field, id_offset);
+  if (id.empty()) {
+    return Error(ErrorKind::Malformed, "id at offset " + hex(id_offset) + " is empty")
+        .at_field(field, id_offset)
+        .at_entry(index, {});
+  }
   for (std::size_t i = 0; i < id.size(); ++i) {
     auto c = static_cast<unsigned char>(id[i]);
     if (c < 0x21 || c > 0x7e) {
-      return Error(ErrorKind::Malformed, where() + ": byte " + hex(c) + " at offset " + hex(id_offset + i) +
-                                             " is not a printable ASCII character")
-          .at_field(field, id_offset + i, c);
+      return Error(ErrorKind::Malformed, "id at offset " + hex(id_offset) + ": byte " + hex(c) + " at offset " +
+                                             hex(id_offset + i) + " is not a printable ASCII character")
+          .at_field(field, id_offset + i, c)
+          .at_entry(index, {});
     }
   }
   return id;
@@ -55,10 +60,10 @@ Expected<std::string_view> check_id(std::string_view raw, std::size_t index, std
 // candidates, a stream's kept heads, the no-fit message) multiply it.
 Expected<void> check_id_len(std::uint64_t id_len, std::uint64_t index, std::uint64_t at) {
   if (id_len <= kMaxEntryIdBytes) return {};
-  return Error(ErrorKind::LimitExceeded, "bundle entry " + std::to_string(index) + ": id_len " + hex(id_len) +
-                                             " at offset " + hex(at) + " exceeds the " + hex(kMaxEntryIdBytes) +
-                                             " bytes an entry ID may take")
-      .at_field("entries[" + std::to_string(index) + "].id_len", at, id_len, kMaxEntryIdBytes);
+  return Error(ErrorKind::LimitExceeded, "id_len " + hex(id_len) + " at offset " + hex(at) + " exceeds the " +
+                                             hex(kMaxEntryIdBytes) + " bytes an entry ID may take")
+      .at_field("entries[" + std::to_string(index) + "].id_len", at, id_len, kMaxEntryIdBytes)
+      .at_entry(index, {});
 }
 
 // One entry record (offset, size, id_len, id). The field names ("entry 3
@@ -146,18 +151,19 @@ Expected<PlainBundle> detail::parse_plain_bundle_prefix(std::span<const std::byt
     auto id = check_id(entry.id, i, static_cast<std::uint64_t>(entry.id.data() - base));
     COLOAD_RETURN_IF_ERROR(id);
     entry.id = *id;
-    // The label is built only for an error, as above.
-    auto label = [&] { return "bundle entry " + std::to_string(i) + " (" + std::string(*id) + ")"; };
     if (auto end = detail::checked_add(entry.offset, entry.size); !end || *end > extent) {
-      auto in_range = detail::check_range(label(), entry.offset, entry.size, extent, "the input");
+      auto in_range = detail::check_range({}, entry.offset, entry.size, extent, "the input");
       if (!in_range)
-        return std::move(in_range).error().at_field("entries[" + std::to_string(i) + "].offset", std::nullopt,
-                                                    entry.offset, extent);
+        return std::move(in_range)
+            .error()
+            .at_field("entries[" + std::to_string(i) + "].offset", std::nullopt, entry.offset, extent)
+            .at_entry(i, *id);
     }
     if (entry.size > 0 && entry.offset < bundle.header_size) {
-      return Error(ErrorKind::Malformed, label() + ": offset " + hex(entry.offset) +
-                                             " lies inside the bundle header (" + hex(bundle.header_size) + " bytes)")
-          .at_field("entries[" + std::to_string(i) + "].offset", std::nullopt, entry.offset, bundle.header_size);
+      return Error(ErrorKind::Malformed, "offset " + hex(entry.offset) + " lies inside the bundle header (" +
+                                             hex(bundle.header_size) + " bytes)")
+          .at_field("entries[" + std::to_string(i) + "].offset", std::nullopt, entry.offset, bundle.header_size)
+          .at_entry(i, *id);
     }
     bundle.size = std::max(bundle.size, entry.offset + entry.size);
     entry.is_host = id->starts_with("host-");

@@ -378,12 +378,15 @@ Expected<std::vector<int>> ordinals(const std::optional<std::vector<int>>& reque
     if (ordinal < 0 || ordinal >= count) {
       return Error(ErrorKind::InvalidArgument, where + " is out of range: HIP hipGetDeviceCount reports " +
                                                    std::to_string(count) + " devices (ordinals 0 to " +
-                                                   std::to_string(count - 1) + ")");
+                                                   std::to_string(count - 1) + ")")
+          .at_field("hip_devices[" + std::to_string(i) + "]", std::nullopt, static_cast<std::uint64_t>(ordinal),
+                    static_cast<std::uint64_t>(count));
     }
     auto earlier = std::find(chosen.begin(), chosen.end(), ordinal);
     if (earlier != chosen.end()) {
       return Error(ErrorKind::InvalidArgument,
-                   where + " repeats hip_devices[" + std::to_string(earlier - chosen.begin()) + "]");
+                   where + " repeats hip_devices[" + std::to_string(earlier - chosen.begin()) + "]")
+          .at_field("hip_devices[" + std::to_string(i) + "]", std::nullopt, static_cast<std::uint64_t>(ordinal));
     }
     chosen.push_back(ordinal);
   }

@@ -305,7 +305,10 @@ Expected<AgentDevices> named_gpus(const HsaLibrary& library, std::span<const std
   AgentDevices found;
   for (std::size_t i = 0; i < requested.size(); ++i) {
     const std::string where = "hsa_agents[" + std::to_string(i) + "] = " + detail::hex(requested[i]);
-    auto refuse = [&](const std::string& why) { return Error(ErrorKind::InvalidArgument, where + ": " + why); };
+    auto refuse = [&](const std::string& why) {
+      return Error(ErrorKind::InvalidArgument, where + ": " + why)
+          .at_field("hsa_agents[" + std::to_string(i) + "]", std::nullopt, requested[i]);
+    };
     for (std::size_t j = 0; j < i; ++j) {
       if (requested[j] == requested[i]) return refuse("repeats hsa_agents[" + std::to_string(j) + "]");
     }

@@ -25,28 +25,32 @@ Expected<void> load_chosen(const LoadContext& context, const Binary& binary, std
   const Device& device = context.devices[index];
   // A file set names the file the entry came from (a one-file binary: its name).
   const std::string& file = binary.fat->file(bundle, chosen.entry_index);
-  const std::string entry_where = file + ": bundle " + std::to_string(bundle) + " entry " +
-                                  std::to_string(chosen.entry_index) + " (" + chosen.id + ")";
+  // Every failure of this entry's load lies at it: file, bundle and entry as
+  // fields of the error, rendered by Error::message().
+  auto here = [&](Error error) {
+    return std::move(error).at_entry(chosen.entry_index, chosen.id).in_bundle(bundle).in_file(file);
+  };
   const bool transformed_tier = chosen.tier == Tier::Hotswap || chosen.tier == Tier::Equivalent;
   context.log(LogLevel::Info, [&] {
-    return entry_where + ": " + std::string(to_string(*chosen.tier)) + " for device " + std::to_string(index) + " (" +
+    return file + ": bundle " + std::to_string(bundle) + " entry " + std::to_string(chosen.entry_index) + " (" +
+           chosen.id + "): " + std::string(to_string(*chosen.tier)) + " for device " + std::to_string(index) + " (" +
            device.str() + ")" + (transformed_tier ? ", transformed for it" : "");
   });
   if (transformed_tier) {
-    auto transformed = transform(context.hotswap, image, *chosen.tier, device, entry_where, context.counters);
-    COLOAD_RETURN_IF_ERROR(transformed);
+    auto transformed = transform(context.hotswap, image, *chosen.tier, device, context.counters);
+    if (!transformed) return here(std::move(transformed).error());
     const TransformedImage& out = **transformed;
     auto module = context.runtime.load(index, Image{out.bytes, *transformed}, *out.code_object);
-    if (!module) return module.error().with_context(entry_where + " (transformed for " + device.str() + ")");
+    if (!module) return here(std::move(module).error().with_context("transformed for " + device.str()));
     context.counters.add(context.counters.modules_loaded);
     state.images.push_back(std::move(*transformed));
     state.modules.push_back(std::move(*module));
     state.origins.push_back({fit_rank(chosen), file});
     return {};
   }
-  if (auto admitted = admit(image->code_object, device, entry_where); !admitted) return admitted.error();
+  if (auto admitted = admit(image->code_object, device, {}); !admitted) return here(std::move(admitted).error());
   auto module = context.runtime.load(index, Image{image->bytes, image}, image->code_object);
-  if (!module) return module.error().with_context(entry_where);
+  if (!module) return here(std::move(module).error());
   context.counters.add(context.counters.modules_loaded);
   state.images.push_back(image);
   state.modules.push_back(std::move(*module));
@@ -106,16 +110,12 @@ Expected<void> load_modules(const LoadContext& context, Binary& binary, std::siz
   if (failed) return std::move(*failed);
   if (!state.modules.empty()) return {};
   if (!first_miss) return Error(ErrorKind::NotFound, binary.name + ": holds no bundle");
-  if (binary.fat->file_count() > 1) {  // its bundles' files: a group's report lists them
-    return binary.fat->at_bundle(no_fit_error(device, *first_miss), first_miss_index)
-        .with_context("none of its " + std::to_string(count) + " bundles fits");
-  }
-  std::string where = binary.name + ": bundle " + std::to_string(first_miss_index);
-  if (count > 1) {
-    where = binary.name + ": none of its " + std::to_string(count) + " bundles fits; bundle " +
-            std::to_string(first_miss_index);
-  }
-  return no_fit_error(device, *first_miss).with_context(where);
+  // The first bundle that missed, as the location; a group's report lists its files.
+  const bool group = binary.fat->file_count() > 1;
+  Error none = group ? binary.fat->at_bundle(no_fit_error(device, *first_miss), first_miss_index)
+                     : no_fit_error(device, *first_miss).in_bundle(first_miss_index).in_file(binary.name);
+  if (count > 1 || group) return std::move(none).with_context("none of its " + std::to_string(count) + " bundles fits");
+  return none;
 }
 
 }  // namespace

@@ -225,7 +225,6 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
   const Candidate* chosen = choice.selection.chosen();
   if (!chosen) return choice;
   const BundleEntry& entry = data.bundle.entries()[chosen->entry_index];
-  const std::string entry_where = "entry " + std::to_string(chosen->entry_index) + " (" + chosen->id + ")";
   if (compressed) {
     // Charged before a later device decodes the entry again; a first stream has decoded it already.
     if (auto charged = kept.charge(data.heads[chosen->entry_index].size, "its size"); !charged) {
@@ -236,7 +235,8 @@ Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat,
   choice.image = cached_image(data, entry.id);
   if (choice.image) {
     log_(LogLevel::Debug, [&] {
-      return name + ": bundle " + std::to_string(index) + ": " + entry_where + " reused for " + selector.device().str();
+      return name + ": bundle " + std::to_string(index) + ": entry " + std::to_string(chosen->entry_index) + " (" +
+             chosen->id + ") reused for " + selector.device().str();
     });
     return choice;
   }

@@ -192,10 +192,10 @@ std::shared_ptr<const HotswapRegistry> hotswap_passes(const Config& config,
 
 /// Runs the pass for a Hotswap or Equivalent choice over `image` (hotswap
 /// through `hotswap`'s passes, the same-ISA relabelling always through the
-/// built-in one) and reads and admits its output for `device`.
+/// built-in one) and reads and admits its output for `device`. Its errors
+/// name the pass and the device; the caller sets the entry's location.
 Expected<std::shared_ptr<const TransformedImage>> transform(const HotswapRegistry& hotswap,
                                                             const std::shared_ptr<const EntryImage>& image, Tier tier,
-                                                            const Device& device, const std::string& entry_where,
-                                                            Counters& counters);
+                                                            const Device& device, Counters& counters);
 
 }  // namespace coload::registry

@@ -27,10 +27,6 @@ namespace {
 using detail::Bytes;
 using detail::hex;
 
-std::string where(const BundleInfo& info) {
-  return "bundle " + std::to_string(info.index) + " at offset " + hex(info.offset);
-}
-
 /// How the sink chooses: by a device's rules (judging each entry's ELF
 /// header as it arrives) or by a caller's pick from the table alone.
 struct Chooser {
@@ -342,15 +338,19 @@ Expected<StreamSelection> stream_bundle(const Chooser& chooser, Bytes source, co
   if (info.format != BundleFormat::Compressed) {
     return select_whole(chooser, source, info, stream.read, stream.keep_chosen, 0, StreamSelection::Hash::NotChecked);
   }
-  COLOAD_RETURN_IF_ERROR(detail::check_range(where(info), info.offset, info.size, source.size(), "the input"));
+  if (auto fits = detail::check_range({}, info.offset, info.size, source.size(), "the input"); !fits) {
+    return std::move(fits)
+        .error()
+        .at_field("bundle", info.offset, info.size, source.size())
+        .in_bundle(info.index, info.offset);
+  }
   Bytes bytes = source.subspan(info.offset, info.size);
   auto header =
       info.compressed ? Expected<CompressedHeader>(*info.compressed) : parse_compressed_header(bytes, stream.read);
   if (!header) return std::move(header).error().in_bundle(info.index, info.offset);
   SelectingSink sink(chooser, header->uncompressed_size, stream.keep_chosen);
   auto hash = detail::decode_verified(bytes, *header, stream.read, sink,
-                                      {.check_hash = stream.hash == StreamOptions::HashCheck::Verify,
-                                       .limit_wording = detail::LimitWording::Versioned});
+                                      {.check_hash = stream.hash == StreamOptions::HashCheck::Verify});
   if (!hash) return std::move(hash).error().in_bundle(info.index, info.offset);
   if (!sink.streamed()) {
     // read_bundle checks the hash whatever the mode. In Verify mode it

@@ -167,21 +167,25 @@ Expected<void> check_kernarg_bytes(const Kernel& kernel, const KernargLayout& la
   if (kernel.args.empty() && bytes != layout.segment_size) {
     return Error(ErrorKind::SizeMismatch, prefix(kernel) + "kernarg_bytes " + std::to_string(bytes) +
                                               " is not .kernarg_segment_size " + std::to_string(layout.segment_size) +
-                                              ", which the buffer must cover: the metadata lists no .args");
+                                              ", which the buffer must cover: the metadata lists no .args")
+        .at_field("kernarg_bytes", std::nullopt, bytes, layout.segment_size);
   }
   if (bytes < layout.explicit_size) {
     return Error(ErrorKind::SizeMismatch, prefix(kernel) + "kernarg_bytes " + std::to_string(bytes) +
                                               " is shorter than the explicit arguments, which end at byte " +
-                                              std::to_string(layout.explicit_size));
+                                              std::to_string(layout.explicit_size))
+        .at_field("kernarg_bytes", std::nullopt, bytes, layout.explicit_size);
   }
   if (layout.hidden_offset && bytes > *layout.hidden_offset) {
     return Error(ErrorKind::SizeMismatch, prefix(kernel) + "kernarg_bytes " + std::to_string(bytes) +
                                               " runs into the hidden arguments, which start at offset " +
-                                              std::to_string(*layout.hidden_offset));
+                                              std::to_string(*layout.hidden_offset))
+        .at_field("kernarg_bytes", std::nullopt, bytes, *layout.hidden_offset);
   }
   if (bytes > layout.segment_size) {
     return Error(ErrorKind::SizeMismatch, prefix(kernel) + "kernarg_bytes " + std::to_string(bytes) +
-                                              " exceeds .kernarg_segment_size " + std::to_string(layout.segment_size));
+                                              " exceeds .kernarg_segment_size " + std::to_string(layout.segment_size))
+        .at_field("kernarg_bytes", std::nullopt, bytes, layout.segment_size);
   }
   return {};
 }
@@ -194,10 +198,16 @@ Expected<void> check_lds(const Kernel& kernel, const Device& device, std::uint64
   std::uint64_t limit = device.lds_bytes != 0 ? device.lds_bytes : kMaxPacketGroupSegment;
   std::string sum = prefix(kernel) + "group_segment_fixed_size " + std::to_string(kernel.group_segment_fixed_size) +
                     " + dynamic_lds " + std::to_string(dynamic);
+  // The field at fault is dynamic_lds; its limit, what the static LDS leaves of the device's.
+  const std::uint64_t room = limit - std::min<std::uint64_t>(limit, kernel.group_segment_fixed_size);
   auto total = detail::checked_add(kernel.group_segment_fixed_size, dynamic);
-  if (!total) return Error(ErrorKind::LimitExceeded, sum + " overflows 64 bits (limit: " + limit_text + ")");
+  if (!total) {
+    return Error(ErrorKind::LimitExceeded, sum + " overflows 64 bits (limit: " + limit_text + ")")
+        .at_field("dynamic_lds", std::nullopt, dynamic, room);
+  }
   if (*total > limit) {
-    return Error(ErrorKind::LimitExceeded, sum + " = " + std::to_string(*total) + " bytes exceeds " + limit_text);
+    return Error(ErrorKind::LimitExceeded, sum + " = " + std::to_string(*total) + " bytes exceeds " + limit_text)
+        .at_field("dynamic_lds", std::nullopt, dynamic, room);
   }
   return {};
 }
@@ -206,7 +216,8 @@ Expected<void> check_workgroup(const Kernel& kernel, const std::array<std::uint3
   for (std::size_t axis = 0; axis < size.size(); ++axis) {
     if (size[axis] == 0) {
       return Error(ErrorKind::InvalidArgument, prefix(kernel) + "workgroup_size[" + std::to_string(axis) +
-                                                   "] is 0 (workgroup size " + dims(size) + ")");
+                                                   "] is 0 (workgroup size " + dims(size) + ")")
+          .at_field("workgroup_size[" + std::to_string(axis) + "]", std::nullopt, 0);
     }
   }
   std::uint64_t items = product(size);
@@ -217,12 +228,14 @@ Expected<void> check_workgroup(const Kernel& kernel, const std::array<std::uint3
                  prefix(kernel) + "workgroup size " + dims(size) + " = " + std::to_string(items) +
                      " work-items exceeds " +
                      (kernel.max_flat_workgroup_size != 0 ? "max_flat_workgroup_size " + std::to_string(limit)
-                                                          : std::to_string(limit) + ", the device maximum"));
+                                                          : std::to_string(limit) + ", the device maximum"))
+        .at_field("workgroup_size", std::nullopt, items, limit);
   }
   if (kernel.reqd_workgroup_size && !all_zero(*kernel.reqd_workgroup_size) && size != *kernel.reqd_workgroup_size) {
     return Error(ErrorKind::InvalidArgument, prefix(kernel) + "workgroup size " + dims(size) +
                                                  " differs from reqd_workgroup_size " +
-                                                 dims(*kernel.reqd_workgroup_size));
+                                                 dims(*kernel.reqd_workgroup_size))
+        .at_field("workgroup_size", std::nullopt, items);
   }
   return {};
 }
@@ -234,6 +247,7 @@ std::vector<Violation> validate(const CodeObject& code_object, const Device& dev
 }
 
 Expected<void> admit(const CodeObject& code_object, const Device& device, std::string_view what) {
+  const std::string subject = what.empty() ? std::string() : std::string(what) + " ";
   std::size_t kernel_problems = 0;
   const Problem* first = nullptr;
   for (const Problem& problem : code_object.problems()) {
@@ -242,15 +256,17 @@ Expected<void> admit(const CodeObject& code_object, const Device& device, std::s
     ++kernel_problems;
   }
   if (first) {
-    return Error(first->kind, std::string(what) + " has " + std::to_string(kernel_problems) +
-                                  " kernel problem(s), first: " + first->message);
+    return Error(first->kind,
+                 subject + "has " + std::to_string(kernel_problems) + " kernel problem(s), first: " + first->message)
+        .at_field(first->field, std::nullopt);
   }
   std::vector<Violation> violations = validate(code_object, device);
   if (!violations.empty()) {
-    return Error(
-        violations.front().kind,
-        std::string(what) + " refused by the validator: " + violations.front().message +
-            (violations.size() > 1 ? " (and " + std::to_string(violations.size() - 1) + " more)" : std::string()));
+    const Violation& front = violations.front();
+    return Error(front.kind, subject + "refused by the validator: " + front.message +
+                                 (violations.size() > 1 ? " (and " + std::to_string(violations.size() - 1) + " more)"
+                                                        : std::string()))
+        .at_field(front.field, std::nullopt, front.value, front.limit);
   }
   return {};
 }

@@ -106,6 +106,29 @@ def test_a_corrupt_code_object_names_its_entry_and_field(registry: coload.Regist
     }
 
 
+def test_a_refused_load_names_its_bundle_entry_and_field() -> None:
+    # lds_heavy (built for gfx950, 160 KiB of LDS) relabelled gfx942 (64 KiB):
+    # the registry's admission refuses it, at the entry it chose.
+    data = bytearray(fixture("check/lds_heavy-gfx950.co").read_bytes()).replace(b"gfx950", b"gfx942")
+    assert data[48] == 0x4F  # e_flags' EF_AMDGPU_MACH: gfx950
+    data[48] = 0x4C
+    with coload.Registry(runtime="dry-run", devices="gfx942", ignore_environment=True) as registry:
+        binary = registry.register_memory(bytes(data), "heavy.co")
+        with pytest.raises(coload.LimitExceeded) as caught:
+            registry.load(binary, 0)
+    assert location(caught.value) == {
+        "file": "heavy.co",
+        "bundle": 0,
+        "bundle_offset": None,
+        "entry": 0,
+        "entry_id": "hipv4-amdgcn-amd-amdhsa--gfx942",
+        "field": "group_segment_fixed_size",
+        "offset": None,
+        "value": 98304,
+        "limit": 65536,
+    }
+
+
 def test_an_error_without_a_place_has_none(registry: coload.Registry) -> None:
     with pytest.raises(coload.NotFound) as caught:
         registry.lookup_kernel(registry.register_file(fixture("bundles/driver_two_arch.hipfb")), 0, "no_such_kernel")
