@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "codeobject/metadata.h"
+#include "code_object/metadata.h"
 #include "coload/code_object.h"
 #include "support/elf_writer.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "codeobject/metadata.h"
+#include "code_object/metadata.h"
 #include "common/aligned_bytes.h"
 #include "elf/elf_view.h"
 #include "support/elf_writer.h"

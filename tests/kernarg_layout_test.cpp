@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "codeobject/kernarg_layout.h"
+#include "code_object/kernarg_layout.h"
 #include "coload/validate.h"
 #include "test_util.h"
 #include "validate_test_support.h"

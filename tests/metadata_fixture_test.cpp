@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "amd_comgr.h"
-#include "codeobject/metadata.h"
+#include "code_object/metadata.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLParser.h"
 #include "support/bundle_writer.h"

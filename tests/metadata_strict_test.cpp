@@ -1,5 +1,5 @@
-// The strict msgpack rules of the metadata decoder (src/codeobject/msgpack_reader.cpp
-// under src/codeobject/metadata.cpp): one root map, required keys, duplicate
+// The strict msgpack rules of the metadata decoder (src/code_object/msgpack_reader.cpp
+// under src/code_object/metadata.cpp): one root map, required keys, duplicate
 // keys, container types, the depth and count limits, and the type and range
 // of every value. Well-formed input and findings that do not stop decoding
 // are in metadata_test.cpp.
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "codeobject/metadata.h"
+#include "code_object/metadata.h"
 #include "metadata_test_support.h"
 #include "support/msgpack_writer.h"
 #include "test_util.h"

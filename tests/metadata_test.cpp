@@ -1,5 +1,5 @@
 // The strict msgpack decoder of the NT_AMDGPU_METADATA note
-// (src/codeobject/metadata.cpp), on inputs built with the test-side msgpack
+// (src/code_object/metadata.cpp), on inputs built with the test-side msgpack
 // writer: well-formed input, value kinds, unknown keys and the findings that
 // do not stop decoding. The strict msgpack rules (structure, limits, value
 // types) are in metadata_strict_test.cpp; the notes of clang-22's code
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "codeobject/metadata.h"
+#include "code_object/metadata.h"
 #include "common/bytes.h"
 #include "metadata_test_support.h"
 #include "support/msgpack_writer.h"

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "codeobject/metadata.h"
+#include "code_object/metadata.h"
 #include "support/msgpack_writer.h"
 #include "test_util.h"
 

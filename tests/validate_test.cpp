@@ -11,7 +11,7 @@
 #include <iterator>
 #include <limits>
 
-#include "codeobject/kernarg_layout.h"
+#include "code_object/kernarg_layout.h"
 #include "coload/validate.h"
 #include "test_util.h"
 #include "validate_test_support.h"

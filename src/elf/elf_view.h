@@ -5,8 +5,8 @@
 // note region, and the symbol tables. LLVM's ELF reader lists the tables;
 // the note walk is this file's own, since LLVM's note iterator requires the
 // last record's padding and says only "ELF note overflows container".
-// Does not cover: the metadata msgpack (codeobject/metadata.h), kernel descriptors
-// (codeobject/kernel_descriptor.h), the target ID in e_flags (coload/target.h
+// Does not cover: the metadata msgpack (code_object/metadata.h), kernel descriptors
+// (code_object/kernel_descriptor.h), the target ID in e_flags (coload/target.h
 // read_code_object_target), host images (io/host_image.cpp).
 // Lifetime: every view borrows the caller's bytes, which must be 8-byte
 // aligned (common/aligned_bytes.h) and outlive it. Thread safety: views are

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "codeobject/metadata.h"
+#include "code_object/metadata.h"
 #include "coload/code_object.h"
 #include "coload/detail/hotswap.h"
 #include "common/aligned_bytes.h"

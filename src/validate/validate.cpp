@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "codeobject/kernarg_layout.h"
+#include "code_object/kernarg_layout.h"
 #include "common/bytes.h"
 #include "select/target_rules.h"
 

@@ -4,7 +4,7 @@
 // ranges as each value is read. This file says which keys each map has,
 // which are required, and what each value must be. Keys it does not know
 // are skipped with the reader's checks and listed in Metadata::unknown_keys.
-#include "codeobject/metadata.h"
+#include "code_object/metadata.h"
 
 #include <array>
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <utility>
 
-#include "codeobject/msgpack_reader.h"
+#include "code_object/msgpack_reader.h"
 #include "common/bytes.h"
 #include "common/try.h"
 #include "llvm/ADT/DenseMap.h"

@@ -1,7 +1,7 @@
 // A kernel's kernarg layout: explicit bytes first, then the hidden suffix
 // (docs/format.md "Kernarg segment"; docs/loading.md says why it matters).
-#include "codeobject/kernarg_layout.h"
-#include "codeobject/metadata.h"
+#include "code_object/kernarg_layout.h"
+#include "code_object/metadata.h"
 
 #include <algorithm>
 #include <bit>

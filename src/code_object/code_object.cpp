@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "codeobject/kernarg_layout.h"
-#include "codeobject/kernel_descriptor.h"
-#include "codeobject/metadata.h"
+#include "code_object/kernarg_layout.h"
+#include "code_object/kernel_descriptor.h"
+#include "code_object/metadata.h"
 #include "common/aligned_bytes.h"
 #include "common/bytes.h"
 #include "common/try.h"

@@ -2,7 +2,7 @@
 // cross-check against the kernel's metadata
 // (docs/format.md, "Kernel descriptor").
 // Does not cover: finding the descriptor symbol, or the entry point, which
-// need the ELF (codeobject/code_object.cpp).
+// need the ELF (code_object/code_object.cpp).
 #pragma once
 
 #include <cstddef>

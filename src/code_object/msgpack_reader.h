@@ -23,7 +23,7 @@
 #include <string_view>
 #include <utility>
 
-#include "codeobject/metadata.h"
+#include "code_object/metadata.h"
 #include "common/bytes.h"
 #include "common/try.h"
 #include "llvm/ADT/DenseMap.h"

@@ -1,5 +1,5 @@
-#include "codeobject/kernel_descriptor.h"
-#include "codeobject/metadata.h"
+#include "code_object/kernel_descriptor.h"
+#include "code_object/metadata.h"
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // The strict msgpack reader under the metadata decoder (msgpack_reader.h,
 // docs/reading-rules.md): one pass over the bytes, each value checked where
 // it is read.
-#include "codeobject/msgpack_reader.h"
+#include "code_object/msgpack_reader.h"
 
 #include <array>
 #include <bit>
