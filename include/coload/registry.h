@@ -33,6 +33,9 @@
 namespace coload {
 
 class HotswapRegistry;  // coload/detail/hotswap.h: passes a program may add
+namespace detail {
+class RegistryCopies;  // coload/detail/registry_copies.h: the C boundary's copies
+}  // namespace detail
 
 /// A registered fat binary. Handles are never reused; 0 is never valid.
 struct BinaryHandle {
@@ -83,10 +86,6 @@ struct RegistryOptions {
 /// Either output is read (CodeObject::read) and validated as any entry is
 /// before Runtime::load; errors name the pass, the entry and the device. A
 /// native or generic entry is never transformed.
-namespace detail {
-class RegistryCopies;
-}  // namespace detail
-
 class Registry {
  public:
   /// A registry over `runtime`'s devices, each with `config` applied
