@@ -30,18 +30,18 @@ expect_fault() {
 python3 "$check" includes --manifest "$manifest" "$source_dir/src" || fail "the tree has an include that reaches up"
 
 cp -r "$source_dir/src" "$work/src"
-line=$(($(wc -l < "$work/src/common/bytes.h") + 1))
-echo '#include "registry/registry_state.h"' >> "$work/src/common/bytes.h"
-expect_fault "private header" \
-  "src/common/bytes.h:$line includes registry/registry_state.h (layer registry), which common does not reach" \
-  python3 "$check" includes --manifest "$manifest" "$work/src"
-cp "$source_dir/src/common/bytes.h" "$work/src/common/bytes.h"
-line=$(($(wc -l < "$work/src/io/source.cpp") + 1))
-echo '#include "coload/registry.h"' >> "$work/src/io/source.cpp"
-expect_fault "public header" \
-  "src/io/source.cpp:$line includes coload/registry.h (layer registry), which io does not reach" \
-  python3 "$check" includes --manifest "$manifest" "$work/src"
-cp "$source_dir/src/io/source.cpp" "$work/src/io/source.cpp"
+# plant_upward_include NAME FILE HEADER LAYER: FILE (under src/, of LAYER)
+# including HEADER of the registry layer is refused with its line; then undone.
+plant_upward_include() {
+  local name=$1 file=$2 header=$3 layer=$4
+  local line=$(($(wc -l < "$work/src/$file") + 1))
+  echo "#include \"$header\"" >> "$work/src/$file"
+  expect_fault "$name" "src/$file:$line includes $header (layer registry), which $layer does not reach" \
+    python3 "$check" includes --manifest "$manifest" "$work/src"
+  cp "$source_dir/src/$file" "$work/src/$file"
+}
+plant_upward_include "private header" common/bytes.h registry/registry_state.h common
+plant_upward_include "public header" io/source.cpp coload/registry.h io
 mkdir "$work/src/stray"
 expect_fault "folder outside the layers" "src/stray is not a layer in $manifest" \
   python3 "$check" includes --manifest "$manifest" "$work/src"
