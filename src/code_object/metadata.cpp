@@ -13,35 +13,13 @@
 #include <string_view>
 #include <utility>
 
-#include "code_object/msgpack_reader.h"
 #include "common/bytes.h"
 #include "common/try.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringRef.h"
+#include "msgpack/msgpack_reader.h"
 
 namespace coload::detail {
-
-std::string printable(std::string_view text, std::size_t limit) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (i == limit) {
-      out += "...";
-      break;
-    }
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 namespace {
 
@@ -66,7 +44,7 @@ constexpr std::array<std::string_view, 2> kRequiredRootKeys = {"amdhsa.version",
 /// The schema on the strict reader: each method reads one key's value.
 class Decoder : private msgpack::Reader {
  public:
-  explicit Decoder(Bytes bytes) : Reader(bytes) {}
+  explicit Decoder(Bytes bytes) : Reader(bytes, "metadata", kMaxMetadataDepth) {}
 
   Expected<DecodedMetadata> decode() {
     COLOAD_RETURN_IF_ERROR(root());

@@ -1,6 +1,6 @@
 // Internal: strict decoding of the NT_AMDGPU_METADATA msgpack descriptor
 // (docs/format.md "Metadata keys", docs/reading-rules.md) with the strict
-// msgpack reader of msgpack_reader.h, over LLVM's. Does not cover: the ELF
+// msgpack reader of msgpack/msgpack_reader.h, over LLVM's. Does not cover: the ELF
 // note that holds the bytes, the kernel descriptors and kernarg layouts
 // (code_object.cpp, kernarg_layout.cpp).
 // Thread safety: a pure function of its input; no shared state.
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "coload/code_object.h"
+#include "msgpack/msgpack_reader.h"
 
 namespace coload::detail {
 
@@ -32,9 +33,6 @@ inline constexpr std::size_t kMaxPrintfFormats = 65536;
 /// Unknown keys listed (Metadata::unknown_keys); later ones are skipped unlisted.
 inline constexpr std::size_t kMaxUnknownKeys = 1024;
 
-/// Text from the input, made safe for a message: quotes, backslashes and
-/// control bytes escaped, cut after `limit` bytes.
-std::string printable(std::string_view text, std::size_t limit = 64);
 /// How much of a kernel or argument name messages quote: a kernel's problems
 /// each quote its name, so a name of a megabyte would otherwise be copied
 /// into every one of them.

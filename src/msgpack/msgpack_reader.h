@@ -1,13 +1,14 @@
-// Internal: the strict msgpack reader under the metadata decoder
-// (metadata.cpp; docs/reading-rules.md), on LLVM's streaming msgpack reader,
+// Internal: the strict msgpack reader under the code-object metadata decoder
+// (code_object/metadata.cpp) and the kpack TOC reader (kpack/kpack_toc.cpp;
+// docs/reading-rules.md), on LLVM's streaming msgpack reader,
 // which reports each value's encoding as written (signed or unsigned, string
 // or integer) rather than a merged document. Its rules: every container is
-// depth-checked (kMaxMetadataDepth) and its declared count checked against
+// depth-checked (a limit the schema gives) and its declared count checked against
 // the bytes left before anything inside it is read; every map's keys are
 // checked for duplicates; required keys are tracked per map; integers are
 // narrowed to 32 bits with range errors; values nobody reads are skipped with
 // the same checks. Does not cover: which keys the metadata has and what they
-// mean (metadata.cpp). Every error names the key path, the byte offset and
+// mean (the schemas). Every error names the key path, the byte offset and
 // the value found.
 // Lifetime: a Reader borrows the caller's bytes, and the string views it
 // returns point into them; a Path step points at its parent on the stack.
@@ -23,13 +24,20 @@
 #include <string_view>
 #include <utility>
 
-#include "code_object/metadata.h"
 #include "common/bytes.h"
 #include "common/try.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/BinaryFormat/MsgPackReader.h"
+
+namespace coload::detail {
+
+/// Text from the input, made safe for a message: quotes, backslashes and
+/// control bytes escaped, cut after `limit` bytes.
+std::string printable(std::string_view text, std::size_t limit = 64);
+
+}  // namespace coload::detail
 
 namespace coload::detail::msgpack {
 
@@ -116,7 +124,14 @@ class KeySet {
 /// "<key path> at byte <offset>: <what>".
 class Reader {
  public:
-  explicit Reader(Bytes bytes) : input_(as_chars(bytes)), reader_(llvm::StringRef(input_.data(), input_.size())) {}
+  /// Reads `bytes`, a `document` ("metadata", "kpack TOC": how messages name
+  /// the root and its end) whose containers nest at most `max_depth` deep
+  /// (the root map is depth 1).
+  Reader(Bytes bytes, std::string_view document, unsigned max_depth)
+      : input_(as_chars(bytes)),
+        reader_(llvm::StringRef(input_.data(), input_.size())),
+        document_(document),
+        max_depth_(max_depth) {}
 
   /// The byte offset of the next value's encoding.
   std::uint64_t position() const { return position_; }
@@ -125,7 +140,7 @@ class Reader {
 
   /// An error of `kind` at `path` and byte `offset`, with the value found
   /// and the limit it passes when the sentence gives them; its location's
-  /// field is the path as the sentence names it ("metadata" for the root).
+  /// field is the path as the sentence names it (the document for the root).
   Error error(ErrorKind kind, const Path& path, std::uint64_t offset, const std::string& what,
               std::optional<std::uint64_t> value = std::nullopt,
               std::optional<std::uint64_t> limit = std::nullopt) const;
@@ -185,6 +200,8 @@ class Reader {
 
   /// An unsigned integer that fits 32 bits; a signed encoding only when not negative.
   Expected<std::uint32_t> u32(const Path& path);
+  /// An unsigned integer (a signed encoding only when not negative).
+  Expected<std::uint64_t> u64(const Path& path);
   /// The same check of a value whose head was read.
   Expected<std::uint32_t> as_u32(const Value& value, const Path& path) const;
 
@@ -242,6 +259,8 @@ class Reader {
   std::string_view input_;
   llvm::msgpack::Reader reader_;
   std::uint64_t position_ = 0;
+  std::string_view document_;
+  unsigned max_depth_;
 };
 
 }  // namespace coload::detail::msgpack

@@ -1,7 +1,7 @@
-// The strict msgpack reader under the metadata decoder (msgpack_reader.h,
-// docs/reading-rules.md): one pass over the bytes, each value checked where
-// it is read.
-#include "code_object/msgpack_reader.h"
+// The strict msgpack reader under the code-object metadata and kpack TOC
+// decoders (msgpack_reader.h, docs/reading-rules.md): one pass over the bytes,
+// each value checked where it is read.
+#include "msgpack/msgpack_reader.h"
 
 #include <array>
 #include <bit>
@@ -13,6 +13,32 @@
 #include <utility>
 
 #include "common/try.h"
+
+namespace coload::detail {
+
+std::string printable(std::string_view text, std::size_t limit) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i == limit) {
+      out += "...";
+      break;
+    }
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace coload::detail
 
 namespace coload::detail::msgpack {
 
@@ -111,14 +137,15 @@ std::string Path::str() const {
 Error Reader::error(ErrorKind kind, const Path& path, std::uint64_t offset, const std::string& what,
                     std::optional<std::uint64_t> value, std::optional<std::uint64_t> limit) const {
   std::string where = path.str();
-  if (where.empty()) where = "metadata";
+  if (where.empty()) where = std::string(document_);
   return Error(kind, where + " at byte " + hex(offset) + ": " + what).at_field(where, offset, value, limit);
 }
 
 Expected<void> Reader::next(Value& value, const Path& path) {
   value.offset = position_;
   if (position_ >= input_.size()) {
-    return malformed(path, position_, "the metadata ends (" + hex(input_.size()) + " bytes) where a value belongs",
+    return malformed(path, position_,
+                     "the " + std::string(document_) + " ends (" + hex(input_.size()) + " bytes) where a value belongs",
                      std::nullopt, input_.size());
   }
   value.tag = static_cast<std::uint8_t>(input_[position_]);
@@ -127,7 +154,7 @@ Expected<void> Reader::next(Value& value, const Path& path) {
     return malformed(path, position_,
                      "cannot read " + std::string(encoding(value.tag)) + ": " + llvm::toString(read.takeError()));
   }
-  if (!*read) return malformed(path, position_, "the metadata ends where a value belongs");
+  if (!*read) return malformed(path, position_, "the " + std::string(document_) + " ends where a value belongs");
   const char* base = input_.data();
   switch (value.kind()) {
     case Type::String:
@@ -142,11 +169,10 @@ Expected<void> Reader::next(Value& value, const Path& path) {
 }
 
 Expected<void> Reader::open(const Value& container, const Path& path, unsigned depth) {
-  if (depth > kMaxMetadataDepth) {
-    return error(
-        ErrorKind::LimitExceeded, path, container.offset,
-        "nesting depth " + std::to_string(depth) + " exceeds the limit of " + std::to_string(kMaxMetadataDepth), depth,
-        kMaxMetadataDepth);
+  if (depth > max_depth_) {
+    return error(ErrorKind::LimitExceeded, path, container.offset,
+                 "nesting depth " + std::to_string(depth) + " exceeds the limit of " + std::to_string(max_depth_),
+                 depth, max_depth_);
   }
   std::uint64_t left = input_.size() - position_;
   std::uint64_t count = container.object.Length;
@@ -215,6 +241,15 @@ Expected<std::uint32_t> Reader::as_u32(const Value& value, const Path& path) con
                      std::numeric_limits<std::uint32_t>::max());
   }
   return static_cast<std::uint32_t>(number);
+}
+
+Expected<std::uint64_t> Reader::u64(const Path& path) {
+  Value value;
+  COLOAD_RETURN_IF_ERROR(next(value, path));
+  if (value.kind() == Type::UInt) return value.object.UInt;
+  if (value.kind() == Type::Int && value.object.Int >= 0) return static_cast<std::uint64_t>(value.object.Int);
+  if (value.kind() == Type::Int) return malformed(path, value.offset, "negative value " + describe(value));
+  return wrong_type(path, value, "an unsigned integer");
 }
 
 Expected<std::uint32_t> Reader::u32_or_bool(const Path& path) {
