@@ -35,12 +35,15 @@ enum class BundleFormat : std::uint8_t {
   /// A file set's bare code objects with one set of kernel names, one entry
   /// per file (coload/fat_binary.h); only FatBinary::read reads it.
   FileGroup,
+  /// One binary key of a kpack archive: its code objects, one entry per
+  /// target (docs/format.md "kpack archives"); only FatBinary::read reads it.
+  Kpack,
 };
 
 /// Compression method of a CCOB (wire values: 0 zlib, 1 zstd).
 enum class Compression : std::uint8_t { None, Zlib, Zstd };
 
-/// "plain", "ccob", "code_object", "file_group".
+/// "plain", "ccob", "code_object", "file_group", "kpack".
 std::string_view to_string(BundleFormat format);
 /// "none", "zlib", "zstd".
 std::string_view to_string(Compression compression);

@@ -26,6 +26,10 @@
 
 namespace coload {
 
+namespace detail::kpack {
+class Archive;
+}
+
 /// Most files one file set may hold (FatBinary::open_files; docs/loading.md,
 /// "File sets"): far above any kernel library, low enough that a count is
 /// checked before anything is allocated for it. Each member is also mapped,
@@ -56,8 +60,9 @@ Expected<std::vector<std::string>> list_directory(const std::string& path, const
 /// or NotFound naming the directory (and the pattern) when it takes no file.
 Expected<std::vector<std::string>> list_set_members(const std::string& path, const DirectoryScan& scan = {});
 
-/// An opened fat binary: a bundle file, a bare code object or a host image;
-/// or a file set, several such files as one binary.
+/// An opened fat binary: a bundle file, a bare code object, a host image or a
+/// kpack archive (one bundle per binary key, BundleFormat::Kpack); or a file
+/// set, several such files as one binary.
 class FatBinary {
  public:
   /// Maps `path` and locates its bundles (scan_bundles: the v1 CCOBs of one
@@ -102,11 +107,24 @@ class FatBinary {
   const std::string& file(std::size_t index, std::optional<std::size_t> entry = std::nullopt) const;
   /// Every bundle, in file order, from headers only.
   std::span<const BundleInfo> bundles() const { return bundles_; }
+  /// The kpack archive bundle `index` comes from and its binary key there
+  /// (for the pipeline, which reads only the entries a selection needs, and
+  /// the coload tool's listing; unstable): a null archive for another format.
+  struct KpackKey {
+    std::shared_ptr<const detail::kpack::Archive> archive;
+    std::size_t key = 0;
+  };
+  KpackKey kpack_key(std::size_t index) const;
 
   /// Reads bundle `index` (decompressing and verifying a CCOB; a FileGroup's
-  /// entries view their files). Errors name the file, bundle index and
-  /// offset; InvalidArgument for an index out of range.
+  /// entries view their files; a kpack key's code objects are viewed or
+  /// decoded, each checked against its target). Errors name the file, bundle
+  /// index and offset (and the entry); InvalidArgument for an index out of range.
   Expected<Bundle> read(std::size_t index) const;
+  /// Bundle `index` with only entry `entry`'s bytes, or none: for a kpack
+  /// key, the other entries carry their IDs and sizes with empty bytes, and
+  /// no other code object is read or decoded. Other formats: read(index).
+  Expected<Bundle> read_only(std::size_t index, std::optional<std::size_t> entry) const;
   /// `error` located at bundle `index`: its file and, for a FileGroup, the
   /// kernels and files it holds (" (fmha_fwd: hsa/gfx942/fmha_fwd.co, ...)").
   Error at_bundle(Error error, std::size_t index) const;
@@ -118,11 +136,14 @@ class FatBinary {
   struct File {
     Source source;
     SourceLayout layout;
+    std::shared_ptr<const detail::kpack::Archive> archive;  // a kpack archive's TOC
   };
-  /// Where bundle i came from: files_[file]; `group` set for a FileGroup.
+  /// Where bundle i came from: files_[file]; `group` set for a FileGroup;
+  /// `key`, the binary key of a kpack archive.
   struct Origin {
     std::size_t file = 0;
     std::shared_ptr<const Group> group;
+    std::size_t key = 0;  // a kpack archive's binary key
   };
   FatBinary(std::string name, std::vector<File> files, std::vector<BundleInfo> bundles, std::vector<Origin> origins,
             ReadOptions options)
@@ -132,6 +153,7 @@ class FatBinary {
         origins_(std::move(origins)),
         options_(options) {}
   static Expected<FatBinary> locate(Source source, const ReadOptions& options);
+  static Expected<FatBinary> locate_kpack(Source source, SourceLayout layout, const ReadOptions& options);
 
   std::string name_;
   std::vector<File> files_;

@@ -102,6 +102,7 @@ std::string_view to_string(BundleFormat format) {
     case BundleFormat::Compressed: return "ccob";
     case BundleFormat::CodeObject: return "code_object";
     case BundleFormat::FileGroup: return "file_group";
+    case BundleFormat::Kpack: return "kpack";
   }
   return "unknown";
 }

@@ -10,6 +10,8 @@ namespace coload::detail {
 inline constexpr std::string_view kPlainBundleMagic = "__CLANG_OFFLOAD_BUNDLE__";
 /// A compressed clang offload bundle (CCOB, ccob/ccob_layout.h).
 inline constexpr std::string_view kCcobMagic = "CCOB";
+/// A kpack archive of code objects (kpack/kpack_archive.h).
+inline constexpr std::string_view kKpackMagic = "KPAK";
 /// An ELF file: a host image or a bare code object.
 inline constexpr std::string_view kElfMagic =
     "\x7f"

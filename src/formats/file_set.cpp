@@ -13,6 +13,7 @@
 #include "common/try.h"
 #include "elf/elf_view.h"
 #include "formats/file_group.h"
+#include "formats/kpack_bundles.h"
 #include "io/map_budget.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "target/elf_target.h"
@@ -110,18 +111,24 @@ Expected<FatBinary> FatBinary::open_files(std::span<const std::string> paths, st
     COLOAD_RETURN_IF_ERROR(source);
     auto layout = inspect_source(source->bytes());
     if (!layout) return std::move(layout).error().in_file(paths[i]);
+    std::shared_ptr<const detail::kpack::Archive> archive;
     if (layout->kind == SourceKind::CodeObject) {
       auto target = detail::target_id_from_elf_header(source->bytes());
       if (!target) return std::move(target).error().in_file(paths[i]);
       auto kernels = kernel_names(source->bytes());
       if (!kernels) return std::move(kernels).error().in_file(paths[i]);
       bare.push_back({i, std::move(*target), std::move(*kernels)});
+    } else if (layout->kind == SourceKind::KpackArchive) {
+      auto kpack = detail::kpack_bundles(*source, *layout, options);
+      if (!kpack) return std::move(kpack).error().in_file(paths[i]);
+      own[i] = std::move(kpack->bundles);
+      archive = std::move(kpack->archive);
     } else {
       auto bundles = scan_bundles(source->reader(), *layout, options);
       if (!bundles) return std::move(bundles).error().in_file(paths[i]);
       own[i] = std::move(*bundles);
     }
-    files.push_back({std::move(*source), std::move(*layout)});
+    files.push_back({std::move(*source), std::move(*layout), std::move(archive)});
   }
 
   // One kernel for one target in two files: which would a device load?
@@ -156,10 +163,10 @@ Expected<FatBinary> FatBinary::open_files(std::span<const std::string> paths, st
   std::vector<BundleInfo> bundles;
   std::vector<Origin> origins;
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    for (BundleInfo& info : own[i]) {
-      info.index = bundles.size();
-      bundles.push_back(std::move(info));
-      origins.push_back({i, nullptr});
+    for (std::size_t key = 0; key < own[i].size(); ++key) {
+      own[i][key].index = bundles.size();
+      bundles.push_back(std::move(own[i][key]));
+      origins.push_back({.file = i, .key = key});
     }
     if (const std::shared_ptr<Group>& group = group_at[i]) {
       std::uint64_t size = 0;

@@ -23,6 +23,7 @@ using ElfShdr = ElfFile::Elf_Shdr;
 
 using detail::kCcobMagic;
 using detail::kElfMagic;
+using detail::kKpackMagic;
 using detail::kPlainBundleMagic;
 constexpr std::uint32_t kHipWrapperMagic = 0x48495046;  // "HIPF"
 constexpr std::uint64_t kWrapperSize = 24;
@@ -329,8 +330,14 @@ Expected<SourceLayout> inspect_source(std::span<const std::byte> bytes) {
     layout.region_size = bytes.size();
     return layout;
   }
+  if (detail::starts_with(bytes, kKpackMagic)) {
+    SourceLayout layout;
+    layout.kind = SourceKind::KpackArchive;
+    layout.region_size = bytes.size();
+    return layout;
+  }
   if (detail::starts_with(bytes, kElfMagic)) return inspect_elf(bytes);
-  for (std::string_view magic : {kPlainBundleMagic, kCcobMagic, kElfMagic}) {
+  for (std::string_view magic : {kPlainBundleMagic, kCcobMagic, kKpackMagic, kElfMagic}) {
     if (bytes.size() < magic.size() && magic.starts_with(detail::as_chars(bytes))) {
       return Error(ErrorKind::Truncated, "input of " + hex(bytes.size()) + " bytes ends inside the magic " +
                                              (magic == kElfMagic ? std::string("\\x7fELF") : std::string(magic)))
@@ -338,7 +345,7 @@ Expected<SourceLayout> inspect_source(std::span<const std::byte> bytes) {
     }
   }
   return Error(ErrorKind::BadMagic, "offset 0x0: bytes " + detail::show_bytes(bytes) +
-                                        " start no known format (expected __CLANG_OFFLOAD_BUNDLE__, CCOB or ELF)")
+                                        " start no known format (expected __CLANG_OFFLOAD_BUNDLE__, CCOB, KPAK or ELF)")
       .at_field("magic", 0);
 }
 

@@ -48,6 +48,7 @@ std::string_view to_string(SourceKind kind) {
     case SourceKind::BundleFile: return "bundle_file";
     case SourceKind::CodeObject: return "code_object";
     case SourceKind::HostImage: return "host_image";
+    case SourceKind::KpackArchive: return "kpack_archive";
   }
   return "unknown";
 }

@@ -10,6 +10,8 @@
 #include "coload/pipeline.h"
 #include "common/bytes.h"
 #include "common/try.h"
+#include "formats/kpack_bundles.h"
+#include "select/rank.h"
 
 namespace coload {
 
@@ -43,6 +45,37 @@ std::span<const std::byte> BundleChoice::chosen_bytes() const {
   return {};
 }
 
+namespace {
+
+/// A kpack key's choice, decoding as little as a CCOB's stream does: the ELF
+/// headers of the entries whose IDs leave the choice to them, then the
+/// chosen entry whole. The bundle handed over holds only the chosen entry's bytes.
+Expected<BundleChoice> select_in_kpack_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
+                                              Selection* spent) {
+  const auto [archive, key] = binary.kpack_key(index);
+  const detail::kpack::Binary& listed = archive->binaries()[key];
+  std::vector<detail::KpackPart> parts(listed.count, detail::KpackPart::Stored);
+  for (std::size_t i = 0; i < listed.count; ++i) {
+    const std::string& id = archive->entries()[listed.first + i].id;
+    if (detail::judge_id(selector.device(), id, selector.options()).target) parts[i] = detail::KpackPart::Head;
+  }
+  auto located = [&](Error error) { return std::move(error).in_bundle(index).in_file(binary.file(index)); };
+  auto heads = detail::read_kpack_bundle(archive, binary.bundles()[index], key, parts);
+  if (!heads) return located(std::move(heads).error());
+  BundleChoice choice;
+  if (spent) choice.selection = std::move(*spent);
+  if (auto selected = selector.select(*heads, choice.selection); !selected) return located(std::move(selected).error());
+  std::fill(parts.begin(), parts.end(), detail::KpackPart::Nothing);
+  if (const Candidate* chosen = choice.selection.chosen()) parts[chosen->entry_index] = detail::KpackPart::Whole;
+  auto bundle = detail::read_kpack_bundle(archive, binary.bundles()[index], key, parts);
+  if (!bundle) return located(std::move(bundle).error());
+  choice.file = binary.file(index);
+  choice.how = PlainChoice{std::move(*bundle)};
+  return choice;
+}
+
+}  // namespace
+
 Expected<BundleChoice> select_in_bundle_at(const FatBinary& binary, std::size_t index, const Selector& selector,
                                            const StreamOptions& stream, Selection* spent) {
   const BundleInfo& info = binary.bundles()[index];
@@ -61,6 +94,7 @@ Expected<BundleChoice> select_in_bundle_at(const FatBinary& binary, std::size_t 
                                 .decoded_bytes = streamed->decoded_bytes};
     return choice;
   }
+  if (info.format == BundleFormat::Kpack) return select_in_kpack_bundle(binary, index, selector, spent);
   auto bundle = binary.read(index);
   COLOAD_RETURN_IF_ERROR(bundle);
   if (spent) choice.selection = std::move(*spent);

@@ -143,6 +143,11 @@ Expected<Selection> comgr_path(const Device& device, const Bundle& bundle, const
                  "several files" +
                      std::string(kUseBuiltin));
   }
+  if (info.format == BundleFormat::Kpack) {
+    return Error(ErrorKind::UnsupportedMethod,
+                 "a kpack archive's binary key: comgr has no kpack reader (CLR reads archives through rocm-kpack)" +
+                     std::string(kUseBuiltin));
+  }
   if (!device.target.processor) return Error(ErrorKind::InvalidArgument, "device has no processor");
   auto loaded = Comgr::load(library);
   COLOAD_RETURN_IF_ERROR(loaded);

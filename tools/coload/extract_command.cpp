@@ -223,7 +223,12 @@ int run_extract(CommandContext& context) {
         }
         result.hit.streamed = std::move(streamed->chosen);
       } else {
-        auto bundle = binary->read(i);
+        // A kpack key's table first (IDs only), then the one entry picked.
+        auto bundle = binary->read_only(i, std::nullopt);
+        if (bundle && info.format == BundleFormat::Kpack) {
+          result.pick = pick_target(bundle->entries(), target);
+          if (result.pick.index) bundle = binary->read_only(i, *result.pick.index);
+        }
         if (!bundle) {
           result.error = bundle.error().message();
           return result;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coload/config.h"
+#include "coload/detail/kpack_archive.h"
 #include "coload/detail/ordered_pool.h"
 #include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
@@ -43,11 +44,20 @@ std::string entry_uri(const std::string& path, std::uint64_t offset, std::uint64
   return uri + "#offset=" + std::to_string(offset) + "&size=" + std::to_string(size);
 }
 
+/// A kpack archive's entry as the listing shows it: from the TOC, and for
+/// zstd the frame's size word; nothing is decoded.
+struct KpackListed {
+  const detail::kpack::Entry* entry = nullptr;
+  detail::kpack::Archive::Stored stored;
+};
+
 /// A bundle's table as the listing shows it: a plain bundle read in place
-/// (its entries view the mapped file), or a CCOB's table, streamed.
+/// (its entries view the mapped file), a CCOB's table, streamed, or a kpack
+/// binary key's entries.
 struct ListedBundle {
   std::optional<Bundle> plain;
   std::vector<EntryHead> streamed;
+  std::vector<KpackListed> kpack;
 };
 
 /// Calls fn(index, id, offset, size, is_host) for each entry, in table order.
@@ -62,6 +72,24 @@ void for_each_entry(const ListedBundle& bundle, Fn fn) {
   for (const EntryHead& head : bundle.streamed) {
     fn(index++, std::string_view(head.id), head.offset, head.size, head.is_host);
   }
+  for (const KpackListed& listed : bundle.kpack) {
+    fn(index++, std::string_view(listed.entry->id), listed.stored.offset, listed.entry->original_size, false);
+  }
+}
+
+/// A kpack binary key's entries, their stored ranges from the TOC (and the
+/// frames' size words).
+Expected<ListedBundle> list_kpack_bundle(const FatBinary& binary, std::size_t index) {
+  const auto [archive, key] = binary.kpack_key(index);
+  const detail::kpack::Binary& listed_key = archive->binaries()[key];
+  ListedBundle listed;
+  for (std::size_t e = 0; e < listed_key.count; ++e) {
+    const detail::kpack::Entry& entry = archive->entries()[listed_key.first + e];
+    auto stored = archive->stored(entry);
+    if (!stored) return std::move(stored).error().at_entry(e, entry.id).in_bundle(index).in_file(binary.file(index));
+    listed.kpack.push_back({&entry, *stored});
+  }
+  return listed;
 }
 
 /// Bundle `index`'s table. A CCOB is streamed and nothing of it kept: its
@@ -69,6 +97,7 @@ void for_each_entry(const ListedBundle& bundle, Fn fn) {
 /// once the table is complete.
 Expected<ListedBundle> list_bundle(const FatBinary& binary, std::size_t index, const ReadOptions& read) {
   const BundleInfo& info = binary.bundles()[index];
+  if (info.format == BundleFormat::Kpack) return list_kpack_bundle(binary, index);
   ListedBundle listed;
   if (info.format == BundleFormat::Compressed) {
     auto nothing = [](std::span<const BundleEntry>) { return std::optional<std::size_t>(); };
@@ -90,6 +119,22 @@ const std::string& entry_file(const std::string& path, const FatBinary& binary, 
   return binary.file_count() > 1 ? binary.file(i, e) : path;
 }
 
+/// A kpack archive's TOC facts, for the header line.
+void write_kpack_facts(ReportPrinter& out, const detail::kpack::Archive& archive) {
+  out.field("scheme", to_string(archive.scheme()));
+  out.field("group", archive.group_name());
+  out.field("gfx_arch_family", archive.gfx_arch_family());
+  std::string targets;
+  out.begin_array("gfx_arches");
+  for (std::string_view arch : archive.gfx_arches()) {
+    out.field("", arch);
+    targets += (targets.empty() ? "" : ",") + std::string(arch);
+  }
+  out.end_array();
+  out.text_field("targets", targets.empty() ? "none" : targets);
+  out.field("code_objects", archive.object_count());
+}
+
 /// The file's facts, before its bundles: the text's first line and warnings.
 void write_header(ReportPrinter& out, const std::string& path, const FatBinary& binary) {
   const SourceLayout& layout = binary.layout();
@@ -106,6 +151,9 @@ void write_header(ReportPrinter& out, const std::string& path, const FatBinary& 
   if (set) {
     out.text_field("file_count", binary.file_count());
     out.text("{file}: file set of {file_count} files, {bundle_count}\n");
+  } else if (const detail::kpack::Archive* archive = binary.kpack_key(0).archive.get()) {
+    write_kpack_facts(out, *archive);
+    out.text("{file}: {kind} ({scheme}, group {group}, targets {targets}), {bundle_count}\n");
   } else if (layout.kind != SourceKind::HostImage) {
     out.text("{file}: {kind}, {bundle_count}\n");
   } else if (layout.wrapper_offsets.empty()) {
@@ -122,6 +170,33 @@ void write_header(ReportPrinter& out, const std::string& path, const FatBinary& 
   out.begin_array("bundles");
 }
 
+/// A kpack key's entries: target, size, and where and how large its stored
+/// bytes are (a `none` blob is the code object itself, so it gets a URI).
+void write_kpack_entries(ReportPrinter& out, const std::string& path, detail::kpack::Scheme scheme,
+                         const ListedBundle& bundle) {
+  const bool in_place = scheme == detail::kpack::Scheme::None;
+  for (std::size_t e = 0; e < bundle.kpack.size(); ++e) {
+    const KpackListed& listed = bundle.kpack[e];
+    out.begin_object();
+    out.field("id", listed.entry->id);
+    out.field("target", listed.entry->target);
+    out.field("ordinal", listed.entry->ordinal);
+    out.field("offset", listed.stored.offset);
+    out.field("size", listed.entry->original_size);
+    out.field("stored_size", listed.stored.size);
+    out.field("host", false);
+    if (in_place)
+      out.field("uri", entry_uri(path, listed.stored.offset, listed.stored.size));
+    else
+      out.null("uri");
+    out.text_field("entry", e);
+    out.text(in_place
+                 ? "  entry {entry}: {id:48} ordinal {ordinal} size {size:x} at {offset:x}  {uri}\n"
+                 : "  entry {entry}: {id:48} ordinal {ordinal} size {size:x}, zstd {stored_size:x} at {offset:x}\n");
+    out.end_object();
+  }
+}
+
 void write_bundle(ReportPrinter& out, const std::string& path, const FatBinary& binary, std::size_t i,
                   const Expected<ListedBundle>& bundle) {
   const BundleInfo& info = binary.bundles()[i];
@@ -134,13 +209,29 @@ void write_bundle(ReportPrinter& out, const std::string& path, const FatBinary& 
     out.field("version", info.compressed->version);
   else
     out.null("version");
-  out.field("compression", to_string(info.compressed ? info.compressed->method : Compression::None));
+  Compression compression = info.compressed ? info.compressed->method : Compression::None;
+  if (const detail::kpack::Archive* archive = binary.kpack_key(i).archive.get();
+      archive && archive->scheme() == detail::kpack::Scheme::ZstdPerKernel) {
+    compression = Compression::Zstd;
+  }
+  out.field("compression", to_string(compression));
   if (info.compressed) {
     out.field("uncompressed_size", info.compressed->uncompressed_size);
     out.field("hash", hex(info.compressed->hash));
     out.text(
         "bundle {index}: offset {offset:x} size {size:x} {format} v{version} {compression}, uncompressed "
         "{uncompressed_size:x}, hash {hash}\n");
+  } else if (info.format == BundleFormat::Kpack) {
+    const auto [archive, key] = binary.kpack_key(i);
+    const detail::kpack::Binary& listed_key = archive->binaries()[key];
+    const detail::kpack::Entry& first = archive->entries()[listed_key.first];
+    out.field("key", listed_key.key);
+    out.field("binary", listed_key.count ? first.binary : listed_key.key);
+    if (listed_key.count && first.index)
+      out.field("code_object_index", *first.index);
+    else
+      out.null("code_object_index");
+    out.text("bundle {index}: {key} (binary {binary}, code object {code_object_index}) {format}\n");
   } else {
     out.text("bundle {index}: offset {offset:x} size {size:x} {format}\n");
   }
@@ -151,7 +242,9 @@ void write_bundle(ReportPrinter& out, const std::string& path, const FatBinary& 
     out.text("  error: {error}\n");
   }
   out.begin_array("entries");
-  if (bundle) {
+  if (bundle && info.format == BundleFormat::Kpack) {
+    write_kpack_entries(out, path, binary.kpack_key(i).archive->scheme(), *bundle);
+  } else if (bundle) {
     const bool plain = info.format != BundleFormat::Compressed;
     for_each_entry(*bundle,
                    [&](std::size_t e, std::string_view id, std::uint64_t offset, std::uint64_t size, bool is_host) {

@@ -110,9 +110,10 @@ enum class SourceKind : std::uint8_t {
   BundleFile,  ///< one or more plain or compressed bundles back to back
   CodeObject,  ///< a bare AMDGPU ELF code object (.co/.hsaco)
   HostImage,   ///< a host ELF with a .hip_fatbin section
+  KpackArchive,  ///< a kpack archive of code objects (`KPAK`, docs/format.md "kpack archives")
 };
 
-/// "bundle_file", "code_object", "host_image".
+/// "bundle_file", "code_object", "host_image", "kpack_archive".
 std::string_view to_string(SourceKind kind);
 
 /// Where the bundles of an input lie, found from headers only: nothing is
@@ -134,7 +135,7 @@ struct SourceLayout {
 
 /// Classifies `bytes` by their leading magic and, for host ELF images, finds
 /// .hip_fatbin and resolves the wrapper records. Never searches for magic
-/// bytes. Errors: BadMagic (not a bundle, CCOB or ELF), NotFound (an ELF with no
+/// bytes. Errors: BadMagic (not a bundle, CCOB, kpack archive or ELF), NotFound (an ELF with no
 /// .hip_fatbin that is not an AMDGPU code object), Malformed / OutOfBounds /
 /// Truncated for a broken ELF, naming the section and offset.
 Expected<SourceLayout> inspect_source(std::span<const std::byte> bytes);
