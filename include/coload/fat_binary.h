@@ -92,6 +92,17 @@ class FatBinary {
   static Expected<FatBinary> open_directory(const std::string& path, const DirectoryScan& scan = {},
                                             const ReadOptions& options = {});
 
+  /// The bundle of one HIPK wrapper of the kpack'd host image at `path` (a
+  /// runtime's `__hipRegisterFatBinary` argument, docs/loading.md "kpack'd
+  /// libraries"): the wrapper whose reserved field holds `index`, its entries
+  /// those of its key in the archives the image's marker names. The image and
+  /// its archives' TOCs are read once for all its wrappers while a binary of
+  /// it lives. Named `name`. Errors: open()'s and the archive search's;
+  /// InvalidArgument for a file that is no kpack'd host image; NotFound when
+  /// no wrapper of the image holds `index`.
+  static Expected<FatBinary> open_kpack_wrapper(const std::string& path, std::uint32_t index, std::string name,
+                                                const ReadOptions& options = {});
+
   /// The path, the caller's name for the buffer or the file set's name.
   const std::string& name() const { return name_; }
   /// Files the binary was opened from: 1, or a file set's count.
@@ -155,6 +166,7 @@ class FatBinary {
   std::vector<BundleInfo> bundles_;
   std::vector<Origin> origins_;  // one per bundle
   ReadOptions options_;
+  std::shared_ptr<const void> shared_image_;  // a kpack'd image its source borrows (open_kpack_wrapper)
 };
 
 }  // namespace coload

@@ -1,9 +1,12 @@
 #include "coload/fat_binary.h"
 
+#include <algorithm>
+
 #include "common/bytes.h"
 #include "common/try.h"
 #include "formats/file_group.h"
 #include "formats/kpack_bundles.h"
+#include "formats/kpack_image.h"
 
 namespace coload {
 
@@ -46,6 +49,29 @@ Expected<FatBinary> FatBinary::locate_kpack(Source source, SourceLayout layout, 
   std::vector<File> files;
   files.push_back({std::move(source), std::move(layout)});
   return FatBinary(std::move(name), std::move(files), std::move(bundles), std::move(origins), options);
+}
+
+Expected<FatBinary> FatBinary::open_kpack_wrapper(const std::string& path, std::uint32_t index, std::string name,
+                                                  const ReadOptions& options) {
+  auto image = detail::open_kpack_image(path, options);
+  COLOAD_RETURN_IF_ERROR(image);
+  const std::vector<std::uint32_t>& indices = (*image)->layout.kpack_ref->indices;
+  auto wrapper = std::find(indices.begin(), indices.end(), index);
+  if (wrapper == indices.end()) {
+    return Error(ErrorKind::NotFound, "no HIPK wrapper of the image holds code object index " + std::to_string(index) +
+                                          " (it has " + std::to_string(indices.size()) + ")")
+        .at_field("reserved", 16, index, indices.size())
+        .in_file(path);
+  }
+  const detail::KpackBundle& chosen = (*image)->bundles[wrapper - indices.begin()];
+  BundleInfo info = chosen.info;
+  info.index = 0;
+  std::vector<File> files;
+  files.push_back({Source::borrow((*image)->host.bytes(), path), (*image)->layout});
+  std::vector<Origin> origins{{.file = 0, .kpack = chosen.members}};
+  FatBinary binary(std::move(name), std::move(files), {std::move(info)}, std::move(origins), options);
+  binary.shared_image_ = *image;
+  return binary;
 }
 
 std::shared_ptr<const detail::kpack::Members> FatBinary::kpack_members(std::size_t index) const {

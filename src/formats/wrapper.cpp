@@ -164,9 +164,9 @@ Expected<std::span<const std::byte>> measured_in_place(std::span<const std::byte
   return reach.first(copy->size());
 }
 
-Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper) {
-  std::array<std::byte, kHipFatbinWrapperSize> record{};
-  auto copied = detail::checked_copy(wrapper, record.size(), record.data());
+Expected<WrapperRecord> read_wrapper_record(const void* wrapper) {
+  std::array<std::byte, kHipFatbinWrapperSize> bytes{};
+  auto copied = detail::checked_copy(wrapper, bytes.size(), bytes.data());
   if (!copied) return in_wrapper(std::move(copied).error(), wrapper);
   if (*copied == 0) return in_wrapper(unreadable(wrapper), wrapper);
   if (*copied < kHipFatbinWrapperSize) {
@@ -175,27 +175,38 @@ Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper) {
             .at_field("wrapper", 0, *copied, kHipFatbinWrapperSize),
         wrapper);
   }
-  auto magic = detail::load_le<std::uint32_t>(record.data());
-  if (magic != kHipFatbinWrapperMagic) {
-    return in_wrapper(Error(ErrorKind::BadMagic, "magic " + hex(magic) + " at offset 0x0 is not HIPF (0x48495046)")
-                          .at_field("magic", 0, magic),
+  WrapperRecord record;
+  record.magic = detail::load_le<std::uint32_t>(bytes.data());
+  record.version = detail::load_le<std::uint32_t>(bytes.data() + 4);
+  std::memcpy(&record.binary, bytes.data() + kHipFatbinWrapperBinaryAt, sizeof record.binary);
+  record.reserved = detail::load_le<std::uint64_t>(bytes.data() + 16);
+  return record;
+}
+
+Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper) {
+  auto record = read_wrapper_record(wrapper);
+  COLOAD_RETURN_IF_ERROR(record);
+  return wrapper_reach(wrapper, *record);
+}
+
+Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper, const WrapperRecord& record) {
+  if (record.magic != kHipFatbinWrapperMagic) {
+    return in_wrapper(Error(ErrorKind::BadMagic, "magic " + hex(record.magic) + " at offset 0x0 is not HIPF (0x48495046)")
+                          .at_field("magic", 0, record.magic),
                       wrapper);
   }
-  auto version = detail::load_le<std::uint32_t>(record.data() + 4);
-  if (version != kHipFatbinWrapperVersion) {
+  if (record.version != kHipFatbinWrapperVersion) {
     return in_wrapper(
-        Error(ErrorKind::UnsupportedVersion, "version " + std::to_string(version) + " at offset 0x4 is not 1")
-            .at_field("version", 4, version),
+        Error(ErrorKind::UnsupportedVersion, "version " + std::to_string(record.version) + " at offset 0x4 is not 1")
+            .at_field("version", 4, record.version),
         wrapper);
   }
-  const void* binary = nullptr;
-  std::memcpy(&binary, record.data() + kHipFatbinWrapperBinaryAt, sizeof binary);
-  if (binary == nullptr) {
+  if (record.binary == nullptr) {
     return in_wrapper(
         Error(ErrorKind::Malformed, "binary at offset 0x8 is null").at_field("binary", kHipFatbinWrapperBinaryAt, 0),
         wrapper);
   }
-  auto bytes = readable_bytes_at(binary);
+  auto bytes = readable_bytes_at(record.binary);
   if (!bytes) return in_wrapper(std::move(bytes).error(), wrapper);
   return *bytes;
 }

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "coload/detail/wrapper.h"
+#include "common/try.h"
+#include "io/process_maps.h"
 
 namespace coload::registry {
 
@@ -32,12 +34,41 @@ void Binary::set_opened(std::shared_ptr<const FatBinary> opened_fat) {
   opened.store(true, std::memory_order_release);
 }
 
+Expected<FatBinary> Binary::open_kpack(const ReadOptions& options) const {
+  // The image is the file the wrapper lies in, as CLR finds it (Os::FindFileNameFromAddress).
+  std::string path = options.kpack.binary_path;
+  if (path.empty()) {
+    auto mapped = detail::mapped_file_at(wrapper);
+    COLOAD_RETURN_IF_ERROR(mapped);
+    if (!*mapped) {
+      return Error(ErrorKind::NotFound,
+                   "a HIPK wrapper in memory no file is mapped at: its kpack'd image (and so its archives) is "
+                   "unknown; give the binary's path (KpackSearch::binary_path)")
+          .in_file(name);
+    }
+    path = std::move(**mapped);
+  }
+  return FatBinary::open_kpack_wrapper(path, *kpack_index, name, options);
+}
+
 Expected<void> Binary::open(const ReadOptions& options, const Log& log) {
   if (!opened.load(std::memory_order_acquire)) {
     std::lock_guard lock(open_mutex);
     if (!opened.load(std::memory_order_relaxed)) {
       // Copied through checked reads: nothing a later mprotect or truncation
       // does to the caller's pages can fault a lookup (docs/reading-rules.md).
+      if (kpack_index) {
+        auto opened_fat = open_kpack(options);
+        if (opened_fat) {
+          set_opened(std::move(*opened_fat));
+        } else {
+          open_error = std::move(opened_fat).error();
+          log(LogLevel::Warn, [&] { return open_error->message(); });
+          opened.store(true, std::memory_order_release);
+        }
+        if (open_error) return *open_error;
+        return {};
+      }
       auto copy = std::make_shared<CopiedImage>();
       auto image = wrapped_image_in(wrapper, reach, options);
       if (image) copy->bytes = std::move(*image);

@@ -95,6 +95,9 @@ struct Binary {
   /// `fat` and `bundles` are not; after it, the reverse (or `open_error`).
   const void* wrapper = nullptr;
   std::span<const std::byte> reach;  ///< wrapper_reach: the image to its mapping's end
+  /// A HIPK wrapper's code object index: its image is the file of the mapping
+  /// that holds it (or ReadOptions::kpack.binary_path), its code in kpack archives.
+  std::optional<std::uint32_t> kpack_index;
   /// The chosen entries of plain bundles are copied through checked reads
   /// (a registered file may shrink); false when `fat` views coload's own copy.
   bool copy_entries = true;
@@ -111,8 +114,11 @@ struct Binary {
   /// Opens a wrapper's image once (measured within `reach` and copied
   /// through checked reads, its bundles located in the copy, which `fat`
   /// owns), logging a failure at warn; every later call gets the same
-  /// answer. Errors: wrapped_image_in's, then FatBinary::from_memory's.
+  /// answer. Errors: wrapped_image_in's, then FatBinary::from_memory's; for a
+  /// HIPK wrapper, NotFound when no file holds it, then FatBinary::open_kpack_wrapper's.
   Expected<void> open(const ReadOptions& options, const Log& log);
+  /// A HIPK wrapper's binary (open()'s part for one).
+  Expected<FatBinary> open_kpack(const ReadOptions& options) const;
 
   ~Binary() {
     // Modules before the bytes, whatever the member order says.

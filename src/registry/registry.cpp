@@ -101,11 +101,13 @@ struct Registry::Impl {
   }
 
   /// A wrapper's registration: `reach` (wrapper_reach) is opened at first use.
-  Expected<BinaryHandle> add_wrapper(const void* wrapper, std::span<const std::byte> reach, std::string name) {
+  Expected<BinaryHandle> add_wrapper(const void* wrapper, std::span<const std::byte> reach, std::string name,
+                                     std::optional<std::uint32_t> kpack_index = std::nullopt) {
     auto binary = std::make_shared<Binary>();
     binary->name = std::move(name);
     binary->wrapper = wrapper;
     binary->reach = reach;
+    binary->kpack_index = kpack_index;
     binary->copy_entries = false;  // its image is copied whole at first use
     return add(std::move(binary));
   }
@@ -243,9 +245,14 @@ Expected<BinaryHandle> Registry::register_directory(const std::string& path, con
 }
 
 Expected<BinaryHandle> Registry::register_wrapper(const void* wrapper, std::string name) {
-  auto reach = wrapper_reach(wrapper);
-  COLOAD_RETURN_IF_ERROR(reach);
+  auto record = read_wrapper_record(wrapper);
+  COLOAD_RETURN_IF_ERROR(record);
   if (name.empty()) name = "__hip_fatbin_wrapper at " + detail::hex(reinterpret_cast<std::uintptr_t>(wrapper));
+  if (record->kpack()) {  // its image and archives are found at first use
+    return impl_->add_wrapper(wrapper, {}, std::move(name), static_cast<std::uint32_t>(record->reserved));
+  }
+  auto reach = wrapper_reach(wrapper, *record);
+  COLOAD_RETURN_IF_ERROR(reach);
   return impl_->add_wrapper(wrapper, *reach, std::move(name));
 }
 

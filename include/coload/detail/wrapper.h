@@ -31,6 +31,24 @@ inline constexpr std::uint32_t kHipFatbinWrapperMagic = 0x48495046;  // "HIPF"
 inline constexpr std::uint32_t kHipFatbinWrapperVersion = 1;
 inline constexpr std::size_t kHipFatbinWrapperSize = 24;
 inline constexpr std::size_t kHipFatbinWrapperBinaryAt = 8;  ///< offset of `binary`
+/// A kpack'd image's record: `binary` points at its marker and the low 32
+/// bits of `reserved` hold its code object index (docs/format.md, "kpack'd host images").
+inline constexpr std::uint32_t kHipKpackWrapperMagic = 0x4B504948;  // "HIPK"
+
+/// A `__hip_fatbin_wrapper` record as read.
+struct WrapperRecord {
+  std::uint32_t magic = 0;
+  std::uint32_t version = 0;
+  const void* binary = nullptr;
+  std::uint64_t reserved = 0;
+  bool kpack() const { return magic == kHipKpackWrapperMagic && version == kHipFatbinWrapperVersion; }
+};
+
+/// The record at `wrapper`, copied through one checked read. Errors:
+/// OutOfBounds ("address") for a record that cannot be read; Truncated
+/// (field "wrapper") when fewer than 24 bytes of it are readable. Each names
+/// the wrapper.
+Expected<WrapperRecord> read_wrapper_record(const void* wrapper);
 
 /// The readable bytes from `address` to the end of the mapping that holds it:
 /// the loaded segment of an executable or shared object (dl_iterate_phdr), or
@@ -77,6 +95,8 @@ Expected<std::span<const std::byte>> measured_in_place(std::span<const std::byte
 /// ("magic", offset 0), UnsupportedVersion ("version", offset 4), Malformed
 /// ("binary", offset 8) for a null binary. Each names the wrapper.
 Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper);
+/// The same for a record read already (read_wrapper_record).
+Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper, const WrapperRecord& record);
 
 /// A copy of the image within `reach` (wrapper_reach of `wrapper`):
 /// copy_image's. Errors: copy_image's, naming the wrapper.
