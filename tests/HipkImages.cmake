@@ -6,6 +6,8 @@
 #                        .hip_fatbin) and writes its per-target archives (kpack_writer)
 #   hipk_record          tests/support/hipk_record.c: dlopens a library with its
 #                        registrations recorded and prints the wrappers it registered
+#   hipk_recording_hip   tests/support/hipk_recording_hip.c: the same for executables
+#                        linked against it, printed at exit
 #   coload_hipk_fixtures runs tests/fixtures/hipk_fixtures.sh into ${COLOAD_HIPK_FIXTURE_DIR}
 #                        (always this build's: the trees depend on kpack_split)
 #   test hipk_images     tests/hipk_images_test.sh: the trees against their originals,
@@ -19,6 +21,11 @@ add_executable(hipk_record ${COLOAD_TEST_SUPPORT_DIR}/hipk_record.c)
 target_link_libraries(hipk_record PRIVATE coload_record_registrations ${CMAKE_DL_LIBS})
 set_target_properties(hipk_record PROPERTIES ENABLE_EXPORTS ON C_STANDARD 11)
 
+# What a kpack'd executable registers, printed at its exit (the mixed-target executables link it).
+add_library(hipk_recording_hip SHARED ${COLOAD_TEST_SUPPORT_DIR}/hipk_recording_hip.c)
+target_link_libraries(hipk_recording_hip PRIVATE coload_record_registrations ${CMAKE_DL_LIBS})
+set_target_properties(hipk_recording_hip PROPERTIES C_STANDARD 11)
+
 set(COLOAD_HIPK_FIXTURE_DIR ${CMAKE_BINARY_DIR}/hipk_fixtures CACHE INTERNAL "kpack'd host image fixtures")
 if(COLOAD_HAVE_FIXTURES)
   set(_coload_hipk_script ${PROJECT_SOURCE_DIR}/tests/fixtures/hipk_fixtures.sh)
@@ -26,8 +33,9 @@ if(COLOAD_HAVE_FIXTURES)
     OUTPUT ${COLOAD_HIPK_FIXTURE_DIR}/cases.tsv
     COMMAND ${CMAKE_COMMAND} -E env CLANG=${COLOAD_CLANG}
       ${COLOAD_BASH} ${_coload_hipk_script} ${COLOAD_HIPK_FIXTURE_DIR} $<TARGET_FILE:kpack_split>
-      ${COLOAD_FIXTURE_DIR} $<TARGET_FILE:hip_templates>
-    DEPENDS ${_coload_hipk_script} ${_coload_fixture_kernels} kpack_split hip_templates coload_fixtures
+      ${COLOAD_FIXTURE_DIR} $<TARGET_FILE:hip_templates> $<TARGET_FILE:hipk_recording_hip>
+    DEPENDS ${_coload_hipk_script} ${_coload_fixture_kernels} kpack_split hip_templates hipk_recording_hip
+            coload_fixtures
             ${COLOAD_FIXTURE_DIR}/manifest.tsv
     COMMENT "Building kpack'd host image fixtures in ${COLOAD_HIPK_FIXTURE_DIR}"
     VERBATIM)
