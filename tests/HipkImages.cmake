@@ -22,9 +22,16 @@ target_link_libraries(hipk_record PRIVATE coload_record_registrations ${CMAKE_DL
 set_target_properties(hipk_record PROPERTIES ENABLE_EXPORTS ON C_STANDARD 11)
 
 # What a kpack'd executable registers, printed at its exit (the mixed-target executables link it).
-add_library(hipk_recording_hip SHARED ${COLOAD_TEST_SUPPORT_DIR}/hipk_recording_hip.c)
-target_link_libraries(hipk_recording_hip PRIVATE coload_record_registrations ${CMAKE_DL_LIBS})
+# Never instrumented: the fixture script links plain executables against it.
+add_library(hipk_recording_hip SHARED ${COLOAD_TEST_SUPPORT_DIR}/hipk_recording_hip.c
+                                      ${COLOAD_TEST_SUPPORT_DIR}/record_registrations.c)
+target_include_directories(hipk_recording_hip PRIVATE ${COLOAD_TEST_SUPPORT_DIR})
+target_link_libraries(hipk_recording_hip PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(hipk_recording_hip PROPERTIES C_STANDARD 11)
+if(COLOAD_SANITIZE)
+  target_compile_options(hipk_recording_hip PRIVATE -fno-sanitize=all)
+  target_link_options(hipk_recording_hip PRIVATE -fno-sanitize=all)
+endif()
 
 set(COLOAD_HIPK_FIXTURE_DIR ${CMAKE_BINARY_DIR}/hipk_fixtures CACHE INTERNAL "kpack'd host image fixtures")
 if(COLOAD_HAVE_FIXTURES)
