@@ -202,10 +202,11 @@ def read_archive(path):
 unbundled = {}  # case -> the bundler's entries of its original, per target
 
 
-def check_case(scheme, case, prefix, relpath, original):
+def check_image(scheme, case, prefix, relpath, original):
+    """Checks one packed image of a tree; returns what the archives must hold for it."""
     tree = os.path.join(D, scheme, case)
     img, orig = os.path.join(tree, relpath), os.path.join(D, original)
-    what = "%s/%s" % (scheme, case)
+    what = "%s/%s/%s" % (scheme, case, relpath)
     with open(img, "rb") as f: data = f.read()
     with open(orig, "rb") as f: odata = f.read()
     s, os_ = sections(img), sections(orig)
@@ -252,8 +253,9 @@ def check_case(scheme, case, prefix, relpath, original):
         else:
             check(e_type == 2 and r == [], what + ": non-PIE wrapper %d has no relocation (packer defect kept)" % i)
 
-    # Archives against the bundler's unbundling of the original's .hip_fatbin.
-    if case not in unbundled:
+    # What the archives must hold for this binary: the bundler's unbundling of
+    # each bundle of the original's .hip_fatbin, numbered per target.
+    if (case, relpath) not in unbundled:
         ofb = os_[".hip_fatbin"]
         bundles = split_bundles(odata[ofb["off"]:ofb["off"] + ofb["size"]])
         check(len(bundles) == count, what + ": %d bundles for %d wrappers" % (len(bundles), count))
@@ -264,23 +266,8 @@ def check_case(scheme, case, prefix, relpath, original):
                     target = eid.rsplit("--", 1)[1]
                     lst = expected.setdefault(target, [])
                     lst.append(("%s/%s#%d" % (prefix, relpath, len(lst)), eid, obj, b))
-        unbundled[case] = expected
-    expected = unbundled[case]
-    kdir = os.path.join(tree, ".kpack")
-    check(sorted(os.listdir(kdir)) == sorted("%s_%s.kpack" % (prefix, t) for t in expected),
-          what + ": one archive per target %r" % sorted(expected))
-    for target, objs in expected.items():
-        path = os.path.join(kdir, "%s_%s.kpack" % (prefix, target))
-        toc, stored = read_archive(path)
-        check(toc["compression_scheme"] == scheme and toc["group_name"] == prefix and toc["gfx_arches"] == [target]
-              and toc["gfx_arch_family"] == target and toc["format_version"] == 1, path + ": TOC fields")
-        check(sorted(toc["toc"]) == sorted(k for k, _, _, _ in objs), path + ": keys")
-        check(len(stored) == len(objs), path + ": one object per key")
-        for key, eid, obj, b in objs:
-            e = toc["toc"][key][target]
-            check(e["type"] == "hsaco" and e["original_size"] == len(obj) and e["metadata"]["target"] == eid
-                  and e["metadata"]["source_prefix"] == prefix, path + ": " + key + " fields")
-            check(stored[e["ordinal"]] == obj, path + ": " + key + " is bundle %d's %s" % (b, eid))
+        unbundled[(case, relpath)] = expected
+    expected = unbundled[(case, relpath)]
     if case == "mixed_targets":
         # The packer's numbering: gfx90a's #0 is wrapper 1's code, #1 wrapper 2's.
         check([b for _, _, _, b in expected["gfx90a"]] == [1, 2] and
@@ -310,16 +297,43 @@ def check_case(scheme, case, prefix, relpath, original):
         funcs = [l for l in rec if l.startswith("function ")]
         check(funcs and funcs == [l for l in orec if l.startswith("function ")], what + ": same kernels registered")
         check(rec[-1] == "errors 0", what + ": recorded without errors")
+    return expected
 
 
-cases = []
+def check_archives(scheme, case, prefix, expected):
+    """The tree's archives: one per target, the binaries' objects in case order."""
+    what = "%s/%s" % (scheme, case)
+    kdir = os.path.join(D, scheme, case, ".kpack")
+    check(sorted(os.listdir(kdir)) == sorted("%s_%s.kpack" % (prefix, t) for t in expected),
+          what + ": one archive per target %r" % sorted(expected))
+    for target, objs in expected.items():
+        path = os.path.join(kdir, "%s_%s.kpack" % (prefix, target))
+        toc, stored = read_archive(path)
+        check(toc["compression_scheme"] == scheme and toc["group_name"] == prefix and toc["gfx_arches"] == [target]
+              and toc["gfx_arch_family"] == target and toc["format_version"] == 1, path + ": TOC fields")
+        check(list(toc["toc"]) == [k for k, _, _, _ in objs], path + ": keys, in the binaries' order")
+        check(len(stored) == len(objs), path + ": one object per key")
+        for ordinal, (key, eid, obj, b) in enumerate(objs):
+            e = toc["toc"][key][target]
+            check(e["type"] == "hsaco" and e["original_size"] == len(obj) and e["metadata"]["target"] == eid
+                  and e["metadata"]["source_prefix"] == prefix and e["ordinal"] == ordinal, path + ": " + key + " fields")
+            check(stored[e["ordinal"]] == obj, path + ": " + key + " is bundle %d's %s" % (b, eid))
+
+
+cases = {}  # case -> (prefix, [(relpath, original)]), in file order
 with open(os.path.join(D, "cases.tsv")) as f:
     for line in f:
-        if not line.startswith("#"): cases.append(line.rstrip("\n").split("\t")[:4])
+        if line.startswith("#"): continue
+        case, prefix, relpath, original = line.rstrip("\n").split("\t")[:4]
+        cases.setdefault(case, (prefix, []))[1].append((relpath, original))
 check(len(cases) >= 10, "cases.tsv lists the cases")
 for scheme in ("none", "zstd-per-kernel"):
-    for c in cases:
-        check_case(scheme, *c)
-        print("ok: %s/%s" % (scheme, c[0]))
+    for case, (prefix, images) in cases.items():
+        merged = {}
+        for relpath, original in images:
+            for target, objs in check_image(scheme, case, prefix, relpath, original).items():
+                merged.setdefault(target, []).extend(objs)
+        check_archives(scheme, case, prefix, merged)
+        print("ok: %s/%s (%d images)" % (scheme, case, len(images)))
 print("%d checks: all checks passed" % checks)
 EOF

@@ -77,6 +77,12 @@ void store(Bytes& data, std::uint64_t offset, const T& value) {
   std::memcpy(data.data() + offset, &value, sizeof(T));
 }
 
+std::string hex(std::uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
 std::uint64_t align_up(std::uint64_t value, std::uint64_t align) { return (value + align - 1) / align * align; }
 
 Bytes read_file(const fs::path& path) {
@@ -274,7 +280,7 @@ struct Packed {
   std::uint64_t wrappers = 0;
 };
 
-// The R_X86_64_RELATIVE relocation at `where`, as (section, entry file offset).
+// The file offset of the one R_X86_64_RELATIVE relocation entry at address `where`.
 std::uint64_t relative_relocation_at(Image& image, std::uint64_t where) {
   std::uint64_t found = 0;
   int count = 0;
@@ -285,7 +291,7 @@ std::uint64_t relative_relocation_at(Image& image, std::uint64_t where) {
       auto rela = load<Elf64_Rela>(image.data, at);
       if (rela.r_offset != where) continue;
       if (ELF64_R_TYPE(rela.r_info) != R_X86_64_RELATIVE) {
-        fail("the wrapper pointer at 0x" + std::to_string(where) + " has a relocation of type " +
+        fail("the wrapper pointer at " + hex(where) + " has a relocation of type " +
              std::to_string(ELF64_R_TYPE(rela.r_info)) + ", not R_X86_64_RELATIVE");
       }
       found = at;
@@ -293,8 +299,8 @@ std::uint64_t relative_relocation_at(Image& image, std::uint64_t where) {
     }
   }
   if (count != 1) {
-    fail(std::to_string(count) + " R_X86_64_RELATIVE relocations for the wrapper pointer at address " +
-         std::to_string(where) + " (RELR is not handled)");
+    fail(std::to_string(count) + " R_X86_64_RELATIVE relocations for the wrapper pointer at address " + hex(where) +
+         " (RELR is not handled)");
   }
   return found;
 }
