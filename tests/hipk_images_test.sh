@@ -268,6 +268,12 @@ def check_image(scheme, case, prefix, relpath, original):
                     lst.append(("%s/%s#%d" % (prefix, relpath, len(lst)), eid, obj, b))
         unbundled[(case, relpath)] = expected
     expected = unbundled[(case, relpath)]
+    if case == "kernels":
+        # Each target in one TU only (tests/fixtures/build_fixtures.sh, TU_ARCHS): every key is #0,
+        # so gfx942's #0 is wrapper 1's code (lds_static) and gfx11-generic's wrapper 2's.
+        check(all(len(v) == 1 for v in expected.values()) and
+              [b for _, _, _, b in expected["gfx942"]] == [1] and
+              [b for _, _, _, b in expected["gfx11-generic"]] == [2], what + ": every key #0")
     if case == "mixed_targets":
         # The packer's numbering: gfx90a's #0 is wrapper 1's code, #1 wrapper 2's.
         check([b for _, _, _, b in expected["gfx90a"]] == [1, 2] and
