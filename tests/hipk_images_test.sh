@@ -274,6 +274,10 @@ def check_image(scheme, case, prefix, relpath, original):
         check(all(len(v) == 1 for v in expected.values()) and
               [b for _, _, _, b in expected["gfx942"]] == [1] and
               [b for _, _, _, b in expected["gfx11-generic"]] == [2], what + ": every key #0")
+    if case == "consistent":
+        # The control: #N is wrapper N's code for every target.
+        check(sorted(expected) == ["gfx1100", "gfx90a", "gfx942"] and
+              all([b for _, _, _, b in v] == [0, 1, 2] for v in expected.values()), what + ": #N = wrapper N")
     if case == "mixed_targets":
         # The packer's numbering: gfx90a's #0 is wrapper 1's code, #1 wrapper 2's.
         check([b for _, _, _, b in expected["gfx90a"]] == [1, 2] and
