@@ -5,6 +5,8 @@
 #                         namespace coload::testing; include "support/bundle_writer.h"
 #                         (or "bundle_writer.h")
 #   make_ccob             tests/support/make_ccob.cpp, wraps a plain bundle into a CCOB
+#   coload_kpack_writer   static library (tests/support/kpack_writer.{h,cpp}), namespace
+#                         coload::testing::kpack; include "support/kpack_writer.h"
 #   coload_elf_writer     static library (tests/support/elf_writer.{h,cpp}), from
 #                         cmake/ElfWriter.cmake; the fuzz targets link it too
 #   coload_fixtures       custom target (ALL) running tests/fixtures/build_fixtures.sh
@@ -31,6 +33,13 @@ target_include_directories(coload_bundle_writer
   PUBLIC ${PROJECT_SOURCE_DIR}/tests ${COLOAD_TEST_SUPPORT_DIR})
 # llvm::MD5 for the CCOB hash; LLVM headers stay private to the writer.
 target_link_libraries(coload_bundle_writer PRIVATE coload_llvm PkgConfig::ZSTD ZLIB::ZLIB)
+
+# The test-side kpack archive writer (tests/support/kpack_writer.{h,cpp}),
+# independent of the library: libzstd for its frames.
+add_library(coload_kpack_writer STATIC ${COLOAD_TEST_SUPPORT_DIR}/kpack_writer.cpp)
+target_compile_features(coload_kpack_writer PUBLIC cxx_std_20)
+target_include_directories(coload_kpack_writer PUBLIC ${PROJECT_SOURCE_DIR}/tests ${COLOAD_TEST_SUPPORT_DIR})
+target_link_libraries(coload_kpack_writer PRIVATE PkgConfig::ZSTD)
 
 add_executable(make_ccob ${COLOAD_TEST_SUPPORT_DIR}/make_ccob.cpp)
 target_link_libraries(make_ccob PRIVATE coload_bundle_writer)
