@@ -60,3 +60,8 @@ if(COLOAD_HAVE_FIXTURES)
     message(WARNING "llvm-readelf or zstd not found: test hipk_images disabled")
   endif()
 endif()
+
+# The library against the trees (tests/kpack_image_test.cpp, in coload_tests).
+target_sources(coload_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/kpack_image_test.cpp)
+target_compile_definitions(coload_tests PRIVATE COLOAD_HIPK_FIXTURE_DIR="${COLOAD_HIPK_FIXTURE_DIR}")
+add_dependencies(coload_tests coload_hipk_fixtures)

@@ -14,19 +14,12 @@
 
 #include "coload/device.h"
 #include "coload/runtime.h"
+#include "loaded_wrappers.h"  // file_bytes
 
 namespace coload::testing {
 
 inline std::string fixture(const std::string& relative) { return std::string(COLOAD_FIXTURE_DIR) + "/" + relative; }
 
-/// A whole file's bytes (empty when it cannot be read).
-inline std::vector<std::byte> file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> bytes(chars.size());
-  for (std::size_t i = 0; i < chars.size(); ++i) bytes[i] = static_cast<std::byte>(chars[i]);
-  return bytes;
-}
 
 /// Devices from specs; a bad spec is a test bug (empty result).
 inline std::vector<Device> dry_run_devices(std::initializer_list<const char*> specs) {
