@@ -15,6 +15,7 @@
 #include "coload/validate.h"
 #include "command_context.h"
 #include "commands.h"
+#include "kpack_audit.h"
 
 namespace coload::cli {
 namespace {
@@ -178,6 +179,10 @@ int run_check(CommandContext& context) {
   // As `select` chooses: checked before anything is read.
   if (device && !context.select_options()) return kExitInputError;
 
+  // An install tree with kpack archives is audited rather than read as a file set.
+  if (context.operands.size() == 1 && is_kpack_tree(context.operands.front())) {
+    return run_kpack_audit(context, context.operands.front());
+  }
   auto binary = open_operands(context.operands, context.arguments, stream_options.read);
   if (!binary) {
     std::fprintf(stderr, "coload: %s\n", binary.error().message().c_str());
