@@ -21,6 +21,14 @@ struct FreeDctx {
 };
 using Dctx = std::unique_ptr<ZSTD_DCtx, FreeDctx>;
 
+/// This thread's decoder, reset for each frame: making one per frame (its
+/// tables, its window) cost more than decoding a typical code object.
+ZSTD_DCtx* thread_dctx() {
+  thread_local Dctx context(ZSTD_createDCtx());
+  if (context) ZSTD_DCtx_reset(context.get(), ZSTD_reset_session_and_parameters);
+  return context.get();
+}
+
 Error at_entry(Error error, const Entry& entry) { return std::move(error).at_field(entry.field, entry.toc_offset); }
 
 Error zstd_error(const Entry& entry, std::size_t code) {
@@ -113,9 +121,9 @@ Expected<std::span<const std::byte>> Archive::bytes(const Entry& entry, std::vec
                       entry);
     }
     out.resize(entry.original_size);  // at most max_decompressed_bytes (parse)
-    Dctx context(ZSTD_createDCtx());
+    ZSTD_DCtx* context = thread_dctx();
     if (!context) return Error(ErrorKind::LimitExceeded, "out of memory for a zstd decoder");
-    const std::size_t made = ZSTD_decompressDCtx(context.get(), out.data(), out.size(), frame.data(), frame.size());
+    const std::size_t made = ZSTD_decompressDCtx(context, out.data(), out.size(), frame.data(), frame.size());
     if (ZSTD_isError(made)) return zstd_error(entry, made);
     if (made != entry.original_size) {
       return at_entry(Error(ErrorKind::SizeMismatch, entry.field + ": zstd frame decodes to " + hex(made) +
@@ -137,13 +145,13 @@ Expected<std::span<const std::byte>> Archive::head(const Entry& entry, std::size
   const std::size_t wanted = static_cast<std::size_t>(std::min<std::uint64_t>(n, entry.original_size));
   if (scheme_ == Scheme::None) return stored_bytes.first(std::min<std::size_t>(wanted, stored_bytes.size()));
   out.resize(wanted);
-  Dctx context(ZSTD_createDCtx());
+  ZSTD_DCtx* context = thread_dctx();
   if (!context) return Error(ErrorKind::LimitExceeded, "out of memory for a zstd decoder");
   ZSTD_inBuffer in{stored_bytes.data(), stored_bytes.size(), 0};
   ZSTD_outBuffer head{out.data(), out.size(), 0};
   while (head.pos < head.size) {
     const std::size_t read_before = in.pos, made_before = head.pos;
-    const std::size_t left = ZSTD_decompressStream(context.get(), &head, &in);
+    const std::size_t left = ZSTD_decompressStream(context, &head, &in);
     if (ZSTD_isError(left)) return zstd_error(entry, left);
     if (left == 0 || (in.pos == read_before && head.pos == made_before)) break;  // the frame, or its bytes, ended
   }

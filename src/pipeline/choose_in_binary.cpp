@@ -49,22 +49,38 @@ namespace {
 
 /// A kpack key's choice, decoding as little as a CCOB's stream does: the ELF
 /// headers of the entries whose IDs leave the choice to them, then the
-/// chosen entry whole. The bundle handed over holds only the chosen entry's bytes.
+/// chosen entry whole. In the bundle handed over, the chosen entry holds its
+/// code object and no other entry anything decoded (docs/pipeline.md).
 Expected<BundleChoice> select_in_kpack_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
                                               Selection* spent) {
   const auto members = binary.kpack_members(index);
   auto located = [&](Error error) { return std::move(error).in_bundle(index).in_file(binary.file(index)); };
   if (members->members.empty()) return located(Error(ErrorKind::NotFound, members->none_found));
   std::vector<detail::KpackPart> parts(members->members.size(), detail::KpackPart::Stored);
+  std::size_t judged = 0;  // entries whose ELF header the choice needs
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string& id = members->members[i].toc().id;
-    if (detail::judge_id(selector.device(), id, selector.options()).target) parts[i] = detail::KpackPart::Head;
+    if (detail::judge_id(selector.device(), id, selector.options()).target) {
+      parts[i] = detail::KpackPart::Head;
+      ++judged;
+    }
   }
+  // One such entry (an archive per target: the usual case) is read whole at
+  // once: a frame's first block is most often all of it, so its head would
+  // cost what the whole does, twice over.
+  if (judged == 1) std::replace(parts.begin(), parts.end(), detail::KpackPart::Head, detail::KpackPart::Whole);
   auto heads = detail::read_kpack_bundle(members, binary.bundles()[index], parts);
   if (!heads) return located(std::move(heads).error());
   BundleChoice choice;
   if (spent) choice.selection = std::move(*spent);
   if (auto selected = selector.select(*heads, choice.selection); !selected) return located(std::move(selected).error());
+  const Candidate* read_whole = choice.selection.chosen();
+  if (read_whole && parts[read_whole->entry_index] == detail::KpackPart::Whole && read_whole->tier &&
+      members->members[read_whole->entry_index].refused.empty()) {
+    choice.file = binary.file(index, read_whole->entry_index);
+    choice.how = PlainChoice{std::move(*heads)};  // the others hold their stored bytes, never read
+    return choice;
+  }
   std::fill(parts.begin(), parts.end(), detail::KpackPart::Nothing);
   if (const Candidate* chosen = choice.selection.chosen()) {
     const detail::kpack::Member& member = members->members[chosen->entry_index];

@@ -1,6 +1,8 @@
 // One registration's lazy opening (binary_state.h).
 #include "registry/binary_state.h"
 
+#include <dlfcn.h>
+
 #include <optional>
 #include <vector>
 
@@ -37,6 +39,12 @@ void Binary::set_opened(std::shared_ptr<const FatBinary> opened_fat) {
 Expected<FatBinary> Binary::open_kpack(const ReadOptions& options) const {
   // The image is the file the wrapper lies in, as CLR finds it (Os::FindFileNameFromAddress).
   std::string path = options.kpack.binary_path;
+  // The loaded object that holds it, from the dynamic loader (cheap, as every
+  // wrapper of a library asks); /proc/self/maps for other mappings.
+  if (Dl_info object{};
+      path.empty() && ::dladdr(wrapper, &object) != 0 && object.dli_fname && object.dli_fname[0] == '/') {
+    path = object.dli_fname;
+  }
   if (path.empty()) {
     auto mapped = detail::mapped_file_at(wrapper);
     COLOAD_RETURN_IF_ERROR(mapped);

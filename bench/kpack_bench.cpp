@@ -1,0 +1,141 @@
+// kpack'd libraries (docs/loading.md, "kpack'd libraries"): the 128-wrapper
+// libbench_plain.so packed as TheRock packs it (tests/support/kpack_split,
+// one archive per target, both schemes) against the original, in one run:
+//  - a lookup of one kernel in every wrapper for one device, each wrapper
+//    registered as a runtime registers it (the ratio kpack/hipf is the target:
+//    at most 1);
+//  - listing an archive: only its header, its TOC and the frames' size words
+//    are read (counter: pages faulted in, against the archive's pages).
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_support.h"
+#include "coload/config.h"
+#include "coload/detail/kpack_archive.h"
+#include "coload/fat_binary.h"
+#include "coload/registry.h"
+#include "coload/runtime.h"
+#include "loaded_wrappers.h"
+
+namespace {
+
+using namespace coload_bench;
+
+/// The packed tree of libbench_plain.so for `scheme`, made once per input set.
+std::string packed(const std::string& scheme) {
+  const std::string root = input("kpack/" + scheme);
+  const std::string image = root + "/lib/libbench_plain.so";
+  if (!std::filesystem::exists(image)) {
+    const std::string command = std::string(COLOAD_BENCH_KPACK_SPLIT) + " --scheme " + scheme + " bench " + root + " " +
+                                input("libbench_plain.so") + " lib/libbench_plain.so > /dev/null";
+    if (std::system(command.c_str()) != 0) {
+      std::fprintf(stderr, "%s failed\n", command.c_str());
+      std::abort();
+    }
+  }
+  return image;
+}
+
+/// A library loaded for the run: its wrappers and one kernel of each.
+struct Library {
+  std::vector<const void*> wrappers;
+  std::vector<std::string> kernels;
+};
+
+const Library& library(const std::string& path, const Library* kernels_from = nullptr) {
+  static std::vector<std::pair<std::string, std::unique_ptr<Library>>> loaded;
+  for (const auto& [name, one] : loaded)
+    if (name == path) return *one;
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // kept for the run
+  if (!handle) {
+    std::fprintf(stderr, "dlopen %s: %s\n", path.c_str(), ::dlerror());
+    std::abort();
+  }
+  auto one = std::make_unique<Library>();
+  one->wrappers = coload::testing::loaded_wrappers(path, handle);
+  if (kernels_from) {
+    one->kernels = kernels_from->kernels;
+  } else {
+    coload::Registry registry(coload::open_dry_run_runtime({gfx90a()}), coload::Config{});
+    for (const void* wrapper : one->wrappers) {
+      auto binary = registry.register_wrapper(wrapper);
+      auto modules = binary ? registry.modules(*binary, 0) : decltype(registry.modules({}, 0))(binary.error());
+      if (!modules || modules->empty() || (*modules)[0]->kernels().empty()) {
+        std::fprintf(stderr, "%s: a wrapper without a gfx90a kernel\n", path.c_str());
+        std::abort();
+      }
+      one->kernels.push_back((*modules)[0]->kernels()[0].name);
+    }
+  }
+  loaded.emplace_back(path, std::move(one));
+  return *loaded.back().second;
+}
+
+// A fresh registry, every wrapper registered, one kernel of each looked up:
+// every code object read (or decoded), selected and loaded once.
+void BM_EveryWrapperLookup(benchmark::State& state, const char* scheme) {
+  const Library& original = library(input("libbench_plain.so"));
+  const Library& image = std::string(scheme) == "hipf" ? original : library(packed(scheme), &original);
+  for (auto _ : state) {
+    coload::Registry registry(coload::open_dry_run_runtime({gfx90a()}), coload::Config{});
+    for (std::size_t i = 0; i < image.wrappers.size(); ++i) {
+      auto binary = registry.register_wrapper(image.wrappers[i]);
+      auto kernel = binary ? registry.lookup_kernel(*binary, 0, image.kernels[i]) : binary.error();
+      if (!kernel) {
+        state.SkipWithError(kernel.error().message().c_str());
+        return;
+      }
+    }
+  }
+  state.counters["wrappers"] = static_cast<double>(image.wrappers.size());
+}
+BENCHMARK_CAPTURE(BM_EveryWrapperLookup, hipf, "hipf")->Unit(benchmark::kMillisecond)->MinTime(1);
+BENCHMARK_CAPTURE(BM_EveryWrapperLookup, kpack_none, "none")->Unit(benchmark::kMillisecond)->MinTime(1);
+BENCHMARK_CAPTURE(BM_EveryWrapperLookup, kpack_zstd, "zstd-per-kernel")->Unit(benchmark::kMillisecond)->MinTime(1);
+
+long faults() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt + usage.ru_majflt;
+}
+
+// Opening the gfx90a archive and listing every entry's stored range, as
+// `coload ls` does: header, TOC, frame size words; no code object is read.
+void BM_ListArchive(benchmark::State& state, const char* scheme) {
+  packed(scheme);
+  const std::string archive = input(std::string("kpack/") + scheme + "/.kpack/bench_gfx90a.kpack");
+  long faulted = 0;
+  std::size_t entries = 0;
+  for (auto _ : state) {
+    const long before = faults();
+    auto binary = coload::FatBinary::open(archive);
+    if (!binary) {
+      state.SkipWithError(binary.error().message().c_str());
+      return;
+    }
+    entries = 0;
+    for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
+      for (const auto& member : binary->kpack_members(i)->members) {
+        auto stored = member.file->archive->stored(member.toc());
+        benchmark::DoNotOptimize(stored);
+        ++entries;
+      }
+    }
+    faulted += faults() - before;
+  }
+  state.counters["entries"] = static_cast<double>(entries);
+  state.counters["faults_per_listing"] = static_cast<double>(faulted) / static_cast<double>(state.iterations());
+  state.counters["archive_pages"] = static_cast<double>(std::filesystem::file_size(archive) / 4096);
+}
+BENCHMARK_CAPTURE(BM_ListArchive, none, "none")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ListArchive, zstd, "zstd-per-kernel")->Unit(benchmark::kMicrosecond);
+
+}  // namespace
