@@ -2,8 +2,8 @@
 // libbench_plain.so packed as TheRock packs it (tests/support/kpack_split,
 // one archive per target, both schemes) against the original, in one run:
 //  - a lookup of one kernel in every wrapper for one device, each wrapper
-//    registered as a runtime registers it (the ratio kpack/hipf is the target:
-//    at most 1);
+//    registered as a runtime registers it. The targets: kpack_none / hipf and
+//    kpack_zstd / hipf_compressed (the same code objects as CCOBs) at most 1;
 //  - listing an archive: only its header, its TOC and the frames' size words
 //    are read (counter: pages faulted in, against the archive's pages).
 #include <benchmark/benchmark.h>
@@ -83,7 +83,10 @@ const Library& library(const std::string& path, const Library* kernels_from = nu
 // every code object read (or decoded), selected and loaded once.
 void BM_EveryWrapperLookup(benchmark::State& state, const char* scheme) {
   const Library& original = library(input("libbench_plain.so"));
-  const Library& image = std::string(scheme) == "hipf" ? original : library(packed(scheme), &original);
+  const std::string kind = scheme;
+  const Library& image = kind == "hipf"              ? original
+                         : kind == "hipf_compressed" ? library(input("libbench_compressed.so"))
+                                                     : library(packed(scheme), &original);
   for (auto _ : state) {
     coload::Registry registry(coload::open_dry_run_runtime({gfx90a()}), coload::Config{});
     for (std::size_t i = 0; i < image.wrappers.size(); ++i) {
@@ -98,6 +101,7 @@ void BM_EveryWrapperLookup(benchmark::State& state, const char* scheme) {
   state.counters["wrappers"] = static_cast<double>(image.wrappers.size());
 }
 BENCHMARK_CAPTURE(BM_EveryWrapperLookup, hipf, "hipf")->Unit(benchmark::kMillisecond)->MinTime(1);
+BENCHMARK_CAPTURE(BM_EveryWrapperLookup, hipf_compressed, "hipf_compressed")->Unit(benchmark::kMillisecond)->MinTime(1);
 BENCHMARK_CAPTURE(BM_EveryWrapperLookup, kpack_none, "none")->Unit(benchmark::kMillisecond)->MinTime(1);
 BENCHMARK_CAPTURE(BM_EveryWrapperLookup, kpack_zstd, "zstd-per-kernel")->Unit(benchmark::kMillisecond)->MinTime(1);
 

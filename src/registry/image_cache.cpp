@@ -167,10 +167,48 @@ Expected<std::shared_ptr<const BundleData>> ImageCache::shared_ccob(const FatBin
   return data;
 }
 
+Expected<Choice> ImageCache::choose_kpack(const std::shared_ptr<const FatBinary>& fat, BundleSlot& slot,
+                                          std::size_t index, const Selector& selector) {
+  Choice choice;
+  {
+    std::lock_guard lock(slot.mutex);
+    if (!slot.done) {  // the table alone: what the code objects read are kept by
+      slot.done = true;
+      auto table = fat->read_only(index, std::nullopt);
+      counters_.add(counters_.bundles_read);
+      if (table) {
+        slot.data = std::make_shared<const BundleData>(std::move(*table), fat);
+      } else {
+        slot.error = std::move(table).error();
+      }
+    }
+    if (slot.error) return *slot.error;
+    choice.data = slot.data;
+  }
+  // Each device decodes only what its choice needs (docs/pipeline.md, "Where a kpack entry is decoded").
+  auto made = select_in_bundle_at(*fat, index, selector, stream_);
+  COLOAD_RETURN_IF_ERROR(made);
+  // A copy: the choice's bundle (a decoded frame, or a view of an archive) is not kept.
+  const std::span<const std::byte> picked = made->chosen_bytes();
+  choice.selection = std::move(made->selection);
+  const Candidate* chosen = choice.selection.chosen();
+  if (!chosen) return choice;
+  const BundleData& data = *choice.data;
+  std::lock_guard lock(data.entries_mutex);
+  if ((choice.image = cached_image(data, chosen->id))) return choice;
+  std::vector<std::byte> copy(picked.begin(), picked.end());
+  const std::span<const std::byte> bytes = copy;
+  auto image = add_image(data, nullptr, std::move(copy), bytes, chosen->id);
+  if (!image) return std::move(image).error().at_entry(chosen->entry_index, chosen->id);
+  choice.image = std::move(*image);
+  return choice;
+}
+
 Expected<Choice> ImageCache::choose(const std::shared_ptr<const FatBinary>& fat, const std::string& name,
                                     BundleSlot& slot, std::size_t index, const Selector& selector, KeptBytes& kept,
                                     bool copy_entries) {
   const BundleInfo& info = fat->bundles()[index];
+  if (info.format == BundleFormat::Kpack) return choose_kpack(fat, slot, index, selector);
   const bool compressed = info.format == BundleFormat::Compressed && info.compressed;
   if (copy_entries && !compressed) {
     // Each device's selection reads the table's IDs and ELF headers again: checked each time.

@@ -162,6 +162,10 @@ class ImageCache {
   Expected<BundleChoice> stream(const FatBinary& fat, const std::string& name, std::size_t index,
                                 const Selector& selector);
   /// A plain bundle (or bare code object), its table read in place.
+  /// A kpack bundle's choice: the pipeline's, which decodes only the chosen
+  /// entry; its code object kept by entry ID for the other devices.
+  Expected<Choice> choose_kpack(const std::shared_ptr<const FatBinary>& fat, BundleSlot& slot, std::size_t index,
+                                const Selector& selector);
   Expected<std::shared_ptr<const BundleData>> read_plain(const std::shared_ptr<const FatBinary>& fat,
                                                          std::size_t index);
   /// The heads of CCOB `index`: another registration's, or streamed now
