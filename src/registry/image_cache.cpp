@@ -188,7 +188,7 @@ Expected<Choice> ImageCache::choose_kpack(const std::shared_ptr<const FatBinary>
   // Each device decodes only what its choice needs (docs/pipeline.md, "Where a kpack entry is decoded").
   auto made = select_in_bundle_at(*fat, index, selector, stream_);
   COLOAD_RETURN_IF_ERROR(made);
-  // A copy: the choice's bundle (a decoded frame, or a view of an archive) is not kept.
+  // Copied: the choice's bundle (a decoded frame, or a view of an archive) is not kept.
   const std::span<const std::byte> picked = made->chosen_bytes();
   choice.selection = std::move(made->selection);
   const Candidate* chosen = choice.selection.chosen();
@@ -196,7 +196,14 @@ Expected<Choice> ImageCache::choose_kpack(const std::shared_ptr<const FatBinary>
   const BundleData& data = *choice.data;
   std::lock_guard lock(data.entries_mutex);
   if ((choice.image = cached_image(data, chosen->id))) return choice;
-  std::vector<std::byte> copy(picked.begin(), picked.end());
+  // Checked: a `none` entry views its archive's mapping, which a file cut short faults in.
+  std::vector<std::byte> copy(picked.size());
+  auto copied = detail::checked_copy(picked.data(), picked.size(), copy.data());
+  if (copied && *copied < picked.size()) {
+    copied = Error(ErrorKind::Io, "only " + detail::hex(*copied) + " of its " + detail::hex(picked.size()) +
+                                      " bytes can be read: its archive shrank since it was mapped");
+  }
+  if (!copied) return std::move(copied).error().at_entry(chosen->entry_index, chosen->id);
   const std::span<const std::byte> bytes = copy;
   auto image = add_image(data, nullptr, std::move(copy), bytes, chosen->id);
   if (!image) return std::move(image).error().at_entry(chosen->entry_index, chosen->id);
