@@ -9,15 +9,18 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "coload/detail/wrapper.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
 #include "coload/registry.h"
+#include "kpack_writer.h"
 #include "loaded_wrappers.h"
 #include "registry_test_support.h"
 
@@ -269,6 +272,47 @@ TEST(KpackImages, AHipkRecordInMemoryWithoutAFileNeedsTheBinarysPath) {
   ASSERT_TRUE(known);
   auto kernel = knowing.lookup_kernel(*known, 0, "_Z9block_sumPKfPfj");
   EXPECT_TRUE(kernel) << kernel.error().message();
+}
+
+/// Writes `objects` as the archive `path`.
+void write_archive(const std::string& path, std::vector<testing::kpack::Object> objects) {
+  const auto bytes = testing::kpack::write(objects, {.scheme = testing::kpack::Scheme::ZstdPerKernel});
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+TEST(KpackImages, AFeatureOverlayArchiveServesItsModeAndTheBaseTheOthers) {
+  // The consistent library with its gfx90a code split as TheRock splits a
+  // feature variant: a partial overlay _gfx90a:xnack-.kpack over _gfx90a.kpack.
+  const std::string tree = ::testing::TempDir() + "kpack_overlay";
+  std::filesystem::remove_all(tree);
+  std::filesystem::create_directories(tree + "/lib");
+  std::filesystem::create_directories(tree + "/.kpack");
+  std::filesystem::copy_file(kRoot + "/none/consistent/lib/libconsistent.so", tree + "/lib/libconsistent.so");
+  const auto base = testing::file_bytes(testing::fixture("co/gfx90a.co"));
+  const auto minus = testing::file_bytes(testing::fixture("co/gfx90a_xnack-.co"));
+  std::vector<testing::kpack::Object> any, overlay;
+  for (int w = 0; w < 3; ++w) {
+    const std::string key = "consistent/lib/libconsistent.so#" + std::to_string(w);
+    any.push_back({key, "gfx90a", base, "hipv4-amdgcn-amd-amdhsa--gfx90a"});
+    overlay.push_back({key, "gfx90a:xnack-", minus, "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"});
+  }
+  write_archive(tree + "/.kpack/consistent_gfx90a.kpack", any);
+  write_archive(tree + "/.kpack/consistent_gfx90a:xnack-.kpack", overlay);
+  auto kpacked = FatBinary::open(tree + "/lib/libconsistent.so");
+  ASSERT_TRUE(kpacked) << kpacked.error().message();
+  for (const auto& [spec, want, archive] : {std::tuple{"gfx90a:xnack-", &minus, "consistent_gfx90a:xnack-.kpack"},
+                                            std::tuple{"gfx90a:xnack+", &base, "consistent_gfx90a.kpack"}}) {
+    std::vector<std::size_t> every{0, 1, 2};
+    choose_in_binary(*kpacked, every, *device_from_spec(spec), {.threads = 1},
+                     [&](std::size_t index, Expected<BundleChoice>& choice) {
+                       EXPECT_TRUE(choice) << spec << " " << index << ": " << choice.error().message();
+                       if (!choice) return true;
+                       auto bytes = choice->chosen_bytes();
+                       EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), want->begin(), want->end())) << spec;
+                       EXPECT_EQ(choice->file, tree + "/.kpack/" + archive) << spec;  // the report names it
+                       return true;
+                     });
+  }
 }
 
 }  // namespace
