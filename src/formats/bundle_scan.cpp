@@ -392,6 +392,8 @@ Expected<Bundle> read_bundle(const SourceReader& reader, const BundleInfo& info,
     }
     case BundleFormat::FileGroup:  // its entries lie in several files, which only its FatBinary has
       return here(Error(ErrorKind::InvalidArgument, "a file group is read through the FatBinary that holds it"));
+    case BundleFormat::Kpack:  // its entries lie in archives, which only its FatBinary has
+      return here(Error(ErrorKind::InvalidArgument, "a kpack bundle is read through the FatBinary that holds it"));
   }
   return here(Error(ErrorKind::InvalidArgument, "unknown bundle format"));
 }

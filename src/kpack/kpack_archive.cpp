@@ -80,7 +80,7 @@ Expected<Archive::Stored> Archive::frame(std::uint32_t ordinal) const {
     if (word->size() < 4) {
       return Error(ErrorKind::Truncated, "zstd frame " + std::to_string(index) + "'s size word at " + hex(next_frame_) +
                                              " passes the zstd region's end " + hex(end))
-          .at_field("zstd_frame_size", next_frame_, index, end);
+          .at_field("zstd_frame_size", next_frame_, word->size(), 4);
     }
     const std::uint64_t size = load_le<std::uint32_t>(word->data());
     const std::uint64_t start = next_frame_ + 4;
