@@ -112,7 +112,8 @@ TEST(KpackArchive, WriterLaysOutAsRocmKpack) {
     const Layout parts = testing::kpack::layout(objects, {.scheme = scheme});
     EXPECT_EQ(parts.data_offset(), 64u);
     ASSERT_EQ(parts.stored.size(), 4u);
-    auto archive = parse(parts.assemble());
+    const Bytes file = parts.assemble();
+    auto archive = parse(file);
     ASSERT_TRUE(Succeeds(archive));
     EXPECT_EQ((*archive)->toc_offset(), parts.toc_offset());
     for (const auto& entry : (*archive)->entries()) {

@@ -45,6 +45,7 @@ inline std::vector<Object> four_objects() {
 
 inline Layout layout(Scheme scheme) { return testing::kpack::layout(four_objects(), {.scheme = scheme}); }
 
+/// The archive in `file`, which must outlive it (its entries view the file).
 inline Expected<std::shared_ptr<const Archive>> parse(const Bytes& file, const ReadOptions& options = {}) {
   return Archive::parse(SourceReader(file), options);
 }

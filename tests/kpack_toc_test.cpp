@@ -155,7 +155,8 @@ TEST(KpackToc, EntryKeysMissing) {
   // type and metadata are optional.
   Layout parts = layout(Scheme::None);
   entry_node(parts, "lib/liba.so#0", "gfx90a").erase("type").erase("metadata");
-  auto archive = parse(parts.assemble());
+  const Bytes file = parts.assemble();
+  auto archive = parse(file);
   ASSERT_TRUE(Succeeds(archive));
   EXPECT_EQ((*archive)->entries()[0].id, std::string(kHip) + "gfx90a");
 }
@@ -250,7 +251,8 @@ TEST_P(TocBothSchemes, OrdinalReused) {
 TEST_P(TocBothSchemes, UnreferencedObjectIsAccepted) {
   Layout parts = layout(GetParam());
   parts.toc["toc"].erase("lib/liba.so#1");
-  auto archive = parse(parts.assemble());
+  const Bytes file = parts.assemble();
+  auto archive = parse(file);
   ASSERT_TRUE(Succeeds(archive));
   EXPECT_EQ((*archive)->object_count(), 4u);
   EXPECT_EQ((*archive)->entries().size(), 3u);
