@@ -61,7 +61,11 @@ const std::vector<std::string> kVariables = {"COLOAD_UNBUNDLER",
                                              "COLOAD_HOTSWAP_PLUGIN",
                                              "COLOAD_HOTSWAP_PAIRS",
                                              "COLOAD_HASH_CHECK",
-                                             "COLOAD_VERIFY_CACHE"};
+                                             "COLOAD_VERIFY_CACHE",
+                                             "COLOAD_KPACK_ROOT",
+                                             "ROCM_KPACK_PATH",
+                                             "ROCM_KPACK_PATH_PREFIX",
+                                             "ROCM_KPACK_DISABLE"};
 
 void expect_defaults(const Config& config) {
   EXPECT_EQ(config.unbundler, Unbundler::Builtin);
@@ -76,6 +80,10 @@ void expect_defaults(const Config& config) {
   EXPECT_EQ(config.stream_options().hash, StreamOptions::HashCheck::Verify);
   EXPECT_EQ(config.verified_cache, "");  // without HOME or XDG_CACHE_HOME: no marks
   EXPECT_EQ(config.stream_options().read.verified_cache, "");
+  EXPECT_TRUE(config.kpack.paths.empty());
+  EXPECT_TRUE(config.kpack.prefix_paths.empty());
+  EXPECT_FALSE(config.kpack.disabled);
+  EXPECT_EQ(config.kpack.root, "");
 }
 
 TEST(ConfigDefaults, UnsetVariablesKeepDefaults) {
@@ -110,6 +118,25 @@ TEST(ConfigDefaults, OtherVariablesAreIgnored) {
       lookup_in({{"HIP_USE_RUNTIME_UNBUNDLER", "1"}, {"HSA_OVERRIDE_GFX_VERSION", "10.3.0"}, {"COLOAD_BOGUS", "x"}}));
   ASSERT_TRUE(Succeeds(config));
   expect_defaults(*config);
+}
+
+TEST(ConfigKpack, ReadsRocmKpackVariablesAsItsLoaderDoes) {
+  auto config = Config::from_variables(lookup_in({{"ROCM_KPACK_PATH", "/a/x.kpack::/b/y.kpack:"},
+                                                  {"ROCM_KPACK_PATH_PREFIX", "/p.kpack"},
+                                                  {"COLOAD_KPACK_ROOT", "/opt/rocm/lib"}}));
+  ASSERT_TRUE(Succeeds(config));
+  EXPECT_EQ(config->kpack.paths, (std::vector<std::string>{"/a/x.kpack", "/b/y.kpack"}));  // empty parts dropped
+  EXPECT_EQ(config->kpack.prefix_paths, (std::vector<std::string>{"/p.kpack"}));
+  EXPECT_EQ(config->kpack.root, "/opt/rocm/lib");
+  EXPECT_EQ(config->read_options().kpack.paths, config->kpack.paths);
+  EXPECT_EQ(config->read_options().kpack.root, "/opt/rocm/lib");
+  // rocm-kpack: on when set, not empty, and not starting with '0'.
+  for (const auto& [value, on] : std::vector<std::pair<std::string, bool>>{
+           {"1", true}, {"yes", true}, {"0", false}, {"0x", false}, {"", false}}) {
+    auto disabled = Config::from_variables(lookup_in({{"ROCM_KPACK_DISABLE", value}}));
+    ASSERT_TRUE(Succeeds(disabled));
+    EXPECT_EQ(disabled->kpack.disabled, on) << value;
+  }
 }
 
 TEST(ConfigUnbundler, AcceptsBuiltinAndComgr) {

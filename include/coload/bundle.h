@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +49,23 @@ std::string_view to_string(BundleFormat format);
 /// "none", "zlib", "zstd".
 std::string_view to_string(Compression compression);
 
+/// Where the archives of a kpack'd host image (HIPK wrappers) are looked for,
+/// as rocm-kpack's loader looks (docs/loading.md, "kpack'd libraries").
+struct KpackSearch {
+  /// ROCM_KPACK_PATH: archive files used instead of those the marker names.
+  std::vector<std::string> paths;
+  /// ROCM_KPACK_PATH_PREFIX: archive files looked at before those the marker names.
+  std::vector<std::string> prefix_paths;
+  /// ROCM_KPACK_DISABLE: no archive is read; HIPK wrappers get nothing.
+  bool disabled = false;
+  /// COLOAD_KPACK_ROOT (or the tool's --kpack-root): the directory the
+  /// marker's relative paths start from, in place of the binary's own.
+  std::string root;
+  /// The binary's path, for a caller that knows it better than the file or
+  /// mapping coload reads (a registry's wrapper in a mapping without a file).
+  std::string binary_path;
+};
+
 /// Limits applied while reading. The defaults are generous but finite.
 struct ReadOptions {
   /// Largest uncompressed bundle a CCOB may declare or produce; also the total
@@ -63,6 +81,8 @@ struct ReadOptions {
   /// read or written are misses, never errors. Empty: no marks (every CCOB
   /// checked in full). Config::verified_cache (COLOAD_VERIFY_CACHE) sets it.
   std::string verified_cache;
+  /// Where a HIPK host image's archives are found.
+  KpackSearch kpack;
 };
 
 /// Who reads a plain bundle's table and picks: coload, or comgr's

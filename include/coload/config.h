@@ -51,6 +51,10 @@ struct Config {
   /// from_variables uses $XDG_CACHE_HOME/coload/verified, else
   /// $HOME/.cache/coload/verified; a default-constructed Config has none.
   std::string verified_cache;
+  /// ROCM_KPACK_PATH, ROCM_KPACK_PATH_PREFIX, ROCM_KPACK_DISABLE (read as
+  /// rocm-kpack reads them) and COLOAD_KPACK_ROOT: where a HIPK host image's
+  /// archives are found (ReadOptions::kpack).
+  KpackSearch kpack;
 
   /// Whether a device of `processor` opts into same-ISA equivalence.
   bool extended_isa_compat_for(std::string_view processor) const;

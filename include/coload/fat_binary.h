@@ -27,7 +27,7 @@
 namespace coload {
 
 namespace detail::kpack {
-class Archive;
+struct Members;
 }
 
 /// Most files one file set may hold (FatBinary::open_files; docs/loading.md,
@@ -107,14 +107,10 @@ class FatBinary {
   const std::string& file(std::size_t index, std::optional<std::size_t> entry = std::nullopt) const;
   /// Every bundle, in file order, from headers only.
   std::span<const BundleInfo> bundles() const { return bundles_; }
-  /// The kpack archive bundle `index` comes from and its binary key there
-  /// (for the pipeline, which reads only the entries a selection needs, and
-  /// the coload tool's listing; unstable): a null archive for another format.
-  struct KpackKey {
-    std::shared_ptr<const detail::kpack::Archive> archive;
-    std::size_t key = 0;
-  };
-  KpackKey kpack_key(std::size_t index) const;
+  /// The archive entries kpack bundle `index` holds (for the pipeline, which
+  /// reads only the entries a selection needs, and the coload tool's
+  /// listing; unstable): null for a bundle of another format.
+  std::shared_ptr<const detail::kpack::Members> kpack_members(std::size_t index) const;
 
   /// Reads bundle `index` (decompressing and verifying a CCOB; a FileGroup's
   /// entries view their files; a kpack key's code objects are viewed or
@@ -136,14 +132,13 @@ class FatBinary {
   struct File {
     Source source;
     SourceLayout layout;
-    std::shared_ptr<const detail::kpack::Archive> archive;  // a kpack archive's TOC
   };
   /// Where bundle i came from: files_[file]; `group` set for a FileGroup;
-  /// `key`, the binary key of a kpack archive.
+  /// `kpack` for a kpack bundle.
   struct Origin {
     std::size_t file = 0;
     std::shared_ptr<const Group> group;
-    std::size_t key = 0;  // a kpack archive's binary key
+    std::shared_ptr<const detail::kpack::Members> kpack;
   };
   FatBinary(std::string name, std::vector<File> files, std::vector<BundleInfo> bundles, std::vector<Origin> origins,
             ReadOptions options)

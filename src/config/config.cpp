@@ -25,6 +25,11 @@ constexpr std::string_view kLog = "COLOAD_LOG";
 constexpr std::string_view kMaxDecompressedBytes = "COLOAD_MAX_DECOMPRESSED_BYTES";
 constexpr std::string_view kHashCheck = "COLOAD_HASH_CHECK";
 constexpr std::string_view kVerifyCache = "COLOAD_VERIFY_CACHE";
+constexpr std::string_view kKpackRoot = "COLOAD_KPACK_ROOT";
+// rocm-kpack's own variables, read as its loader reads them.
+constexpr std::string_view kKpackPath = "ROCM_KPACK_PATH";
+constexpr std::string_view kKpackPathPrefix = "ROCM_KPACK_PATH_PREFIX";
+constexpr std::string_view kKpackDisable = "ROCM_KPACK_DISABLE";
 
 /// `COLOAD_LOG="verbose": not a log level; accepted: error, warn, info, debug`,
 /// with the variable as its field and `number`, a numeric value, as its value.
@@ -159,6 +164,32 @@ Expected<std::string> parse_verify_cache(const Config::Lookup& lookup) {
   return std::string();
 }
 
+/// A ':'-separated list of paths, empty parts dropped (rocm-kpack's split_path_list).
+std::vector<std::string> path_list(std::string_view value) {
+  std::vector<std::string> paths;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    std::size_t colon = value.find(':', start);
+    std::string_view part =
+        value.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start);
+    if (!part.empty()) paths.emplace_back(part);
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  return paths;
+}
+
+/// The kpack search as rocm-kpack's loader reads its variables: ROCM_KPACK_DISABLE
+/// is on when set to anything but empty or a leading '0'.
+KpackSearch parse_kpack_search(const Config::Lookup& lookup) {
+  KpackSearch search;
+  if (auto value = non_empty(lookup, kKpackPath)) search.paths = path_list(*value);
+  if (auto value = non_empty(lookup, kKpackPathPrefix)) search.prefix_paths = path_list(*value);
+  if (auto value = non_empty(lookup, kKpackDisable)) search.disabled = value->front() != '0';
+  if (auto value = non_empty(lookup, kKpackRoot)) search.root = *value;
+  return search;
+}
+
 constexpr std::string_view kByteCountForms =
     "a decimal byte count above 0, optionally followed by K, M or G (powers of 1024), e.g. 512M";
 
@@ -221,6 +252,7 @@ ReadOptions Config::read_options() const {
   ReadOptions options;
   options.max_decompressed_bytes = max_decompressed_bytes;
   options.verified_cache = verified_cache;
+  options.kpack = kpack;
   return options;
 }
 
@@ -265,6 +297,7 @@ Expected<Config> Config::from_variables(const Lookup& lookup) {
   auto verify_cache = parse_verify_cache(lookup);
   COLOAD_RETURN_IF_ERROR(verify_cache);
   config.verified_cache = std::move(*verify_cache);
+  config.kpack = parse_kpack_search(lookup);
   return config;
 }
 

@@ -21,7 +21,9 @@ Expected<FatBinary> FatBinary::from_memory(std::span<const std::byte> bytes, std
 Expected<FatBinary> FatBinary::locate(Source source, const ReadOptions& options) {
   auto layout = inspect_source(source.bytes());
   if (!layout) return std::move(layout).error().in_file(source.name());
-  if (layout->kind == SourceKind::KpackArchive) return locate_kpack(std::move(source), std::move(*layout), options);
+  if (layout->kind == SourceKind::KpackArchive || layout->kpack_ref) {
+    return locate_kpack(std::move(source), std::move(*layout), options);
+  }
   auto bundles = scan_bundles(source.reader(), *layout, options);
   if (!bundles) return std::move(bundles).error().in_file(source.name());
   std::string name = source.name();
@@ -32,37 +34,44 @@ Expected<FatBinary> FatBinary::locate(Source source, const ReadOptions& options)
 }
 
 Expected<FatBinary> FatBinary::locate_kpack(Source source, SourceLayout layout, const ReadOptions& options) {
-  auto kpack = detail::kpack_bundles(source, layout, options);
+  auto kpack = detail::kpack_input_bundles(source, layout, options);
   if (!kpack) return std::move(kpack).error().in_file(source.name());
   std::string name = source.name();
+  std::vector<BundleInfo> bundles;
   std::vector<Origin> origins;
-  for (std::size_t i = 0; i < kpack->bundles.size(); ++i) origins.push_back({.file = 0, .key = i});
+  for (detail::KpackBundle& bundle : *kpack) {
+    bundles.push_back(std::move(bundle.info));
+    origins.push_back({.file = 0, .kpack = std::move(bundle.members)});
+  }
   std::vector<File> files;
-  files.push_back({std::move(source), std::move(layout), std::move(kpack->archive)});
-  return FatBinary(std::move(name), std::move(files), std::move(kpack->bundles), std::move(origins), options);
+  files.push_back({std::move(source), std::move(layout)});
+  return FatBinary(std::move(name), std::move(files), std::move(bundles), std::move(origins), options);
 }
 
-FatBinary::KpackKey FatBinary::kpack_key(std::size_t index) const {
-  if (index >= origins_.size()) return {};
-  return {files_[origins_[index].file].archive, origins_[index].key};
+std::shared_ptr<const detail::kpack::Members> FatBinary::kpack_members(std::size_t index) const {
+  return index < origins_.size() ? origins_[index].kpack : nullptr;
 }
 
 const std::string& FatBinary::file(std::size_t index, std::optional<std::size_t> entry) const {
-  if (index >= origins_.size() || files_.size() == 1) return name_;
+  if (index >= origins_.size()) return name_;
   const Origin& origin = origins_[index];
+  if (origin.kpack && entry && *entry < origin.kpack->members.size()) {
+    const detail::kpack::Member& member = origin.kpack->members[*entry];
+    if (member.file->source) return member.file->path;  // an archive a HIPK image's search found
+  }
+  if (files_.size() == 1) return name_;
   if (!origin.group) return files_[origin.file].source.name();
   if (!entry || *entry >= origin.group->files.size()) return name_;
   return files_[origin.group->files[*entry]].source.name();
 }
 
 Expected<Bundle> FatBinary::read_only(std::size_t index, std::optional<std::size_t> entry) const {
-  if (index >= bundles_.size() || !files_[origins_[index].file].archive) return read(index);
-  const File& file = files_[origins_[index].file];
-  const detail::kpack::Archive& archive = *file.archive;
-  std::vector<detail::KpackPart> parts(archive.binaries()[origins_[index].key].count, detail::KpackPart::Nothing);
+  if (index >= bundles_.size() || !origins_[index].kpack) return read(index);
+  const Origin& origin = origins_[index];
+  std::vector<detail::KpackPart> parts(origin.kpack->members.size(), detail::KpackPart::Nothing);
   if (entry && *entry < parts.size()) parts[*entry] = detail::KpackPart::Whole;
-  auto bundle = detail::read_kpack_bundle(file.archive, bundles_[index], origins_[index].key, parts);
-  if (!bundle) return std::move(bundle).error().in_bundle(index).in_file(file.source.name());
+  auto bundle = detail::read_kpack_bundle(origin.kpack, bundles_[index], parts);
+  if (!bundle) return std::move(bundle).error().in_bundle(index).in_file(files_[origin.file].source.name());
   return bundle;
 }
 
@@ -100,13 +109,12 @@ Expected<Bundle> FatBinary::read(std::size_t index) const {
     }
     return Bundle(bundles_[index], std::move(entries), {}, origin.group);
   }
-  const File& file = files_[origin.file];
-  if (file.archive) {
-    auto bundle = detail::read_kpack_bundle(file.archive, bundles_[index], origin.key);
-    if (!bundle) return std::move(bundle).error().in_bundle(index).in_file(file.source.name());
+  const Source& source = files_[origin.file].source;
+  if (origin.kpack) {
+    auto bundle = detail::read_kpack_bundle(origin.kpack, bundles_[index]);
+    if (!bundle) return std::move(bundle).error().in_bundle(index).in_file(source.name());
     return bundle;
   }
-  const Source& source = file.source;
   auto bundle = read_bundle(source.reader(), bundles_[index], options_);
   if (!bundle) return std::move(bundle).error().in_file(source.name());
   return bundle;

@@ -106,29 +106,31 @@ Expected<FatBinary> FatBinary::open_files(std::span<const std::string> paths, st
   std::vector<BareObject> bare;
   // Per file, in order: its own bundles (BundleInfo with file-relative offsets) or its bare object.
   std::vector<std::vector<BundleInfo>> own(paths.size());
+  std::vector<std::vector<std::shared_ptr<const detail::kpack::Members>>> own_kpack(paths.size());  // kpack inputs
   for (std::size_t i = 0; i < paths.size(); ++i) {
     auto source = Source::map_file(paths[i]);  // its errors name the path
     COLOAD_RETURN_IF_ERROR(source);
     auto layout = inspect_source(source->bytes());
     if (!layout) return std::move(layout).error().in_file(paths[i]);
-    std::shared_ptr<const detail::kpack::Archive> archive;
     if (layout->kind == SourceKind::CodeObject) {
       auto target = detail::target_id_from_elf_header(source->bytes());
       if (!target) return std::move(target).error().in_file(paths[i]);
       auto kernels = kernel_names(source->bytes());
       if (!kernels) return std::move(kernels).error().in_file(paths[i]);
       bare.push_back({i, std::move(*target), std::move(*kernels)});
-    } else if (layout->kind == SourceKind::KpackArchive) {
-      auto kpack = detail::kpack_bundles(*source, *layout, options);
+    } else if (layout->kind == SourceKind::KpackArchive || layout->kpack_ref) {
+      auto kpack = detail::kpack_input_bundles(*source, *layout, options);
       if (!kpack) return std::move(kpack).error().in_file(paths[i]);
-      own[i] = std::move(kpack->bundles);
-      archive = std::move(kpack->archive);
+      for (detail::KpackBundle& bundle : *kpack) {
+        own[i].push_back(std::move(bundle.info));
+        own_kpack[i].push_back(std::move(bundle.members));
+      }
     } else {
       auto bundles = scan_bundles(source->reader(), *layout, options);
       if (!bundles) return std::move(bundles).error().in_file(paths[i]);
       own[i] = std::move(*bundles);
     }
-    files.push_back({std::move(*source), std::move(*layout), std::move(archive)});
+    files.push_back({std::move(*source), std::move(*layout)});
   }
 
   // One kernel for one target in two files: which would a device load?
@@ -166,7 +168,7 @@ Expected<FatBinary> FatBinary::open_files(std::span<const std::string> paths, st
     for (std::size_t key = 0; key < own[i].size(); ++key) {
       own[i][key].index = bundles.size();
       bundles.push_back(std::move(own[i][key]));
-      origins.push_back({.file = i, .key = key});
+      origins.push_back({.file = i, .kpack = key < own_kpack[i].size() ? own_kpack[i][key] : nullptr});
     }
     if (const std::shared_ptr<Group>& group = group_at[i]) {
       std::uint64_t size = 0;

@@ -25,7 +25,8 @@ using detail::kCcobMagic;
 using detail::kElfMagic;
 using detail::kKpackMagic;
 using detail::kPlainBundleMagic;
-constexpr std::uint32_t kHipWrapperMagic = 0x48495046;  // "HIPF"
+constexpr std::uint32_t kHipWrapperMagic = 0x48495046;    // "HIPF"
+constexpr std::uint32_t kKpackWrapperMagic = 0x4B504948;  // "HIPK": points at a kpack marker
 constexpr std::uint64_t kWrapperSize = 24;
 // Offsets of section header fields (Elf64_Shdr).
 constexpr std::uint64_t kShTypeAt = 4;
@@ -38,6 +39,7 @@ Error from_llvm(llvm::Error error, ErrorKind kind, std::string_view context) {
 struct Sections {
   const ElfShdr* fatbin = nullptr;
   const ElfShdr* wrappers = nullptr;
+  const ElfShdr* marker = nullptr;  // .rocm_kpack_ref
   std::size_t wrappers_index = 0;
   std::size_t fatbin_index = 0;
 };
@@ -57,6 +59,8 @@ class HostImageReader {
       if (*name == ".hip_fatbin" && found_.fatbin == nullptr) {
         found_.fatbin = &sections_[index];
         found_.fatbin_index = index;
+      } else if (*name == ".rocm_kpack_ref" && found_.marker == nullptr) {
+        found_.marker = &sections_[index];
       } else if (*name == ".hipFatBinSegment" && found_.wrappers == nullptr) {
         found_.wrappers = &sections_[index];
         found_.wrappers_index = index;
@@ -64,6 +68,11 @@ class HostImageReader {
                  (name->starts_with("__CLANG_OFFLOAD_BUNDLE__") || *name == ".llvm.offloading")) {
         other_offload = *name;
       }
+    }
+    if (found_.wrappers != nullptr) {
+      auto kpack = has_kpack_wrapper();
+      COLOAD_RETURN_IF_ERROR(kpack);
+      if (*kpack) return read_kpack();
     }
     if (found_.fatbin == nullptr) {
       // Objects not linked yet carry device code another way; say which, not only what is missing.
@@ -106,6 +115,86 @@ class HostImageReader {
     } else {
       ++unlisted_warnings_;
     }
+  }
+
+  /// Whether any wrapper is a HIPK record: the image was kpack'd.
+  Expected<bool> has_kpack_wrapper() const {
+    auto contents = elf_.getSectionContents(*found_.wrappers);
+    if (!contents) return from_llvm(contents.takeError(), ErrorKind::OutOfBounds, ".hipFatBinSegment");
+    for (std::uint64_t at = 0; at + kWrapperSize <= contents->size(); at += kWrapperSize) {
+      if (detail::load_le<std::uint32_t>(reinterpret_cast<const std::byte*>(contents->data()) + at) ==
+          kKpackWrapperMagic) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// A kpack'd image: the marker's bytes, and each HIPK wrapper's code object
+  /// index. Every wrapper should point at the marker; one that does not (the
+  /// packer leaves a non-PIE image's pointers 0) is read through the marker
+  /// section, found by name, with a warning.
+  Expected<void> read_kpack() {
+    if (found_.marker == nullptr) {
+      return Error(ErrorKind::NotFound, "HIPK wrappers, but no .rocm_kpack_ref section for them to point at")
+          .at_field(".rocm_kpack_ref", std::nullopt);
+    }
+    const ElfShdr& marker = *found_.marker;
+    if (marker.sh_type == llvm::ELF::SHT_NOBITS) {
+      return Error(ErrorKind::Malformed, ".rocm_kpack_ref is SHT_NOBITS: the marker has no contents in the file")
+          .at_field(".rocm_kpack_ref.sh_type", std::nullopt, marker.sh_type);
+    }
+    if (auto in_file =
+            detail::check_range(".rocm_kpack_ref section", marker.sh_offset, marker.sh_size, bytes_.size(), "the file");
+        !in_file) {
+      return std::move(in_file).error().at_field(".rocm_kpack_ref.sh_offset", std::nullopt, marker.sh_offset,
+                                                 bytes_.size());
+    }
+    layout_.region_offset = marker.sh_offset;
+    layout_.region_size = marker.sh_size;
+    KpackRefLayout& ref = layout_.kpack_ref.emplace();
+    ref.marker_offset = marker.sh_offset;
+    ref.marker_size = marker.sh_size;
+
+    const ElfShdr& section = *found_.wrappers;
+    auto contents = elf_.getSectionContents(section);
+    if (!contents) return from_llvm(contents.takeError(), ErrorKind::OutOfBounds, ".hipFatBinSegment");
+    const std::uint64_t count = contents->size() / kWrapperSize;
+    auto relocated = relocated_pointers(section, count);
+    COLOAD_RETURN_IF_ERROR(relocated);
+    std::uint64_t unset = 0;  // wrappers whose pointer nothing writes
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const auto* record = reinterpret_cast<const std::byte*>(contents->data()) + i * kWrapperSize;
+      auto where = [i] {
+        return "__hip_fatbin_wrapper " + std::to_string(i) + " at .hipFatBinSegment+" + hex(i * kWrapperSize);
+      };
+      const auto magic = detail::load_le<std::uint32_t>(record);
+      const auto version = detail::load_le<std::uint32_t>(record + 4);
+      if (magic != kKpackWrapperMagic || version != 1) {
+        warn(where() + ": magic " + hex(magic) + " version " + std::to_string(version) +
+             " in a kpack'd image (HIPK 0x4b504948 version 1 expected); skipped");
+        continue;
+      }
+      const std::optional<Target>& found = (*relocated)[i];
+      const std::uint64_t address =
+          found && !found->undefined ? found->value : detail::load_le<std::uint64_t>(record + 8);
+      if (address == 0) {
+        ++unset;
+      } else if (address != marker.sh_addr) {
+        warn(where() + ": its pointer " + hex(address) + " is not the marker's address " + hex(marker.sh_addr) +
+             ": the marker is read from .rocm_kpack_ref by name");
+      }
+      ref.indices.push_back(detail::load_le<std::uint32_t>(record + 16));
+    }
+    if (unset > 0) {
+      warn(std::to_string(unset) + " of " + std::to_string(count) +
+           " wrappers hold pointer 0 and no relocation writes them (the packer leaves a non-PIE executable so; a "
+           "runtime handed one reads address 0): their marker is read from .rocm_kpack_ref by name");
+    }
+    if (unlisted_warnings_ > 0) {
+      layout_.warnings.push_back("and " + std::to_string(unlisted_warnings_) + " more such warnings");
+    }
+    return {};
   }
 
   Expected<void> read_wrappers() {

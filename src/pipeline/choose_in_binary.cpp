@@ -52,24 +52,32 @@ namespace {
 /// chosen entry whole. The bundle handed over holds only the chosen entry's bytes.
 Expected<BundleChoice> select_in_kpack_bundle(const FatBinary& binary, std::size_t index, const Selector& selector,
                                               Selection* spent) {
-  const auto [archive, key] = binary.kpack_key(index);
-  const detail::kpack::Binary& listed = archive->binaries()[key];
-  std::vector<detail::KpackPart> parts(listed.count, detail::KpackPart::Stored);
-  for (std::size_t i = 0; i < listed.count; ++i) {
-    const std::string& id = archive->entries()[listed.first + i].id;
+  const auto members = binary.kpack_members(index);
+  auto located = [&](Error error) { return std::move(error).in_bundle(index).in_file(binary.file(index)); };
+  if (members->members.empty()) return located(Error(ErrorKind::NotFound, members->none_found));
+  std::vector<detail::KpackPart> parts(members->members.size(), detail::KpackPart::Stored);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& id = members->members[i].toc().id;
     if (detail::judge_id(selector.device(), id, selector.options()).target) parts[i] = detail::KpackPart::Head;
   }
-  auto located = [&](Error error) { return std::move(error).in_bundle(index).in_file(binary.file(index)); };
-  auto heads = detail::read_kpack_bundle(archive, binary.bundles()[index], key, parts);
+  auto heads = detail::read_kpack_bundle(members, binary.bundles()[index], parts);
   if (!heads) return located(std::move(heads).error());
   BundleChoice choice;
   if (spent) choice.selection = std::move(*spent);
   if (auto selected = selector.select(*heads, choice.selection); !selected) return located(std::move(selected).error());
   std::fill(parts.begin(), parts.end(), detail::KpackPart::Nothing);
-  if (const Candidate* chosen = choice.selection.chosen()) parts[chosen->entry_index] = detail::KpackPart::Whole;
-  auto bundle = detail::read_kpack_bundle(archive, binary.bundles()[index], key, parts);
+  if (const Candidate* chosen = choice.selection.chosen()) {
+    const detail::kpack::Member& member = members->members[chosen->entry_index];
+    if (!member.refused.empty()) {
+      return located(Error(ErrorKind::Ambiguous, member.refused).at_entry(chosen->entry_index, member.toc().id));
+    }
+    parts[chosen->entry_index] = detail::KpackPart::Whole;
+    choice.file = binary.file(index, chosen->entry_index);
+  } else {
+    choice.file = binary.file(index);
+  }
+  auto bundle = detail::read_kpack_bundle(members, binary.bundles()[index], parts);
   if (!bundle) return located(std::move(bundle).error());
-  choice.file = binary.file(index);
   choice.how = PlainChoice{std::move(*bundle)};
   return choice;
 }

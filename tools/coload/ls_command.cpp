@@ -8,26 +8,16 @@
 #include <vector>
 
 #include "coload/config.h"
-#include "coload/detail/kpack_archive.h"
 #include "coload/detail/ordered_pool.h"
 #include "coload/detail/stream_select.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
 #include "command_context.h"
 #include "commands.h"
+#include "ls_kpack.h"
 
 namespace coload::cli {
-namespace {
 
-std::string hex(std::uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
-/// roc-obj-ls style URI of an entry that lies in the file as is. The path is
-/// percent-encoded (RFC 3986) so that a `#`, `&` or `%` in it cannot be read
-/// as the fragment.
 std::string entry_uri(const std::string& path, std::uint64_t offset, std::uint64_t size) {
   std::string uri = "file://";
   for (unsigned char c : path) {
@@ -44,20 +34,21 @@ std::string entry_uri(const std::string& path, std::uint64_t offset, std::uint64
   return uri + "#offset=" + std::to_string(offset) + "&size=" + std::to_string(size);
 }
 
-/// A kpack archive's entry as the listing shows it: from the TOC, and for
-/// zstd the frame's size word; nothing is decoded.
-struct KpackListed {
-  const detail::kpack::Entry* entry = nullptr;
-  detail::kpack::Archive::Stored stored;
-};
+namespace {
+
+std::string hex(std::uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
 
 /// A bundle's table as the listing shows it: a plain bundle read in place
 /// (its entries view the mapped file), a CCOB's table, streamed, or a kpack
-/// binary key's entries.
+/// bundle's entries from the TOC.
 struct ListedBundle {
   std::optional<Bundle> plain;
   std::vector<EntryHead> streamed;
-  std::vector<KpackListed> kpack;
+  KpackListing kpack;
 };
 
 /// Calls fn(index, id, offset, size, is_host) for each entry, in table order.
@@ -72,24 +63,10 @@ void for_each_entry(const ListedBundle& bundle, Fn fn) {
   for (const EntryHead& head : bundle.streamed) {
     fn(index++, std::string_view(head.id), head.offset, head.size, head.is_host);
   }
-  for (const KpackListed& listed : bundle.kpack) {
-    fn(index++, std::string_view(listed.entry->id), listed.stored.offset, listed.entry->original_size, false);
+  for (const KpackListed& listed : bundle.kpack.entries) {
+    fn(index++, std::string_view(listed.member->toc().id), listed.stored.offset, listed.member->toc().original_size,
+       false);
   }
-}
-
-/// A kpack binary key's entries, their stored ranges from the TOC (and the
-/// frames' size words).
-Expected<ListedBundle> list_kpack_bundle(const FatBinary& binary, std::size_t index) {
-  const auto [archive, key] = binary.kpack_key(index);
-  const detail::kpack::Binary& listed_key = archive->binaries()[key];
-  ListedBundle listed;
-  for (std::size_t e = 0; e < listed_key.count; ++e) {
-    const detail::kpack::Entry& entry = archive->entries()[listed_key.first + e];
-    auto stored = archive->stored(entry);
-    if (!stored) return std::move(stored).error().at_entry(e, entry.id).in_bundle(index).in_file(binary.file(index));
-    listed.kpack.push_back({&entry, *stored});
-  }
-  return listed;
 }
 
 /// Bundle `index`'s table. A CCOB is streamed and nothing of it kept: its
@@ -97,8 +74,13 @@ Expected<ListedBundle> list_kpack_bundle(const FatBinary& binary, std::size_t in
 /// once the table is complete.
 Expected<ListedBundle> list_bundle(const FatBinary& binary, std::size_t index, const ReadOptions& read) {
   const BundleInfo& info = binary.bundles()[index];
-  if (info.format == BundleFormat::Kpack) return list_kpack_bundle(binary, index);
   ListedBundle listed;
+  if (info.format == BundleFormat::Kpack) {
+    auto kpack = list_kpack_bundle(binary, index);
+    if (!kpack) return std::move(kpack).error();
+    listed.kpack = std::move(*kpack);
+    return listed;
+  }
   if (info.format == BundleFormat::Compressed) {
     auto nothing = [](std::span<const BundleEntry>) { return std::optional<std::size_t>(); };
     const Source& source = binary.source_of(index);
@@ -119,24 +101,8 @@ const std::string& entry_file(const std::string& path, const FatBinary& binary, 
   return binary.file_count() > 1 ? binary.file(i, e) : path;
 }
 
-/// A kpack archive's TOC facts, for the header line.
-void write_kpack_facts(ReportPrinter& out, const detail::kpack::Archive& archive) {
-  out.field("scheme", to_string(archive.scheme()));
-  out.field("group", archive.group_name());
-  out.field("gfx_arch_family", archive.gfx_arch_family());
-  std::string targets;
-  out.begin_array("gfx_arches");
-  for (std::string_view arch : archive.gfx_arches()) {
-    out.field("", arch);
-    targets += (targets.empty() ? "" : ",") + std::string(arch);
-  }
-  out.end_array();
-  out.text_field("targets", targets.empty() ? "none" : targets);
-  out.field("code_objects", archive.object_count());
-}
-
 /// The file's facts, before its bundles: the text's first line and warnings.
-void write_header(ReportPrinter& out, const std::string& path, const FatBinary& binary) {
+void write_header(ReportPrinter& out, const std::string& path, const FatBinary& binary, const ReadOptions& options) {
   const SourceLayout& layout = binary.layout();
   const bool set = binary.file_count() > 1;
   out.begin_object();
@@ -151,9 +117,7 @@ void write_header(ReportPrinter& out, const std::string& path, const FatBinary& 
   if (set) {
     out.text_field("file_count", binary.file_count());
     out.text("{file}: file set of {file_count} files, {bundle_count}\n");
-  } else if (const detail::kpack::Archive* archive = binary.kpack_key(0).archive.get()) {
-    write_kpack_facts(out, *archive);
-    out.text("{file}: {kind} ({scheme}, group {group}, targets {targets}), {bundle_count}\n");
+  } else if (write_kpack_header(out, binary, options)) {
   } else if (layout.kind != SourceKind::HostImage) {
     out.text("{file}: {kind}, {bundle_count}\n");
   } else if (layout.wrapper_offsets.empty()) {
@@ -170,33 +134,6 @@ void write_header(ReportPrinter& out, const std::string& path, const FatBinary& 
   out.begin_array("bundles");
 }
 
-/// A kpack key's entries: target, size, and where and how large its stored
-/// bytes are (a `none` blob is the code object itself, so it gets a URI).
-void write_kpack_entries(ReportPrinter& out, const std::string& path, detail::kpack::Scheme scheme,
-                         const ListedBundle& bundle) {
-  const bool in_place = scheme == detail::kpack::Scheme::None;
-  for (std::size_t e = 0; e < bundle.kpack.size(); ++e) {
-    const KpackListed& listed = bundle.kpack[e];
-    out.begin_object();
-    out.field("id", listed.entry->id);
-    out.field("target", listed.entry->target);
-    out.field("ordinal", listed.entry->ordinal);
-    out.field("offset", listed.stored.offset);
-    out.field("size", listed.entry->original_size);
-    out.field("stored_size", listed.stored.size);
-    out.field("host", false);
-    if (in_place)
-      out.field("uri", entry_uri(path, listed.stored.offset, listed.stored.size));
-    else
-      out.null("uri");
-    out.text_field("entry", e);
-    out.text(in_place
-                 ? "  entry {entry}: {id:48} ordinal {ordinal} size {size:x} at {offset:x}  {uri}\n"
-                 : "  entry {entry}: {id:48} ordinal {ordinal} size {size:x}, zstd {stored_size:x} at {offset:x}\n");
-    out.end_object();
-  }
-}
-
 void write_bundle(ReportPrinter& out, const std::string& path, const FatBinary& binary, std::size_t i,
                   const Expected<ListedBundle>& bundle) {
   const BundleInfo& info = binary.bundles()[i];
@@ -209,12 +146,9 @@ void write_bundle(ReportPrinter& out, const std::string& path, const FatBinary& 
     out.field("version", info.compressed->version);
   else
     out.null("version");
-  Compression compression = info.compressed ? info.compressed->method : Compression::None;
-  if (const detail::kpack::Archive* archive = binary.kpack_key(i).archive.get();
-      archive && archive->scheme() == detail::kpack::Scheme::ZstdPerKernel) {
-    compression = Compression::Zstd;
-  }
-  out.field("compression", to_string(compression));
+  out.field("compression", to_string(info.compressed                      ? info.compressed->method
+                                     : info.format == BundleFormat::Kpack ? kpack_compression(binary, i)
+                                                                          : Compression::None));
   if (info.compressed) {
     out.field("uncompressed_size", info.compressed->uncompressed_size);
     out.field("hash", hex(info.compressed->hash));
@@ -222,16 +156,7 @@ void write_bundle(ReportPrinter& out, const std::string& path, const FatBinary& 
         "bundle {index}: offset {offset:x} size {size:x} {format} v{version} {compression}, uncompressed "
         "{uncompressed_size:x}, hash {hash}\n");
   } else if (info.format == BundleFormat::Kpack) {
-    const auto [archive, key] = binary.kpack_key(i);
-    const detail::kpack::Binary& listed_key = archive->binaries()[key];
-    const detail::kpack::Entry& first = archive->entries()[listed_key.first];
-    out.field("key", listed_key.key);
-    out.field("binary", listed_key.count ? first.binary : listed_key.key);
-    if (listed_key.count && first.index)
-      out.field("code_object_index", *first.index);
-    else
-      out.null("code_object_index");
-    out.text("bundle {index}: {key} (binary {binary}, code object {code_object_index}) {format}\n");
+    write_kpack_bundle_line(out, binary, i);
   } else {
     out.text("bundle {index}: offset {offset:x} size {size:x} {format}\n");
   }
@@ -243,7 +168,7 @@ void write_bundle(ReportPrinter& out, const std::string& path, const FatBinary& 
   }
   out.begin_array("entries");
   if (bundle && info.format == BundleFormat::Kpack) {
-    write_kpack_entries(out, path, binary.kpack_key(i).archive->scheme(), *bundle);
+    write_kpack_entries(out, bundle->kpack);
   } else if (bundle) {
     const bool plain = info.format != BundleFormat::Compressed;
     for_each_entry(*bundle,
@@ -295,7 +220,7 @@ int run_ls(CommandContext& context) {
       status = kExitInputError;
       continue;
     }
-    write_header(out, path, *binary);
+    write_header(out, path, *binary, options);
     KeptBytes budget = command_budget(options.max_decompressed_bytes);
     std::vector<std::size_t> indices(binary->bundles().size());
     std::iota(indices.begin(), indices.end(), std::size_t{0});

@@ -159,4 +159,52 @@ class Archive {
   mutable std::uint64_t next_frame_ = 0;  // file offset of the next frame's size word
 };
 
+/// An archive and who keeps its bytes: an input's Source lives in its
+/// FatBinary; an archive a HIPK image's search found keeps its own.
+struct ArchiveFile {
+  std::string path;
+  std::optional<Source> source;
+  std::shared_ptr<const Archive> archive;
+};
+
+/// One entry of a FatBinary's kpack bundle: entry `entry` of an archive.
+struct Member {
+  std::shared_ptr<const ArchiveFile> file;
+  std::size_t entry = 0;
+  /// Set when the `#N` of this entry's key may not be its wrapper's: choosing
+  /// it is Ambiguous, with this sentence (docs/reading-rules.md, "kpack'd host images").
+  std::string refused;
+
+  const Entry& toc() const { return file->archive->entries()[entry]; }
+};
+
+/// A FatBinary's kpack bundle: a binary key of an archive, or a HIPK
+/// wrapper's key across the archives its image's search found.
+struct Members {
+  std::string key;  ///< "blas/lib/librocblas.so.4#3"
+  std::vector<Member> members;
+  /// With no member: why (no archive found, and where the search looked).
+  std::string none_found;
+};
+
+/// The marker a kpack'd host image's HIPK wrappers point at: the msgpack map
+/// of its `.rocm_kpack_ref` section (docs/format.md, "kpack'd host images").
+struct Marker {
+  /// Archive paths, relative to the binary's directory, `@GFXARCH@` standing for a target.
+  std::vector<std::string> search_paths;
+  /// The binary's TOC key without its "#N".
+  std::string kernel_name;
+  std::uint64_t size = 0;  ///< bytes the map takes
+};
+/// Most bytes of a marker read (rocm-kpack reads at most 64 KiB).
+inline constexpr std::size_t kMaxMarkerBytes = 64 * 1024;
+/// The marker-path placeholder a target replaces.
+inline constexpr std::string_view kTargetPlaceholder = "@GFXARCH@";
+
+/// Reads the marker map at bytes[0] with the strict msgpack reader; bytes
+/// may run past its end (only the first kMaxMarkerBytes are looked at).
+/// Errors: Malformed naming the key (a missing or mistyped kernel_name or
+/// kpack_search_paths, no search path, an empty or NUL-holding string).
+Expected<Marker> parse_marker(std::span<const std::byte> bytes);
+
 }  // namespace coload::detail::kpack

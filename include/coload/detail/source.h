@@ -107,14 +107,25 @@ class Source {
 
 /// What kind of container the input is.
 enum class SourceKind : std::uint8_t {
-  BundleFile,  ///< one or more plain or compressed bundles back to back
-  CodeObject,  ///< a bare AMDGPU ELF code object (.co/.hsaco)
-  HostImage,   ///< a host ELF with a .hip_fatbin section
+  BundleFile,    ///< one or more plain or compressed bundles back to back
+  CodeObject,    ///< a bare AMDGPU ELF code object (.co/.hsaco)
+  HostImage,     ///< a host ELF with a .hip_fatbin section
   KpackArchive,  ///< a kpack archive of code objects (`KPAK`, docs/format.md "kpack archives")
 };
 
 /// "bundle_file", "code_object", "host_image", "kpack_archive".
 std::string_view to_string(SourceKind kind);
+
+/// A kpack'd host image: its wrappers are HIPK records pointing at the
+/// `.rocm_kpack_ref` marker, and its device code lies in kpack archives
+/// (docs/format.md, "kpack'd host images").
+struct KpackRefLayout {
+  std::uint64_t marker_offset = 0;  ///< the marker section's bytes in the file
+  std::uint64_t marker_size = 0;
+  /// Per HIPK wrapper, in .hipFatBinSegment order: the code object index its
+  /// reserved field holds (the `#N` of its TOC key).
+  std::vector<std::uint32_t> indices;
+};
 
 /// Where the bundles of an input lie, found from headers only: nothing is
 /// decompressed and no bundle is parsed.
@@ -128,6 +139,8 @@ struct SourceLayout {
   /// point to (relocations applied), sorted and without duplicates. Empty when
   /// the image has no usable wrappers; the region is then walked instead.
   std::vector<std::uint64_t> wrapper_offsets;
+  /// Set for a kpack'd host image (HIPK wrappers); the region is then its marker.
+  std::optional<KpackRefLayout> kpack_ref;
   /// Things that did not stop the reading but deserve a word: wrappers with an
   /// unknown magic or version, wrappers pointing outside .hip_fatbin, …
   std::vector<std::string> warnings;
