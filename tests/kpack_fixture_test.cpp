@@ -188,10 +188,12 @@ TEST(KpackFixtures, PackedArchivesHoldEveryDeviceEntry) {
     const std::string& kpack_path = row[0];
     auto archive = FatBinary::open((kKpackFixtures / kpack_path).string());
     ASSERT_TRUE(Succeeds(archive)) << kpack_path;
-    const auto key = archive->kpack_key(0);
-    ASSERT_NE(key.archive, nullptr) << kpack_path;
-    EXPECT_EQ(detail::kpack::to_string(key.archive->scheme()), row[1]) << kpack_path;
-    for (const auto& entry : key.archive->entries()) {
+    const auto members = archive->kpack_members(0);
+    ASSERT_NE(members, nullptr) << kpack_path;
+    ASSERT_FALSE(members->members.empty()) << kpack_path;
+    const detail::kpack::Archive* const archive_toc = members->members[0].file->archive.get();
+    EXPECT_EQ(detail::kpack::to_string(archive_toc->scheme()), row[1]) << kpack_path;
+    for (const auto& entry : archive_toc->entries()) {
       ASSERT_TRUE(entry.index.has_value()) << kpack_path << ": " << entry.key;
     }
     auto entries = device_entries(*archive);
@@ -199,16 +201,16 @@ TEST(KpackFixtures, PackedArchivesHoldEveryDeviceEntry) {
       auto original = FatBinary::open((kFixtures / row[2]).string());
       ASSERT_TRUE(Succeeds(original)) << row[2];
       EXPECT_TRUE(entries == device_entries(*original)) << kpack_path;
-      EXPECT_EQ(key.archive->group_name(), "fixtures");
+      EXPECT_EQ(archive_toc->group_name(), "fixtures");
       continue;
     }
     // One archive of the split: only its target, named as TheRock names it.
     EXPECT_EQ(kpack_path, "split/kernels_" + row[3] + ".kpack");
-    EXPECT_EQ(key.archive->group_name(), "kernels");
-    EXPECT_EQ(key.archive->gfx_arch_family(), row[3]);
-    ASSERT_EQ(key.archive->gfx_arches().size(), 1u);
-    EXPECT_EQ(key.archive->gfx_arches()[0], row[3]);
-    for (const auto& entry : key.archive->entries()) {
+    EXPECT_EQ(archive_toc->group_name(), "kernels");
+    EXPECT_EQ(archive_toc->gfx_arch_family(), row[3]);
+    ASSERT_EQ(archive_toc->gfx_arches().size(), 1u);
+    EXPECT_EQ(archive_toc->gfx_arches()[0], row[3]);
+    for (const auto& entry : archive_toc->entries()) {
       EXPECT_EQ(entry.target, row[3]) << kpack_path;
       EXPECT_EQ(entry.binary, "lib/libkernels.so") << kpack_path;
     }
