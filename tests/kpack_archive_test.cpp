@@ -109,9 +109,29 @@ TEST(KpackArchive, NoneEntriesAreViewsOfTheFile) {
 TEST(KpackArchive, WriterLaysOutAsRocmKpack) {
   const auto objects = four_objects();
   for (Scheme scheme : {Scheme::None, Scheme::ZstdPerKernel}) {
-    const Layout parts = testing::kpack::layout(objects, {.scheme = scheme});
+    Layout parts = testing::kpack::layout(objects, {.scheme = scheme});
     EXPECT_EQ(parts.data_offset(), 64u);
     ASSERT_EQ(parts.stored.size(), 4u);
+    // The Python writer's root key order.
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : parts.toc.entries()) keys.push_back(key);
+    std::vector<std::string> expected = {"format_version", "group_name", "gfx_arch_family",
+                                         "gfx_arches",     "toc",        "compression_scheme"};
+    if (scheme == Scheme::None) {
+      expected.push_back("blobs");
+    } else {
+      expected.insert(expected.end(), {"zstd_offset", "zstd_size"});
+    }
+    EXPECT_EQ(keys, expected);
+    // Entry maps: type, ordinal, original_size, metadata {target, source_prefix}; str keys, smallest integers.
+    const Node& entry = entry_node(parts, "lib/liba.so#0", "gfx90a");
+    EXPECT_EQ(entry.encode(),
+              Node::map({{"type", "hsaco"},
+                         {"ordinal", 0},
+                         {"original_size", 3000},
+                         {"metadata", Node::map({{"target", std::string(kHip) + "gfx90a"}, {"source_prefix", "lib"}})}})
+                  .encode());
+    EXPECT_EQ(entry.encode()[1 + 5 + 6 + 8 + 1 + 14], std::byte{0xcd});  // 3000 as uint16
     const Bytes file = parts.assemble();
     auto archive = parse(file);
     ASSERT_TRUE(Succeeds(archive));
