@@ -18,6 +18,9 @@
 #                         the fixtures and the template library's objects (tests/HipTemplates.cmake).
 #                         The toolchain writes the same bytes whatever coload is built with, so
 #                         scripts/test.sh's sanitizer build reads the normal build's.
+#   kpack_pack            tests/support/kpack_pack.cpp, packs bundle files into kpack archives
+#   coload_kpack_fixtures custom target (ALL) running tests/fixtures/kpack_fixtures.sh into
+#                         COLOAD_KPACK_FIXTURE_DIR (${CMAKE_BINARY_DIR}/fixtures-kpack)
 #   COLOAD_HAVE_FIXTURES  ON when clang-22 and clang-offload-bundler-22 were found
 #   coload_use_fixtures(<target>)  adds the COLOAD_FIXTURE_DIR="..." definition and
 #                         a dependency on coload_fixtures to <target>
@@ -109,6 +112,27 @@ else()
   set(COLOAD_HAVE_FIXTURES OFF)
   message(WARNING "clang-22 or clang-offload-bundler-22 not found: toolchain fixtures disabled")
   add_custom_target(coload_fixtures)
+endif()
+
+# kpack archives packed from the fixtures by the test-side packer
+# (tests/fixtures/kpack_fixtures.sh), in this build tree also when the
+# fixtures come from COLOAD_FIXTURES_FROM (the packer is this tree's).
+add_executable(kpack_pack ${COLOAD_TEST_SUPPORT_DIR}/kpack_pack.cpp)
+target_link_libraries(kpack_pack PRIVATE coload_static coload_kpack_writer)
+set(COLOAD_KPACK_FIXTURE_DIR ${CMAKE_BINARY_DIR}/fixtures-kpack CACHE INTERNAL "Fixtures packed into kpack archives")
+set(_coload_kpack_script ${PROJECT_SOURCE_DIR}/tests/fixtures/kpack_fixtures.sh)
+if(COLOAD_HAVE_FIXTURES)
+  add_custom_command(
+    OUTPUT ${COLOAD_KPACK_FIXTURE_DIR}/kpack.tsv
+    COMMAND ${COLOAD_BASH} ${_coload_kpack_script} ${COLOAD_FIXTURE_DIR} ${COLOAD_KPACK_FIXTURE_DIR}
+      $<TARGET_FILE:kpack_pack>
+    DEPENDS ${_coload_kpack_script} kpack_pack ${COLOAD_FIXTURE_DIR}/manifest.tsv
+    COMMENT "Packing fixtures into kpack archives in ${COLOAD_KPACK_FIXTURE_DIR}"
+    VERBATIM)
+  add_custom_target(coload_kpack_fixtures ALL DEPENDS ${COLOAD_KPACK_FIXTURE_DIR}/kpack.tsv)
+  add_dependencies(coload_kpack_fixtures coload_fixtures)
+else()
+  add_custom_target(coload_kpack_fixtures)
 endif()
 
 function(coload_use_fixtures target)

@@ -72,7 +72,8 @@ if [ "$fuzz_seconds" -gt 0 ]; then
     # New inputs go to the first folder; the others seed it (git keeps no empty folder).
     local seeds=("$root/build-asan/fuzz/corpus-$target")
     mkdir -p "${seeds[0]}"
-    for folder in "$root/fuzz/corpus/$target" "$root/fuzz/regressions/$target" "$root/build/fixtures"; do
+    for folder in "$root/fuzz/corpus/$target" "$root/fuzz/regressions/$target" "$root/build/fixtures" \
+        "$root/build/fixtures-kpack"; do
       [ -d "$folder" ] && seeds+=("$folder")
     done
     "$root/build-asan/fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
