@@ -1,7 +1,7 @@
 // Fuzzes kpack archives (coload/detail/kpack_archive.h): the header, the
 // msgpack TOC, blobs and zstd frames, through FatBinary (every bundle read
 // whole and one entry at a time) and through the Archive directly (every
-// entry's stored range, head and bytes). The input is read twice: as it is,
+// entry's stored range, head and bytes); and the HIPK marker reader. The input is read twice: as it is,
 // and wrapped in a valid header so that any bytes reach the TOC reader:
 // byte 0 gives the data region's length in units of 8 bytes, which follows
 // from file offset 64; the rest is the TOC.
@@ -54,6 +54,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.max_decompressed_bytes = 16u << 20;
   read_binary(bytes, options);
   read_archive(bytes, options);
+  // The same bytes as a kpack'd image's marker (the map a HIPK wrapper points at).
+  if (auto marker = coload::detail::kpack::parse_marker(bytes)) {
+    for (const std::string& path : marker->search_paths) (void)path.size();
+  }
   if (size < 2) return 0;
   const std::size_t region = std::min<std::size_t>(std::size_t{data[0]} * 8, size - 2);
   std::vector<std::byte> wrapped(64, std::byte{0});

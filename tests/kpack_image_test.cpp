@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "coload/detail/kpack_archive.h"
 #include "coload/detail/wrapper.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
@@ -293,8 +294,12 @@ TEST(KpackImages, AFeatureOverlayArchiveServesItsModeAndTheBaseTheOthers) {
   std::vector<testing::kpack::Object> any, overlay;
   for (int w = 0; w < 3; ++w) {
     const std::string key = "consistent/lib/libconsistent.so#" + std::to_string(w);
-    any.push_back({key, "gfx90a", base, "hipv4-amdgcn-amd-amdhsa--gfx90a"});
-    overlay.push_back({key, "gfx90a:xnack-", minus, "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"});
+    any.push_back(
+        {.key = key, .target = "gfx90a", .bytes = base, .metadata_target = "hipv4-amdgcn-amd-amdhsa--gfx90a"});
+    overlay.push_back({.key = key,
+                       .target = "gfx90a:xnack-",
+                       .bytes = minus,
+                       .metadata_target = "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"});
   }
   write_archive(tree + "/.kpack/consistent_gfx90a.kpack", any);
   write_archive(tree + "/.kpack/consistent_gfx90a:xnack-.kpack", overlay);
@@ -313,6 +318,59 @@ TEST(KpackImages, AFeatureOverlayArchiveServesItsModeAndTheBaseTheOthers) {
                        return true;
                      });
   }
+}
+
+TEST(KpackImages, ACodeObjectLackingAKernelItsWrapperRegistersIsRefused) {
+  // Counts that agree can still hide a swap: the consistent library's archives
+  // rewritten with wrappers 0 and 1's code objects exchanged.
+  const std::string tree = ::testing::TempDir() + "kpack_swapped";
+  std::filesystem::remove_all(tree);
+  std::filesystem::create_directories(tree + "/lib");
+  std::filesystem::create_directories(tree + "/.kpack");
+  const std::string library = tree + "/lib/libconsistent.so";
+  std::filesystem::copy_file(kRoot + "/none/consistent/lib/libconsistent.so", library);
+  for (const char* target : {"gfx90a", "gfx942", "gfx1100"}) {
+    const std::string name = std::string("/.kpack/consistent_") + target + ".kpack";
+    auto archive = FatBinary::open(kRoot + "/none/consistent" + name);
+    ASSERT_TRUE(archive) << archive.error().message();
+    std::vector<testing::kpack::Object> objects;
+    for (std::size_t b = 0; b < archive->bundles().size(); ++b) {
+      const auto members = archive->kpack_members(b);
+      if (members->key.rfind("consistent/lib/", 0) != 0) continue;
+      auto bundle = archive->read(b);
+      ASSERT_TRUE(bundle);
+      std::string key = members->key;
+      if (key.ends_with("#0"))
+        key.back() = '1';
+      else if (key.ends_with("#1"))
+        key.back() = '0';
+      const auto bytes = bundle->entries()[0].bytes;
+      objects.push_back({.key = key,
+                         .target = target,
+                         .bytes = {bytes.begin(), bytes.end()},
+                         .metadata_target = std::string(bundle->entries()[0].id)});
+    }
+    write_archive(tree + name, objects);
+  }
+  void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  std::vector<const void*> wrappers = testing::loaded_wrappers(library, handle);
+  ASSERT_EQ(wrappers.size(), 3u);
+  auto runtime = std::make_shared<testing::CountingRuntime>(testing::dry_run_devices({"gfx942"}));
+  {
+    Registry registry{runtime, Config{}};
+    auto first = registry.register_wrapper(wrappers[0]);
+    ASSERT_TRUE(first);
+    const char stub = 0;  // wrapper 0 (vector_ops.hip) registers add_one, as its constructor would
+    ASSERT_TRUE(registry.register_function(*first, &stub, "_Z7add_onePii"));
+    auto kernel = registry.lookup_function(&stub, 0);
+    ASSERT_FALSE(kernel);
+    EXPECT_EQ(kernel.error().kind(), ErrorKind::Ambiguous) << kernel.error().message();
+    EXPECT_NE(kernel.error().message().find("lacks kernel \"_Z7add_onePii\""), std::string::npos)
+        << kernel.error().message();
+    EXPECT_EQ(runtime->images().size(), 1u);  // loaded, checked, and unloaded: nothing of it is kept
+  }
+  ::dlclose(handle);
 }
 
 }  // namespace

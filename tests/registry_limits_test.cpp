@@ -36,12 +36,6 @@ std::uint64_t kept_table(std::initializer_list<std::pair<std::string_view, std::
   return total;
 }
 
-std::string hex(std::uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
 struct KeptBytesLimit : ::testing::Test {
   static constexpr const char* kId = "hipv4-amdgcn-amd-amdhsa--gfx90a";
   std::vector<std::uint64_t> charges;  // per CCOB: its table, then its entry

@@ -174,7 +174,7 @@ Expected<FatBinary> FatBinary::open_files(std::span<const std::string> paths, st
       std::uint64_t size = 0;
       for (std::size_t file : group->files) size += files[file].source.bytes().size();
       bundles.push_back({.index = bundles.size(), .offset = 0, .size = size, .format = BundleFormat::FileGroup});
-      origins.push_back({i, group});
+      origins.push_back({.file = i, .group = group});
     }
   }
   return FatBinary(std::move(name), std::move(files), std::move(bundles), std::move(origins), options);

@@ -27,7 +27,8 @@ Expected<std::vector<KpackBundle>> archive_bundles(const Source& source, SourceL
   for (std::size_t i = 0; i < binaries.size(); ++i) {
     auto members = std::make_shared<kpack::Members>();
     members->key = std::string(binaries[i].key);
-    for (std::size_t e = 0; e < binaries[i].count; ++e) members->members.push_back({file, binaries[i].first + e});
+    for (std::size_t e = 0; e < binaries[i].count; ++e)
+      members->members.push_back({.file = file, .entry = binaries[i].first + e});
     bundles.push_back({.info = {.index = i,
                                 .offset = file->archive->toc_offset() + binaries[i].toc_offset,
                                 .size = binaries[i].toc_size,
@@ -89,7 +90,7 @@ Expected<std::vector<KpackBundle>> hipk_bundles(const Source& source, SourceLayo
     const auto entries = file->archive->entries();
     for (std::size_t e = 0; e < entries.size(); ++e) {
       if (entries[e].binary != marker->kernel_name) continue;
-      kpack::Member member{file, e};
+      kpack::Member member{.file = file, .entry = e};
       if (auto it = untrusted.find(entries[e].target); it != untrusted.end()) member.refused = it->second;
       by_key[entries[e].key].push_back(std::move(member));
     }

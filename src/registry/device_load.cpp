@@ -120,8 +120,31 @@ Expected<void> load_modules(const LoadContext& context, Binary& binary, std::siz
 
 }  // namespace
 
-void load_device(const LoadContext& context, Binary& binary, std::size_t index, DeviceState& state) {
+/// A HIPK wrapper's code object must have the kernels its wrapper
+/// registered: without one it is another translation unit's code, which the
+/// packer's per-target numbering can hand a wrapper (docs/loading.md,
+/// "kpack'd libraries").
+Expected<void> check_registered(const Binary& binary, const DeviceState& state,
+                                std::span<const std::string> registered) {
+  for (const std::string& kernel : registered) {
+    bool found = false;
+    for (const auto& module : state.modules) {
+      for (const LoadedKernel& loaded : module->kernels()) found = found || loaded.name == kernel;
+    }
+    if (!found) {
+      return Error(ErrorKind::Ambiguous, "its kpack code object lacks kernel \"" + kernel +
+                                             "\", which this wrapper registers: the archive's #N is another "
+                                             "translation unit's code; refused")
+          .in_file(binary.name);
+    }
+  }
+  return {};
+}
+
+void load_device(const LoadContext& context, Binary& binary, std::size_t index, DeviceState& state,
+                 std::span<const std::string> registered) {
   auto result = load_modules(context, binary, index, state);
+  if (result && binary.kpack_index) result = check_registered(binary, state, registered);
   if (!result) {
     context.log(LogLevel::Warn, [&] {
       return "device " + std::to_string(index) + " (" + context.devices[index].str() + "): " + result.error().message();

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "coload/detail/hotswap.h"
@@ -34,6 +36,9 @@ struct LoadContext {
 /// Loads every bundle of `binary` (opened) that fits device `index` into
 /// `state` and indexes its kernels; on failure nothing stays loaded,
 /// state.error is set and the failure is logged at warn.
-void load_device(const LoadContext& context, Binary& binary, std::size_t index, DeviceState& state);
+/// For a HIPK wrapper, `registered` (the kernels its host stubs name) must
+/// all be in what was loaded, or the load fails (Ambiguous).
+void load_device(const LoadContext& context, Binary& binary, std::size_t index, DeviceState& state,
+                 std::span<const std::string> registered = {});
 
 }  // namespace coload::registry

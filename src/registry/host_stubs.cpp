@@ -66,6 +66,17 @@ void HostStubs::clear_found(Record& record) {
   for (std::size_t i = 0; i < devices_; ++i) record.found[i].store(nullptr, std::memory_order_relaxed);
 }
 
+std::vector<std::string> HostStubs::kernels_of(BinaryHandle binary) const {
+  std::shared_lock lock(mutex_);
+  std::vector<std::string> kernels;
+  auto registered = by_binary_.find(binary.value);
+  if (registered == by_binary_.end()) return kernels;
+  for (const void* host_stub : registered->second) {
+    if (auto it = stubs_.find(host_stub); it != stubs_.end()) kernels.push_back(it->second.kernel);
+  }
+  return kernels;
+}
+
 void HostStubs::forget(BinaryHandle binary) {
   std::unique_lock lock(mutex_);
   auto registered = by_binary_.find(binary.value);

@@ -60,6 +60,8 @@ class HostStubs {
   /// are still those of `generation` (one added or forgotten meanwhile makes
   /// the next lookup resolve again). The caller holds the kernel's binary.
   void remember(const void* host_stub, std::uint64_t generation, std::size_t device, const LoadedKernel* kernel);
+  /// The kernels `binary`'s stubs name, in registration order.
+  std::vector<std::string> kernels_of(BinaryHandle binary) const;
   /// Forgets `binary` in every stub; a stub no binary holds any more is gone.
   void forget(BinaryHandle binary);
 

@@ -206,7 +206,10 @@ struct Registry::Impl {
     if (!slot.ready.load(std::memory_order_acquire)) {
       std::lock_guard lock(slot.mutex);
       if (!slot.ready.load(std::memory_order_relaxed)) {
-        registry::load_device(load_context(), *binary, device, slot.state);
+        // A HIPK wrapper's code object is checked against the kernels it registered.
+        const std::vector<std::string> registered =
+            binary->kpack_index ? stubs->kernels_of(handle) : std::vector<std::string>();
+        registry::load_device(load_context(), *binary, device, slot.state, registered);
         slot.ready.store(true, std::memory_order_release);
       }
     }
