@@ -298,8 +298,8 @@ TEST(KpackZstd, FrameTableEndsBeforeAFrameSizeWord) {
   std::vector<std::byte> out;
   EXPECT_TRUE(Succeeds((*archive)->bytes(*find_entry(**archive, objects[1].key, objects[1].target), out)));
   const auto* entry = find_entry(**archive, objects[2].key, objects[2].target);
-  // The reader gives the frame's index as the value and the region's end as the limit.
-  EXPECT_TRUE(FailsAtField((*archive)->stored(*entry), ErrorKind::Truncated, "zstd_frame_size", end - 2, 2, end));
+  // The value is the bytes left of the size word, the limit the 4 it needs.
+  EXPECT_TRUE(FailsAtField((*archive)->stored(*entry), ErrorKind::Truncated, "zstd_frame_size", end - 2, 2, 4));
 }
 
 /// A zstd frame header's size from its descriptor byte (RFC 8878, 3.1.1.1).
