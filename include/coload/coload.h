@@ -581,7 +581,8 @@ void coload_selection_free(coload_selection* selection);
  * kpack archives (`.kpack`, TheRock's per-target code object archives:
  * docs/format.md, "kpack archives"): listing an archive's entries and
  * extracting one code object, as `coload ls` and `coload extract` do. No
- * registry is needed. Added in 0.5. */
+ * registry is needed; archives are read with coload's default limits (no
+ * COLOAD_* variable is read). Added in 0.5. */
 
 /** An archive's compression_scheme. */
 typedef enum coload_kpack_scheme {

@@ -6,6 +6,7 @@ through coload_kpack_list and coload_kpack_extract."""
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass
 
 from . import _arguments as arg
@@ -81,7 +82,7 @@ def kpack_archive(path: PathLike) -> KpackArchive:
                 )
             )
         return KpackArchive(
-            path=lib.decode(encoded),
+            path=os.fsdecode(encoded),
             scheme=_SCHEMES[listing.scheme] if 0 <= listing.scheme < len(_SCHEMES) else str(listing.scheme),
             group=lib.decode(listing.group_name),
             gfx_arch_family=lib.decode(listing.gfx_arch_family),
