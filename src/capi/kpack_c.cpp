@@ -89,11 +89,10 @@ coload_status list(const char* path, coload_kpack_listing** out) {
   std::size_t next = 0;
   for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
     const auto members = binary->kpack_members(i);
+    auto stored = kpack::stored_members(*members);
+    if (!stored) return fail(std::move(stored).error().in_bundle(i).in_file(path));
     for (std::size_t e = 0; e < members->members.size(); ++e) {
-      const kpack::Member& member = members->members[e];
-      const kpack::Entry& entry = member.toc();
-      auto stored = member.file->archive->stored(entry);
-      if (!stored) return fail(std::move(stored).error().at_entry(e, entry.id).in_bundle(i).in_file(path));
+      const kpack::Entry& entry = members->members[e].toc();
       coload_kpack_entry& made = data->made[next++];
       made.struct_size = sizeof made;
       made.bundle = i;
@@ -105,8 +104,8 @@ coload_status list(const char* path, coload_kpack_listing** out) {
       made.entry_id = keep(entry.id);
       made.ordinal = entry.ordinal;
       made.original_size = entry.original_size;
-      made.stored_offset = stored->offset;
-      made.stored_size = stored->size;
+      made.stored_offset = (*stored)[e].offset;
+      made.stored_size = (*stored)[e].size;
     }
   }
   for (const coload_kpack_entry& entry : data->made) data->pointers.push_back(&entry);
