@@ -29,12 +29,9 @@ using coload::FatBinary;
 namespace kpack = coload::detail::kpack;
 
 /// What a coload_kpack_listing points at; coload_kpack_listing_free deletes it.
-/// The strings are the archive's: its TOC, viewed in the mapping `binary` keeps.
+/// Every string is a copy: the archive is unmapped once the call returns.
 struct ListingData : coload_kpack_listing {
-  std::optional<FatBinary> binary;
-  std::shared_ptr<const kpack::Archive> archive;
-  std::deque<std::string> strings;  // keys, targets and IDs, NUL-terminated copies that stay put
-  std::vector<std::string> arches;
+  std::deque<std::string> strings;  // keys, targets, IDs and arches, NUL-terminated; they stay put
   std::vector<const char*> arch_pointers;
   std::vector<coload_kpack_entry> made;
   std::vector<const coload_kpack_entry*> pointers;
@@ -79,7 +76,6 @@ coload_status list(const char* path, coload_kpack_listing** out) {
   auto data = std::make_unique<ListingData>();
   auto archive = archive_of(*binary);
   if (!archive) return fail(archive.error());
-  data->archive = *archive;
   const kpack::Archive& toc = **archive;
   // Sized once, so that the pointers into them stay put.
   std::size_t total = 0;
@@ -109,8 +105,7 @@ coload_status list(const char* path, coload_kpack_listing** out) {
     }
   }
   for (const coload_kpack_entry& entry : data->made) data->pointers.push_back(&entry);
-  for (std::string_view arch : toc.gfx_arches()) data->arches.emplace_back(arch);
-  for (const std::string& arch : data->arches) data->arch_pointers.push_back(arch.c_str());
+  for (std::string_view arch : toc.gfx_arches()) data->arch_pointers.push_back(keep(arch));
   data->struct_size = sizeof(coload_kpack_listing);
   data->scheme =
       toc.scheme() == kpack::Scheme::ZstdPerKernel ? COLOAD_KPACK_SCHEME_ZSTD_PER_KERNEL : COLOAD_KPACK_SCHEME_NONE;
@@ -121,7 +116,6 @@ coload_status list(const char* path, coload_kpack_listing** out) {
   data->code_objects = toc.object_count();
   data->count = data->pointers.size();
   data->entries = data->pointers.data();
-  data->binary = std::move(*binary);
   *out = data.release();
   return ok();
 }
