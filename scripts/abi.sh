@@ -22,9 +22,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # Paths of this checkout and build are replaced, so the file is the same wherever it is made.
-abidw --exported-interfaces-only --no-corpus-path --no-comp-dir-path --type-id-style hash --drop-private-types \
-  --header-file "$root/include/coload/coload.h" --header-file "$version_header" "$build/src/libcoload.so" |
-  sed -e "s#$build/#BUILD/#g" -e "s#$root/#SOURCE/#g" > "$work/current.abi"
+# The library is compiled against its layers' views of the headers
+# (build/src/layers/NAME/, cmake/CodeLayers.cmake): its debug information names
+# coload.h by that path, relative to the build directory, so abidw runs there
+# and the views' paths are written as the sources'.
+(cd "$build" && abidw --exported-interfaces-only --no-corpus-path --no-comp-dir-path --type-id-style hash \
+  --drop-private-types --header-file "$root/include/coload/coload.h" --header-file src/layers/capi/coload/coload.h \
+  --header-file "$version_header" "$build/src/libcoload.so") |
+  sed -e "s#$build/#BUILD/#g" -e "s#$root/#SOURCE/#g" \
+    -e "s#filepath='src/layers/[a-z_]*/coload/#filepath='SOURCE/include/coload/#g" \
+    -e "s#filepath='src/layers/[a-z_]*/#filepath='SOURCE/src/#g" > "$work/current.abi"
 grep -q "<class-decl name='coload_registry_options' size-in-bits" "$work/current.abi" || {
   echo "abi: $build/src/libcoload.so has no debug information for coload.h's types (build with RelWithDebInfo)"
   exit 1

@@ -65,6 +65,10 @@ endif()
 target_sources(coload_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/kpack_image_test.cpp)
 target_compile_definitions(coload_tests PRIVATE COLOAD_HIPK_FIXTURE_DIR="${COLOAD_HIPK_FIXTURE_DIR}")
 add_dependencies(coload_tests coload_hipk_fixtures)
+# The C API's archive listing and extraction against the trees (tests/c_api_kpack_test.cpp).
+target_sources(coload_c_api_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/c_api_kpack_test.cpp)
+target_compile_definitions(coload_c_api_test PRIVATE COLOAD_HIPK_FIXTURE_DIR="${COLOAD_HIPK_FIXTURE_DIR}")
+add_dependencies(coload_c_api_test coload_hipk_fixtures)
 add_test(NAME kpack_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/kpack_cli_test.sh $<TARGET_FILE:coload_cli>
                                     ${COLOAD_HIPK_FIXTURE_DIR})
 set_tests_properties(kpack_cli PROPERTIES PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")

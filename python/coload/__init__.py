@@ -45,6 +45,7 @@ from .errors import (
     UnsupportedMethod,
     UnsupportedVersion,
 )
+from .kpack import KpackArchive, KpackEntry, kpack_archive, kpack_extract
 from .registry import Binary, Choice, Global, Kernel, LogLevel, Options, Registry, Tier
 from .select import Selection, check, select
 
@@ -86,6 +87,8 @@ __all__ = [
     "InvalidHandle",
     "Io",
     "Kernel",
+    "KpackArchive",
+    "KpackEntry",
     "LibraryError",
     "LibraryNotFound",
     "LibraryTooOld",
@@ -109,6 +112,8 @@ __all__ = [
     "check",
     "devices",
     "has_function",
+    "kpack_archive",
+    "kpack_extract",
     "library_path",
     "select",
     "version",

@@ -164,6 +164,53 @@ class Selection(ctypes.Structure):
     ]
 
 
+class KpackEntry(ctypes.Structure):
+    """coload_kpack_entry."""
+
+    _fields_ = [
+        ("struct_size", c_size),
+        ("bundle", c_size),
+        ("key", ctypes.c_char_p),
+        ("binary", ctypes.c_char_p),
+        ("has_index", ctypes.c_int),
+        ("index", ctypes.c_uint32),
+        ("target", ctypes.c_char_p),
+        ("entry_id", ctypes.c_char_p),
+        ("ordinal", ctypes.c_uint32),
+        ("original_size", ctypes.c_uint64),
+        ("stored_offset", ctypes.c_uint64),
+        ("stored_size", ctypes.c_uint64),
+    ]
+
+
+class KpackListing(ctypes.Structure):
+    """coload_kpack_listing."""
+
+    _fields_ = [
+        ("struct_size", c_size),
+        ("scheme", ctypes.c_int),
+        ("group_name", ctypes.c_char_p),
+        ("gfx_arch_family", ctypes.c_char_p),
+        ("gfx_arch_count", c_size),
+        ("gfx_arches", ctypes.POINTER(ctypes.c_char_p)),
+        ("code_objects", c_size),
+        ("count", c_size),
+        ("entries", ctypes.POINTER(ctypes.POINTER(KpackEntry))),
+    ]
+
+
+class KpackObject(ctypes.Structure):
+    """coload_kpack_object."""
+
+    _fields_ = [
+        ("struct_size", c_size),
+        ("bytes", ctypes.c_void_p),
+        ("size", c_size),
+        ("entry_id", ctypes.c_char_p),
+        ("bundle", c_size),
+    ]
+
+
 _p = ctypes.POINTER
 _registry = ctypes.c_void_p
 _char_p = ctypes.c_char_p
@@ -198,6 +245,10 @@ PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
         [ctypes.c_void_p, c_size, _p(_char_p), c_size, _p(SelectOptions), _p(_p(Selection))],
     ),
     "coload_selection_free": (None, [_p(Selection)]),
+    "coload_kpack_list": (c_status, [_char_p, _p(_p(KpackListing))]),
+    "coload_kpack_listing_free": (None, [_p(KpackListing)]),
+    "coload_kpack_extract": (c_status, [_char_p, _char_p, _char_p, _p(_p(KpackObject))]),
+    "coload_kpack_object_free": (None, [_p(KpackObject)]),
 }
 
 _lock = threading.Lock()

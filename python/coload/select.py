@@ -6,7 +6,7 @@ coload_select, whose report is the one ``coload select`` prints; a folder,
 and a host image with several bundles, go through a dry-run registry's
 coload_choose, which names each choice's file (with a library that has
 coload_register_directory) but judges no entries, so its report has the
-choice lines only.
+choice lines only. So does a kpack archive (``KPAK``), a bundle per binary key.
 """
 
 from __future__ import annotations
@@ -21,6 +21,10 @@ from . import _arguments as arg
 from . import _library as lib
 from .errors import Error, Malformed, Status, error_for
 from .registry import _HASH_CHECKS, Binary, Choice, PathLike, Registry, RuntimeName, _choice_of, _pick
+
+
+#: A kpack archive's first bytes (docs/format.md, "kpack archives"): coload_select takes one image only.
+_KPACK_MAGIC = b"KPAK"
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,9 @@ def select(
                                    extended_isa_compat)
     with open(path, "rb") as file:
         image = file.read()
+    if image[:4] == _KPACK_MAGIC:  # a kpack archive: one bundle per binary key, through a registry
+        return _select_in_registry(path, device, ignore_environment, hash_check, max_decompressed_bytes,
+                                   extended_isa_compat)
     options = lib.SelectOptions(
         struct_size=ctypes.sizeof(lib.SelectOptions),
         ignore_environment=int(ignore_environment),

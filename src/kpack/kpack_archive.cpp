@@ -163,4 +163,16 @@ Expected<std::span<const std::byte>> Archive::head(const Entry& entry, std::size
   return std::span<const std::byte>(out);
 }
 
+Expected<std::vector<Archive::Stored>> stored_members(const Members& members) {
+  std::vector<Archive::Stored> stored;
+  stored.reserve(members.members.size());
+  for (std::size_t e = 0; e < members.members.size(); ++e) {
+    const Member& member = members.members[e];
+    auto where = member.file->archive->stored(member.toc());
+    if (!where) return std::move(where).error().at_entry(e, member.toc().id);
+    stored.push_back(*where);
+  }
+  return stored;
+}
+
 }  // namespace coload::detail::kpack

@@ -96,6 +96,10 @@ def test_structs_match_the_c_layout(tmp_path: Path) -> None:
     }
     if coload.has_function("coload_last_error_location"):
         structs["coload_error_location"] = _library.ErrorLocation
+    if coload.has_function("coload_kpack_list"):
+        structs["coload_kpack_entry"] = _library.KpackEntry
+        structs["coload_kpack_listing"] = _library.KpackListing
+        structs["coload_kpack_object"] = _library.KpackObject
     expected = []
     lines = []
     for c_name, struct in structs.items():

@@ -8,14 +8,10 @@ namespace coload::cli {
 
 Expected<KpackListing> list_kpack_bundle(const FatBinary& binary, std::size_t index) {
   KpackListing listing{.members = binary.kpack_members(index)};
-  const auto& members = listing.members->members;
-  for (std::size_t e = 0; e < members.size(); ++e) {
-    auto stored = members[e].file->archive->stored(members[e].toc());
-    if (!stored) {
-      return std::move(stored).error().at_entry(e, members[e].toc().id).in_bundle(index).in_file(binary.file(index));
-    }
-    listing.entries.push_back({&members[e], *stored});
-  }
+  auto stored = detail::kpack::stored_members(*listing.members);
+  if (!stored) return std::move(stored).error().in_bundle(index).in_file(binary.file(index));
+  for (std::size_t e = 0; e < stored->size(); ++e)
+    listing.entries.push_back({&listing.members->members[e], (*stored)[e]});
   return listing;
 }
 

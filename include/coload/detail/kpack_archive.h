@@ -187,6 +187,11 @@ struct Members {
   std::string none_found;
 };
 
+/// Where each of `members`' entries is stored (Archive::stored), in order:
+/// what a listing shows (`coload ls`, coload_kpack_list), nothing decoded.
+/// Errors: stored()'s, at the member's index and entry ID.
+Expected<std::vector<Archive::Stored>> stored_members(const Members& members);
+
 /// The marker a kpack'd host image's HIPK wrappers point at: the msgpack map
 /// of its `.rocm_kpack_ref` section (docs/format.md, "kpack'd host images").
 struct Marker {
