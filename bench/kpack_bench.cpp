@@ -5,13 +5,16 @@
 //    registered as a runtime registers it. The targets: kpack_none / hipf and
 //    kpack_zstd / hipf_compressed (the same code objects as CCOBs) at most 1;
 //  - listing an archive: only its header, its TOC and the frames' size words
-//    are read (counter: pages faulted in, against the archive's pages).
+//    are read (counter: pages faulted in, against the archive's pages); and a
+//    1 GiB set of eight sparse archives (1024 code objects of 128 KiB each,
+//    their bytes holes): listing it costs what its TOCs and size words cost.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <sys/resource.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -24,6 +27,10 @@
 #include "coload/registry.h"
 #include "coload/runtime.h"
 #include "loaded_wrappers.h"
+#include "support/msgpack_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace {
 
@@ -139,6 +146,90 @@ void BM_ListArchive(benchmark::State& state, const char* scheme) {
   state.counters["faults_per_listing"] = static_cast<double>(faulted) / static_cast<double>(state.iterations());
   state.counters["archive_pages"] = static_cast<double>(std::filesystem::file_size(archive) / 4096);
 }
+/// Eight 128 MiB archives of 1024 entries each, their code objects holes of
+/// a sparse file: what listing a 1 GiB-class set reads, without the disk.
+std::vector<std::string> large_set(bool zstd) {
+  constexpr std::uint32_t kEntries = 1024;
+  constexpr std::uint64_t kObject = 128 * 1024;
+  const std::string dir = input(zstd ? "kpack/large_zstd" : "kpack/large_none");
+  std::vector<std::string> paths;
+  std::filesystem::create_directories(dir);
+  for (int a = 0; a < 8; ++a) {
+    const std::string target = "gfx90" + std::to_string(a);
+    const std::string path = dir + "/large_" + target + ".kpack";
+    paths.push_back(path);
+    if (std::filesystem::exists(path)) continue;
+    const std::uint64_t data = zstd ? 4 + kEntries * (4 + kObject) : kEntries * kObject;
+    coload::testing::msgpack::Writer toc;
+    toc.map(zstd ? 8 : 7)
+        .str("format_version")
+        .uint(1)
+        .str("group_name")
+        .str("large")
+        .str("gfx_arch_family")
+        .str(target);
+    toc.str("gfx_arches").array(1).str(target).str("toc").map16(kEntries);
+    for (std::uint32_t i = 0; i < kEntries; ++i) {
+      toc.str("large/lib/libbig.so#" + std::to_string(i)).map(1).str(target).map(3);
+      toc.str("type").str("hsaco").str("ordinal").uint(i).str("original_size").uint(kObject);
+    }
+    toc.str("compression_scheme").str(zstd ? "zstd-per-kernel" : "none");
+    if (zstd) {
+      toc.str("zstd_offset").uint(64).str("zstd_size").uint(data);
+    } else {
+      toc.str("blobs").array16(kEntries);
+      for (std::uint32_t i = 0; i < kEntries; ++i)
+        toc.map(2).str("offset").uint(64 + i * kObject).str("size").uint(kObject);
+    }
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    auto put = [&](std::uint64_t at, const void* bytes, std::size_t size) {
+      if (::pwrite(fd, bytes, size, static_cast<off_t>(at)) != static_cast<ssize_t>(size)) std::abort();
+    };
+    unsigned char header[16] = {'K', 'P', 'A', 'K', 1, 0, 0, 0};
+    const std::uint64_t toc_offset = 64 + data;
+    std::memcpy(header + 8, &toc_offset, 8);
+    put(0, header, sizeof header);
+    if (zstd) {  // the frame count and each frame's size word; the frames are holes
+      put(64, &kEntries, 4);
+      const std::uint32_t size = kObject;
+      for (std::uint32_t i = 0; i < kEntries; ++i) put(68 + i * (4 + kObject), &size, 4);
+    }
+    put(toc_offset, toc.bytes().data(), toc.bytes().size());
+    ::close(fd);
+  }
+  return paths;
+}
+
+// Listing the 1 GiB-class set: every archive opened, every entry's stored range.
+void BM_ListLargeSet(benchmark::State& state, bool zstd) {
+  const std::vector<std::string> paths = large_set(zstd);
+  long faulted = 0;
+  std::uint64_t bytes = 0;
+  for (auto _ : state) {
+    const long before = faults();
+    bytes = 0;
+    for (const std::string& path : paths) {
+      auto binary = coload::FatBinary::open(path);
+      if (!binary) {
+        state.SkipWithError(binary.error().message().c_str());
+        return;
+      }
+      bytes += binary->source().bytes().size();
+      for (std::size_t i = 0; i < binary->bundles().size(); ++i) {
+        for (const auto& member : binary->kpack_members(i)->members) {
+          auto stored = member.file->archive->stored(member.toc());
+          benchmark::DoNotOptimize(stored);
+        }
+      }
+    }
+    faulted += faults() - before;
+  }
+  state.counters["GiB"] = static_cast<double>(bytes) / (1u << 30);
+  state.counters["faults_per_listing"] = static_cast<double>(faulted) / static_cast<double>(state.iterations());
+}
+BENCHMARK_CAPTURE(BM_ListLargeSet, none, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ListLargeSet, zstd, true)->Unit(benchmark::kMillisecond);
+
 BENCHMARK_CAPTURE(BM_ListArchive, none, "none")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_ListArchive, zstd, "zstd-per-kernel")->Unit(benchmark::kMicrosecond);
 
