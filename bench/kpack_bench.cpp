@@ -24,12 +24,14 @@
 #include "coload/config.h"
 #include "coload/detail/kpack_archive.h"
 #include "coload/fat_binary.h"
+#include "coload/pipeline.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
 #include "loaded_wrappers.h"
 #include "support/msgpack_writer.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 
 namespace {
@@ -227,6 +229,38 @@ void BM_ListLargeSet(benchmark::State& state, bool zstd) {
   state.counters["GiB"] = static_cast<double>(bytes) / (1u << 30);
   state.counters["faults_per_listing"] = static_cast<double>(faulted) / static_cast<double>(state.iterations());
 }
+// The first lookup of one wrapper of the zstd set's image, in a fresh
+// process state: the heap it leaves in use (mallinfo2) against the one code
+// object decoded and the TOC read. Counters: heap_kib, code_object_kib, toc_kib.
+void BM_FirstLookupMemory(benchmark::State& state) {
+  const std::string image = packed("zstd-per-kernel");
+  const std::string archive = input("kpack/zstd-per-kernel/.kpack/bench_gfx90a.kpack");
+  double heap = 0, object = 0;
+  for (auto _ : state) {
+    const std::size_t before = ::mallinfo2().uordblks;
+    auto binary = coload::FatBinary::open_kpack_wrapper(image, 0, "wrapper 0");
+    if (!binary) {
+      state.SkipWithError(binary.error().message().c_str());
+      return;
+    }
+    std::vector<std::size_t> first{0};
+    coload::choose_in_binary(*binary, first, gfx90a(), {.threads = 1},
+                             [&](std::size_t, coload::Expected<coload::BundleChoice>& choice) {
+                               object = choice ? static_cast<double>(choice->chosen_bytes().size()) : 0;
+                               heap = static_cast<double>(::mallinfo2().uordblks - before);
+                               return true;
+                             });
+  }
+  auto toc = coload::FatBinary::open(archive);
+  state.counters["heap_kib"] = heap / 1024;
+  state.counters["code_object_kib"] = object / 1024;
+  state.counters["toc_kib"] = toc ? static_cast<double>(toc->source().bytes().size() -
+                                                        toc->kpack_members(0)->members[0].file->archive->toc_offset()) /
+                                        1024
+                                  : 0;
+}
+BENCHMARK(BM_FirstLookupMemory)->Unit(benchmark::kMicrosecond)->Iterations(20);
+
 BENCHMARK_CAPTURE(BM_ListLargeSet, none, false)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ListLargeSet, zstd, true)->Unit(benchmark::kMillisecond);
 
