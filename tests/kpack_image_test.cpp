@@ -373,5 +373,30 @@ TEST(KpackImages, ACodeObjectLackingAKernelItsWrapperRegistersIsRefused) {
   ::dlclose(handle);
 }
 
+TEST(KpackImages, AnArchiveCutShortAfterItWasMappedIsAnErrorNotAFault) {
+  const std::string tree = ::testing::TempDir() + "kpack_cut";
+  std::filesystem::remove_all(tree);
+  std::filesystem::copy(kRoot + "/zstd-per-kernel/consistent", tree, std::filesystem::copy_options::recursive);
+  struct Record {  // wrapper 0's HIPK record; the caller names its binary
+    std::uint32_t magic = kHipKpackWrapperMagic, version = 1;
+    const void* binary = nullptr;
+    std::uint64_t reserved = 0;
+  };
+  auto record = std::make_unique<Record>();
+  Config config;
+  config.kpack.binary_path = tree + "/lib/libconsistent.so";
+  auto runtime = std::make_shared<testing::CountingRuntime>(testing::dry_run_devices({"gfx90a", "gfx942"}));
+  Registry registry{runtime, config};
+  auto binary = registry.register_wrapper(record.get(), "wrapper 0");
+  ASSERT_TRUE(binary);
+  ASSERT_TRUE(registry.lookup_kernel(*binary, 0, "_Z7add_onePii"));  // maps every archive
+  std::filesystem::resize_file(tree + "/.kpack/consistent_gfx942.kpack", 100);
+  auto cut = registry.lookup_kernel(*binary, 1, "_Z7add_onePii");
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().kind(), ErrorKind::Io) << cut.error().message();
+  EXPECT_EQ(cut.error().location().field, "size") << cut.error().message();
+  EXPECT_EQ(cut.error().location().value, 100u);
+}
+
 }  // namespace
 }  // namespace coload

@@ -1,5 +1,8 @@
 // The registry's cache of bundles and the code objects read from them
 // (registry_state.h, ImageCache).
+#include <sys/stat.h>
+
+#include "coload/detail/kpack_archive.h"
 #include "common/bytes.h"
 #include "common/try.h"
 #include "io/checked_read.h"
@@ -167,6 +170,30 @@ Expected<std::shared_ptr<const BundleData>> ImageCache::shared_ccob(const FatBin
   return data;
 }
 
+namespace {
+
+/// Io when an archive of `members` is shorter now than when it was mapped:
+/// reading its mapping past the new end would fault (as probe_before_read,
+/// checked before each read).
+Expected<void> probe_archives(const detail::kpack::Members& members) {
+  const detail::kpack::ArchiveFile* last = nullptr;
+  for (const detail::kpack::Member& member : members.members) {
+    if (member.file.get() == last) continue;
+    last = member.file.get();
+    struct stat status{};
+    if (::stat(last->path.c_str(), &status) != 0 ||
+        static_cast<std::uint64_t>(status.st_size) >= last->archive->size()) {
+      continue;  // gone or replaced: the mapping holds the old file
+    }
+    return Error(ErrorKind::Io, "kpack archive " + last->path + " is " + detail::hex(status.st_size) + " bytes now, " +
+                                    detail::hex(last->archive->size()) + " when it was mapped")
+        .at_field("size", std::nullopt, status.st_size, last->archive->size());
+  }
+  return {};
+}
+
+}  // namespace
+
 Expected<Choice> ImageCache::choose_kpack(const std::shared_ptr<const FatBinary>& fat, BundleSlot& slot,
                                           std::size_t index, const Selector& selector) {
   Choice choice;
@@ -186,6 +213,7 @@ Expected<Choice> ImageCache::choose_kpack(const std::shared_ptr<const FatBinary>
     choice.data = slot.data;
   }
   // Each device decodes only what its choice needs (docs/pipeline.md, "Where a kpack entry is decoded").
+  COLOAD_RETURN_IF_ERROR(probe_archives(*fat->kpack_members(index)));
   auto made = select_in_bundle_at(*fat, index, selector, stream_);
   COLOAD_RETURN_IF_ERROR(made);
   // Copied: the choice's bundle (a decoded frame, or a view of an archive) is not kept.

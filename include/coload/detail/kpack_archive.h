@@ -95,6 +95,8 @@ class Archive {
   static Expected<std::shared_ptr<const Archive>> parse(const SourceReader& file, const ReadOptions& options = {});
 
   std::uint32_t format_version() const { return format_version_; }
+  /// Bytes of the archive as it was read (mapped).
+  std::uint64_t size() const { return file_.bytes().size(); }
   std::uint64_t toc_offset() const { return toc_offset_; }
   std::string_view group_name() const { return group_name_; }
   std::string_view gfx_arch_family() const { return gfx_arch_family_; }
