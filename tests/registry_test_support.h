@@ -20,7 +20,6 @@ namespace coload::testing {
 
 inline std::string fixture(const std::string& relative) { return std::string(COLOAD_FIXTURE_DIR) + "/" + relative; }
 
-
 /// Devices from specs; a bad spec is a test bug (empty result).
 inline std::vector<Device> dry_run_devices(std::initializer_list<const char*> specs) {
   std::vector<Device> devices;

@@ -41,12 +41,12 @@ ImageCache& cache() {
 }  // namespace
 
 Expected<std::shared_ptr<const KpackImage>> open_kpack_image(const std::string& path, const ReadOptions& options) {
-  struct stat status {};
+  struct stat status{};
   if (::stat(path.c_str(), &status) != 0) {
     return Error(ErrorKind::Io, "cannot stat: " + std::string(std::strerror(errno))).in_file(path);
   }
-  const ImageKey key{status.st_dev, status.st_ino, status.st_size, status.st_mtim.tv_sec, status.st_mtim.tv_nsec,
-                     search_key(options)};
+  const ImageKey key{status.st_dev,         status.st_ino,          status.st_size,
+                     status.st_mtim.tv_sec, status.st_mtim.tv_nsec, search_key(options)};
   ImageCache& images = cache();
   std::lock_guard lock(images.mutex);  // one opener at a time: the others wait for its image
   if (auto it = images.images.find(key); it != images.images.end()) {

@@ -191,9 +191,10 @@ Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper) {
 
 Expected<std::span<const std::byte>> wrapper_reach(const void* wrapper, const WrapperRecord& record) {
   if (record.magic != kHipFatbinWrapperMagic) {
-    return in_wrapper(Error(ErrorKind::BadMagic, "magic " + hex(record.magic) + " at offset 0x0 is not HIPF (0x48495046)")
-                          .at_field("magic", 0, record.magic),
-                      wrapper);
+    return in_wrapper(
+        Error(ErrorKind::BadMagic, "magic " + hex(record.magic) + " at offset 0x0 is not HIPF (0x48495046)")
+            .at_field("magic", 0, record.magic),
+        wrapper);
   }
   if (record.version != kHipFatbinWrapperVersion) {
     return in_wrapper(
