@@ -22,18 +22,7 @@ const std::filesystem::path kFixtures = COLOAD_FIXTURE_DIR;
 Bytes fixture(const std::string& path) { return testing::read_file((kFixtures / path).string()); }
 
 std::vector<std::vector<std::string>> read_table(const std::string& name) {
-  std::ifstream in(kFixtures / name);
-  std::vector<std::vector<std::string>> rows;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> cells;
-    std::stringstream stream(line);
-    std::string cell;
-    while (std::getline(stream, cell, '\t')) cells.push_back(cell);
-    rows.push_back(cells);
-  }
-  return rows;
+  return testing::read_tsv(kFixtures / name);
 }
 
 const BundleEntry* find_entry(const Bundle& bundle, std::string_view id) {

@@ -42,21 +42,6 @@ constexpr std::string_view kDevices[] = {
     "gfx1201",         "gfx1250",
 };
 
-std::vector<std::vector<std::string>> read_table(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<std::vector<std::string>> rows;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> cells;
-    std::stringstream stream(line);
-    std::string cell;
-    while (std::getline(stream, cell, '\t')) cells.push_back(cell);
-    rows.push_back(cells);
-  }
-  return rows;
-}
-
 bool is_device_entry(std::string_view id) { return !id.starts_with("host-") && id.find("--") != std::string::npos; }
 
 /// One bundle's outcome for a device: an error, nothing chosen, or the chosen bytes.
@@ -115,7 +100,7 @@ Packed pack(const FatBinary& binary, const std::string& name) {
 }
 
 TEST(KpackFixtures, ChoicesFromAnArchiveEqualChoicesFromTheOriginal) {
-  const auto rows = read_table(kFixtures / "fixtures.tsv");
+  const auto rows = testing::read_tsv(kFixtures / "fixtures.tsv");
   ASSERT_GE(rows.size(), 40u);
   std::size_t compared = 0, chosen = 0, errors = 0;
   std::set<std::string> targets_chosen;
@@ -181,7 +166,7 @@ std::vector<std::pair<std::string, Bytes>> device_entries(const FatBinary& binar
 // kpack_pack's archives hold every device entry of their fixture, under its
 // own ID, with its bytes; keys are numbered per target as the packer does.
 TEST(KpackFixtures, PackedArchivesHoldEveryDeviceEntry) {
-  const auto rows = read_table(kKpackFixtures / "kpack.tsv");
+  const auto rows = testing::read_tsv(kKpackFixtures / "kpack.tsv");
   ASSERT_GE(rows.size(), 90u) << "kpack.tsv is missing or nearly empty";
   std::map<std::string, std::vector<std::pair<std::string, Bytes>>> split;  // fixture -> entries of its split archives
   for (const auto& row : rows) {

@@ -24,6 +24,7 @@
 #include "kpack_writer.h"
 #include "loaded_wrappers.h"
 #include "registry_test_support.h"
+#include "test_util.h"
 
 namespace coload {
 namespace {
@@ -39,17 +40,8 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  std::ifstream in(kRoot + "/cases.tsv");
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    Case one;
-    std::string prefix;
-    std::getline(fields, one.name, '\t');
-    std::getline(fields, prefix, '\t');
-    std::getline(fields, one.relpath, '\t');
-    std::getline(fields, one.original, '\t');
-    out.push_back(one);
+  for (const auto& row : testing::read_tsv(kRoot + "/cases.tsv")) {  // case, prefix, relpath, original, note
+    if (row.size() >= 4) out.push_back({row[0], row[2], row[3]});
   }
   return out;
 }

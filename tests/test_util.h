@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,22 @@
 #include "support/elf_writer.h"
 
 namespace coload::testing {
+
+/// The rows of a fixtures table (tab-separated; empty and "#" lines skipped), as cells.
+inline std::vector<std::vector<std::string>> read_tsv(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells;
+    std::stringstream stream(line);
+    std::string cell;
+    while (std::getline(stream, cell, '\t')) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
 
 inline std::span<const std::byte> view(const std::vector<std::byte>& bytes) { return bytes; }
 
