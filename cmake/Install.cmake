@@ -12,7 +12,8 @@ include(CMakePackageConfigHelpers)
 install(TARGETS coload EXPORT coload-targets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development)
 # The C ABI's headers only: the C++20 headers declare symbols libcoload.so does not export.
-install(FILES ${PROJECT_SOURCE_DIR}/include/coload/coload.h ${PROJECT_SOURCE_DIR}/include/coload/hotswap_plugin.h
+install(FILES ${PROJECT_SOURCE_DIR}/include/coload/coload.h ${PROJECT_SOURCE_DIR}/include/coload/coload_kpack.h
+              ${PROJECT_SOURCE_DIR}/include/coload/hotswap_plugin.h
               ${PROJECT_BINARY_DIR}/include/coload/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/coload COMPONENT development)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT development)

@@ -24,11 +24,15 @@ trap 'rm -rf "$work"' EXIT
 # Paths of this checkout and build are replaced, so the file is the same wherever it is made.
 # The library is compiled against its layers' views of the headers
 # (build/src/layers/NAME/, cmake/CodeLayers.cmake): its debug information names
-# coload.h by that path, relative to the build directory, so abidw runs there
+# the C API's headers by that path, relative to the build directory, so abidw runs there
 # and the views' paths are written as the sources'.
+# The C API's headers: coload.h and those it includes, each by both paths.
+header_files=()
+for header in coload.h coload_kpack.h; do
+  header_files+=(--header-file "$root/include/coload/$header" --header-file "src/layers/capi/coload/$header")
+done
 (cd "$build" && abidw --exported-interfaces-only --no-corpus-path --no-comp-dir-path --type-id-style hash \
-  --drop-private-types --header-file "$root/include/coload/coload.h" --header-file src/layers/capi/coload/coload.h \
-  --header-file "$version_header" "$build/src/libcoload.so") |
+  --drop-private-types "${header_files[@]}" --header-file "$version_header" "$build/src/libcoload.so") |
   sed -e "s#$build/#BUILD/#g" -e "s#$root/#SOURCE/#g" \
     -e "s#filepath='src/layers/[a-z_]*/coload/#filepath='SOURCE/include/coload/#g" \
     -e "s#filepath='src/layers/[a-z_]*/#filepath='SOURCE/src/#g" > "$work/current.abi"

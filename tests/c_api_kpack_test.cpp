@@ -18,6 +18,7 @@
 
 #include "c_api_test_support.h"
 #include "coload/coload.h"
+#include "coload/detail/wrapper.h"
 
 namespace {
 
@@ -213,6 +214,83 @@ TEST(CApiKpackTest, BrokenOrOtherFilesAreRefused) {
   const std::string absent = kHipk + "/absent.kpack";
   EXPECT_EQ(coload_kpack_list(absent.c_str(), &listing), COLOAD_ERROR_IO);
   EXPECT_STREQ(last_error_location().file, absent.c_str());
+}
+
+/// A HIPK record in no file's mapping (on the heap), naming wrapper 1.
+struct HeapRecord {
+  std::uint32_t magic = coload::kHipKpackWrapperMagic, version = 1;
+  const void* binary = nullptr;
+  std::uint64_t reserved = 1;
+};
+
+/// What a dry-run gfx942 registry made with `options` chooses for the heap record.
+struct HeapChoice {
+  coload_status status = COLOAD_ERROR_NOT_FOUND;
+  std::string message;
+  Bytes bytes;
+};
+
+HeapChoice chosen_for_heap_record(const coload_registry_options& options) {
+  HeapRecord record;
+  coload_registry* registry = nullptr;
+  EXPECT_EQ(coload_registry_create(&options, &registry), COLOAD_OK) << coload_last_error_message();
+  coload_binary binary = 0;
+  EXPECT_EQ(coload_register_wrapper(registry, &record, "heap", &binary), COLOAD_OK) << coload_last_error_message();
+  HeapChoice chosen;
+  auto take = +[](void* user_data, const coload_choice* choice) {
+    auto& out = *static_cast<HeapChoice*>(user_data);
+    out.status = choice->status;
+    if (choice->message) out.message = choice->message;
+    const char* bytes = static_cast<const char*>(choice->bytes);
+    if (choice->status == COLOAD_OK) out.bytes.assign(bytes, bytes + choice->size);
+    return 1;
+  };
+  // A binary that cannot be opened fails the call itself; a bundle with no fit, its choice.
+  if (coload_status status = coload_choose(registry, binary, 0, take, &chosen); status != COLOAD_OK) {
+    chosen.status = status;
+    chosen.message = coload_last_error_message();
+  }
+  coload_registry_destroy(registry);
+  return chosen;
+}
+
+TEST(CApiKpackTest, RegistryOptionsNameAHipkRecordsBinaryAndRoot) {
+  const Bytes original = original_choices(kLibrary).at(1);
+  const std::string library = kHipk + "/none/" + kLibrary;
+  // Neither the loaded objects nor /proc/self/maps name the heap's file.
+  HeapChoice lost = chosen_for_heap_record(dry_run_options(kTarget));
+  EXPECT_EQ(lost.status, COLOAD_ERROR_NOT_FOUND);
+  EXPECT_NE(lost.message.find("kpack_binary_path"), std::string::npos) << lost.message;
+
+  coload_registry_options told = dry_run_options(kTarget);
+  told.kpack_binary_path = library.c_str();
+  HeapChoice known = chosen_for_heap_record(told);
+  ASSERT_EQ(known.status, COLOAD_OK) << known.message;
+  EXPECT_EQ(known.bytes, original);
+
+  // A copy of the image away from its archives finds them through kpack_root,
+  // where its marker's relative paths ("../.kpack/...") start.
+  const std::filesystem::path moved =
+      std::filesystem::temp_directory_path() / ("coload_c_api_kpack_moved_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(moved);
+  const std::string copy = (moved / "libconsistent.so").string();
+  std::filesystem::copy_file(library, copy, std::filesystem::copy_options::overwrite_existing);
+  told.kpack_binary_path = copy.c_str();
+  HeapChoice without_root = chosen_for_heap_record(told);
+  EXPECT_EQ(without_root.status, COLOAD_ERROR_NOT_FOUND);
+  const std::string looked_at = (moved.parent_path() / ".kpack").string();
+  EXPECT_NE(without_root.message.find("no kpack archive found"), std::string::npos) << without_root.message;
+  EXPECT_NE(without_root.message.find(looked_at), std::string::npos) << without_root.message;
+  const std::string root = kHipk + "/none/consistent/lib";
+  told.kpack_root = root.c_str();
+  HeapChoice rooted = chosen_for_heap_record(told);
+  ASSERT_EQ(rooted.status, COLOAD_OK) << rooted.message;
+  EXPECT_EQ(rooted.bytes, original);
+  // A caller built against 0.4's header (struct_size without the kpack
+  // fields) gets their defaults, not the bytes past its struct.
+  told.struct_size = offsetof(coload_registry_options, kpack_root);
+  EXPECT_EQ(chosen_for_heap_record(told).status, COLOAD_ERROR_NOT_FOUND);
+  std::filesystem::remove_all(moved);
 }
 
 }  // namespace

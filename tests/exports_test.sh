@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# libcoload.so exports exactly the functions coload/coload.h declares, each
+# libcoload.so exports exactly the functions the C API's headers declare, each
 # under the version node of its ABI (COLOAD_<major>), with the SONAME
 # libcoload.so.<major>; nothing else (no C++ API, LLVM, zstd, zlib or C++
 # runtime), which would bind against another LLVM or libstdc++ in the same
 # process (comgr, Mesa, torch). docs/packaging.md says what the ABI promises.
-#   exports_test.sh LIBRARY COLOAD_H VERSION_H
+#   exports_test.sh LIBRARY VERSION_H HEADER...  (coload.h and the headers it includes)
 set -euo pipefail
 library=$1
-header=$2
-version_header=$3
+version_header=$2
+headers=("${@:3}")
 major=$(sed -n 's/^#define COLOAD_VERSION_MAJOR \([0-9]*\)$/\1/p' "$version_header")
 [ -n "$major" ] || { echo "FAIL: no COLOAD_VERSION_MAJOR in $version_header"; exit 1; }
 
@@ -24,10 +24,10 @@ if [ -n "$unversioned" ]; then
   echo "$unversioned" | c++filt | head -20
   exit 1
 fi
-declared=$(grep -oE '^(const )?[a-z_]+\*? \*?coload_[a-z0-9_]+\(' "$header" | sed -E 's/.*(coload_[a-z0-9_]+)\(/\1/' | sort)
+declared=$(grep -hoE '^(const )?[a-z_]+\*? \*?coload_[a-z0-9_]+\(' "${headers[@]}" | sed -E 's/.*(coload_[a-z0-9_]+)\(/\1/' | sort)
 names=$(echo "$exported" | sed 's/@@.*//')
 if [ "$declared" != "$names" ]; then
-  echo "FAIL: the exports differ from the functions coload.h declares (< declared, > exported):"
+  echo "FAIL: the exports differ from the functions the C headers declare (< declared, > exported):"
   diff <(echo "$declared") <(echo "$names") || true
   exit 1
 fi

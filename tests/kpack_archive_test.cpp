@@ -19,16 +19,11 @@ namespace coload {
 namespace {
 
 using namespace kpack_test;
-using testing::entry_bytes;
-using testing::FailsAtField;
-using testing::FailsWith;
-using testing::Succeeds;
 
 // --- Round trips ------------------------------------------------------------
 
 class BothSchemes : public ::testing::TestWithParam<Scheme> {};
-INSTANTIATE_TEST_SUITE_P(Kpack, BothSchemes, ::testing::Values(Scheme::None, Scheme::ZstdPerKernel),
-                         [](const auto& info) { return info.param == Scheme::None ? "none" : "zstd"; });
+INSTANTIATE_TEST_SUITE_P(Kpack, BothSchemes, kBothSchemes, scheme_name);
 
 TEST_P(BothSchemes, EveryEntryReadsBackByteIdentical) {
   const auto objects = four_objects();

@@ -21,6 +21,7 @@
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
 #include "coload/registry.h"
+#include "io/map_budget.h"
 #include "kpack_writer.h"
 #include "loaded_wrappers.h"
 #include "registry_test_support.h"
@@ -182,6 +183,54 @@ TEST(KpackImages, TheSearchFollowsRocmKpacksVariables) {
   auto found = FatBinary::open(image, elsewhere);
   ASSERT_TRUE(found);
   EXPECT_FALSE(choices(*found, "gfx90a")[0].bytes.empty());
+}
+
+/// The warnings of `image` read with its archives' pattern matched in `kpack`.
+std::vector<std::string> search_warnings(const std::string& image) {
+  auto kpacked = FatBinary::open(image);
+  EXPECT_TRUE(kpacked) << kpacked.error().message();
+  if (!kpacked) return {};
+  auto nothing = choices(*kpacked, "gfx942");
+  EXPECT_EQ(nothing[0].refused, ErrorKind::NotFound);
+  EXPECT_NE(nothing[0].why.find("no kpack archive found"), std::string::npos) << nothing[0].why;
+  return kpacked->layout().warnings;
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) { return line.find(text) != line.npos; });
+}
+
+TEST(KpackImages, APatternMatchingMoreArchivesThanAllowedMapsNone) {
+  // A hostile tree: @GFXARCH@ matches 1025 names (links to one real archive).
+  const std::string tree = ::testing::TempDir() + "kpack_many";
+  std::filesystem::remove_all(tree);
+  std::filesystem::create_directories(tree + "/lib");
+  std::filesystem::create_directories(tree + "/.kpack");
+  const std::string image = tree + "/lib/libconsistent.so";
+  std::filesystem::copy_file(kRoot + "/none/consistent/lib/libconsistent.so", image);
+  const std::string archive = kRoot + "/none/consistent/.kpack/consistent_gfx942.kpack";
+  for (int i = 0; i < 1025; ++i)
+    std::filesystem::create_symlink(archive, tree + "/.kpack/consistent_x" + std::to_string(i) + ".kpack");
+  const std::string pattern = tree + "/.kpack/consistent_@GFXARCH@.kpack";
+  EXPECT_TRUE(mentions(search_warnings(image), "kpack search path " + pattern +
+                                                   " matches 1025 archives; with the 0 read before, that is above "
+                                                   "the limit of 1024 archives per image: none of them is read"));
+
+  // 17 matches (past the count that is read without a look at the budget) in a
+  // process with no mappings left to keep them.
+  for (int i = 17; i < 1025; ++i) std::filesystem::remove(tree + "/.kpack/consistent_x" + std::to_string(i) + ".kpack");
+  auto budget = detail::map_budget();
+  ASSERT_TRUE(budget.has_value());
+  {
+    detail::ScopedMaxMapCount lowered(budget->in_use + detail::kReservedMappings + 1);
+    EXPECT_TRUE(mentions(search_warnings(image), "kpack search path " + pattern +
+                                                     " matches 17 archives, but "
+                                                     "vm.max_map_count"));
+  }
+  auto read = FatBinary::open(image);  // with the budget back, all 17 (one file) are read
+  ASSERT_TRUE(read);
+  EXPECT_FALSE(choices(*read, "gfx942")[0].bytes.empty());
+  std::filesystem::remove_all(tree);
 }
 
 TEST(KpackImages, OneWrappersBinaryHoldsItsBundleOnly) {

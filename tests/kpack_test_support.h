@@ -26,6 +26,16 @@ using testing::kpack::Scheme;
 using Bytes = std::vector<std::byte>;
 using Node = testing::msgpack::Node;
 using MsgWriter = testing::msgpack::Writer;
+using testing::FailsAtField;
+using testing::FailsWith;
+using testing::Succeeds;
+
+/// A test parameterised by scheme; instantiate a suite of it with
+/// INSTANTIATE_TEST_SUITE_P(Kpack, Suite, kBothSchemes, scheme_name).
+inline const auto kBothSchemes = ::testing::Values(Scheme::None, Scheme::ZstdPerKernel);
+inline std::string scheme_name(const ::testing::TestParamInfo<Scheme>& info) {
+  return info.param == Scheme::None ? "none" : "zstd";
+}
 
 inline constexpr std::uint32_t kGfx90a = 0x3f, kGfx1100 = 0x41;
 inline constexpr std::uint32_t kAny = testing::kXnackAny | testing::kSrameccAny;

@@ -15,14 +15,9 @@ namespace coload {
 namespace {
 
 using namespace kpack_test;
-using testing::entry_bytes;
-using testing::FailsAtField;
-using testing::FailsWith;
-using testing::Succeeds;
 
 class TocBothSchemes : public ::testing::TestWithParam<Scheme> {};
-INSTANTIATE_TEST_SUITE_P(Kpack, TocBothSchemes, ::testing::Values(Scheme::None, Scheme::ZstdPerKernel),
-                         [](const auto& info) { return info.param == Scheme::None ? "none" : "zstd"; });
+INSTANTIATE_TEST_SUITE_P(Kpack, TocBothSchemes, kBothSchemes, scheme_name);
 
 // --- The TOC's root ----------------------------------------------------------
 

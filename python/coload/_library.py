@@ -52,6 +52,8 @@ class RegistryOptions(ctypes.Structure):
         ("max_decompressed_bytes", ctypes.c_uint64),
         ("log_level", ctypes.c_int),
         ("verify_cache", ctypes.c_char_p),
+        ("kpack_root", ctypes.c_char_p),
+        ("kpack_binary_path", ctypes.c_char_p),
     ]
 
 

@@ -81,6 +81,10 @@ class Options:
     max_decompressed_bytes: int = 0
     log_level: Literal["error", "warn", "info", "debug"] | None = None
     verify_cache: str | None = None
+    #: where a HIPK image's archive paths start, in place of the binary's directory (COLOAD_KPACK_ROOT).
+    kpack_root: PathLike | None = None
+    #: the file of every HIPK wrapper registered, when the caller knows it better than the mapping.
+    kpack_binary_path: PathLike | None = None
 
 
 def _text(value: PathLike | None, field: str) -> bytes | None:
@@ -481,6 +485,8 @@ def _c_options(options: Options, log: Any, arrays: list[Any]) -> lib.RegistryOpt
         max_decompressed_bytes=arg.uint64(options.max_decompressed_bytes, "Options.max_decompressed_bytes"),
         log_level=_pick(_LOG_LEVELS, options.log_level, "log_level"),
         verify_cache=_text(options.verify_cache, "verify_cache"),
+        kpack_root=_text(options.kpack_root, "kpack_root"),
+        kpack_binary_path=_text(options.kpack_binary_path, "kpack_binary_path"),
     )
     if options.hsa_agents is not None:
         checked = [arg.uint64(agent, f"Options.hsa_agents[{i}]") for i, agent in enumerate(options.hsa_agents)]

@@ -50,6 +50,7 @@ def select(
     hash_check: Literal["verify", "skip"] | None = None,
     max_decompressed_bytes: int = 0,
     extended_isa_compat: str | None = None,
+    kpack_root: PathLike | None = None,
 ) -> Selection:
     """The entry each bundle of `path` (a file or a folder) would load on
     `device` ("gfx942", "gfx90a:xnack-", or an ISA name as ROCr gives it) and
@@ -58,12 +59,12 @@ def select(
     arg.path(path, "path")  # os.path.isdir answers False for a path with a NUL
     if os.path.isdir(path):
         return _select_in_registry(path, device, ignore_environment, hash_check, max_decompressed_bytes,
-                                   extended_isa_compat)
+                                   extended_isa_compat, kpack_root)
     with open(path, "rb") as file:
         image = file.read()
     if image[:4] == _KPACK_MAGIC:  # a kpack archive: one bundle per binary key, through a registry
         return _select_in_registry(path, device, ignore_environment, hash_check, max_decompressed_bytes,
-                                   extended_isa_compat)
+                                   extended_isa_compat, kpack_root)
     options = lib.SelectOptions(
         struct_size=ctypes.sizeof(lib.SelectOptions),
         ignore_environment=int(ignore_environment),
@@ -78,7 +79,7 @@ def select(
         lib.call("coload_select", buffer, len(image), isas, 1, ctypes.byref(options), ctypes.byref(out))
     except Malformed:  # a host image: its bundles through a registry
         return _select_in_registry(path, device, ignore_environment, hash_check, max_decompressed_bytes,
-                                   extended_isa_compat)
+                                   extended_isa_compat, kpack_root)
     try:
         selected = out.contents.results[0].contents
         offset = None if selected.owned else selected.offset
@@ -96,6 +97,7 @@ def _select_in_registry(
     hash_check: Literal["verify", "skip"] | None,
     max_decompressed_bytes: int,
     extended_isa_compat: str | None,
+    kpack_root: PathLike | None,
 ) -> Selection:
     with Registry(
         runtime="dry-run",
@@ -104,6 +106,7 @@ def _select_in_registry(
         hash_check=hash_check,
         max_decompressed_bytes=max_decompressed_bytes,
         extended_isa_compat=extended_isa_compat,
+        kpack_root=kpack_root,
     ) as registry:
         binary = _register(registry, path)
         choices = registry.choose(binary, 0)

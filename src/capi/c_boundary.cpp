@@ -179,13 +179,20 @@ Expected<Config> config_of(const Settings& given) {
   add_text(given.hotswap_plugin, "hotswap_plugin", "COLOAD_HOTSWAP_PLUGIN");
   add_text(given.hotswap_pairs, "hotswap_pairs", "COLOAD_HOTSWAP_PAIRS");
   add_text(given.verify_cache, "verify_cache", "COLOAD_VERIFY_CACHE");
+  add_text(given.kpack_root, "kpack_root", "COLOAD_KPACK_ROOT");
   if (given.max_decompressed_bytes != 0) {
     settings.push_back(
         {"max_decompressed_bytes", "COLOAD_MAX_DECOMPRESSED_BYTES", std::to_string(given.max_decompressed_bytes)});
   }
+  auto with_binary_path = [&](Config config) {
+    if (given.kpack_binary_path) config.kpack.binary_path = given.kpack_binary_path;
+    return config;
+  };
   if (settings.empty()) {
-    if (given.ignore_environment) return Config{};
-    return process_config();  // read once per process
+    if (given.ignore_environment) return with_binary_path(Config{});
+    const Expected<Config>& process = process_config();  // read once per process
+    if (!process) return process.error();
+    return with_binary_path(*process);
   }
   // Each setting alone first, so that a bad one is named as the caller spelled it.
   for (const Setting& setting : settings) {
@@ -196,13 +203,15 @@ Expected<Config> config_of(const Settings& given) {
                                                    *setting.value + "\": " + alone.error().message());
     }
   }
-  return Config::from_settings(
+  auto config = Config::from_settings(
       [&](std::string_view name) -> std::optional<std::string> {
         for (const Setting& setting : settings)
           if (setting.variable == name) return setting.value;
         return std::nullopt;
       },
       !given.ignore_environment);
+  COLOAD_RETURN_IF_ERROR(config);
+  return with_binary_path(std::move(*config));
 }
 
 coload_status fail(coload_status status, std::string message) {

@@ -125,6 +125,8 @@ struct Settings {
   const char* hotswap_pairs = nullptr;
   const char* verify_cache = nullptr;
   std::uint64_t max_decompressed_bytes = 0;
+  const char* kpack_root = nullptr;
+  const char* kpack_binary_path = nullptr;  ///< no variable: KpackSearch::binary_path
 };
 
 /// The Config `settings` give, spelled as the COLOAD_* variables (so one

@@ -65,7 +65,9 @@ coload::Expected<coload::Config> config_of(const coload_registry_options& option
                             .hotswap_plugin = options.hotswap_plugin,
                             .hotswap_pairs = options.hotswap_pairs,
                             .verify_cache = options.verify_cache,
-                            .max_decompressed_bytes = options.max_decompressed_bytes});
+                            .max_decompressed_bytes = options.max_decompressed_bytes,
+                            .kpack_root = options.kpack_root,
+                            .kpack_binary_path = options.kpack_binary_path});
 }
 
 /// A caller's device list (hsa_agents, hip_devices) as the C++ options take

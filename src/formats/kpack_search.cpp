@@ -3,16 +3,26 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <system_error>
 
 #include "common/try.h"
+#include "io/map_budget.h"
 
 namespace coload::detail {
 
 namespace {
 
 namespace fs = std::filesystem;
+
+/// Archives one image's search may map: far more than a real tree has
+/// (TheRock ships one per target and variant, a few dozen), far fewer than a
+/// hostile directory of matching names could make it map.
+constexpr std::size_t kMaxArchives = 1024;
+/// Matches of one pattern past which the process's mappings left
+/// (vm.max_map_count) are checked before any is mapped; fewer cost nothing.
+constexpr std::size_t kBudgetCheckedAbove = 16;
 
 /// Whether `text` can be the target a pattern's @GFXARCH@ stands for.
 bool target_like(std::string_view text) {
@@ -44,6 +54,15 @@ class Searcher {
     if (!fs::is_regular_file(path, error)) return;  // absent: rocm-kpack skips it too
     fs::path real = fs::canonical(path, error);
     if (!seen_.insert(error ? path : real.string()).second) return;
+    if (out_.archives.size() >= kMaxArchives) {
+      if (!capped_) {  // once: a marker can name thousands of paths
+        out_.warnings.push_back("kpack archive " + path +
+                                " and any after it are not read: the image's search has read " +
+                                std::to_string(kMaxArchives) + " archives, its limit");
+      }
+      capped_ = true;
+      return;
+    }
     auto source = Source::map_file(path);
     if (!source) {
       out_.warnings.push_back("kpack archive " + path + ": " + source.error().message());
@@ -82,6 +101,10 @@ class Searcher {
       if (target_like(target)) matches.emplace_back(std::move(target), it->path().string());
     }
     std::sort(matches.begin(), matches.end(), before);
+    if (std::optional<std::string> refused = too_many(pattern, matches.size())) {
+      out_.warnings.push_back(std::move(*refused));
+      return;
+    }
     for (const auto& [target, path] : matches) {
       add(path);
       out_.looked_at.pop_back();  // the pattern stands for them
@@ -89,9 +112,31 @@ class Searcher {
   }
 
  private:
+  /// Why the `count` archives `pattern` matches are not read, when it would
+  /// map more than an image may or than the process has mappings left for;
+  /// nullopt when they may be (each archive stays mapped while it is used).
+  std::optional<std::string> too_many(const std::string& pattern, std::size_t count) const {
+    const std::string matched = "kpack search path " + pattern + " matches " + std::to_string(count) + " archives";
+    if (out_.archives.size() + count > kMaxArchives) {
+      return matched + "; with the " + std::to_string(out_.archives.size()) +
+             " read before, that is above the limit of " + std::to_string(kMaxArchives) +
+             " archives per image: none of them is read";
+    }
+    if (count <= kBudgetCheckedAbove) return std::nullopt;
+    auto budget = map_budget();
+    if (!budget) return std::nullopt;
+    const std::uint64_t used = budget->in_use + kReservedMappings;
+    const std::uint64_t left = budget->max_map_count > used ? budget->max_map_count - used : 0;
+    if (count <= left) return std::nullopt;
+    return matched + ", but vm.max_map_count " + std::to_string(budget->max_map_count) + " leaves " +
+           std::to_string(left) + " mappings (" + std::to_string(budget->in_use) + " in use, " +
+           std::to_string(kReservedMappings) + " kept for the rest of the process): none of them is read";
+  }
+
   const ReadOptions& options_;
   ArchiveSearch& out_;
   std::set<std::string> seen_;
+  bool capped_ = false;
 };
 
 }  // namespace

@@ -51,7 +51,8 @@ Expected<FatBinary> Binary::open_kpack(const ReadOptions& options) const {
     if (!*mapped) {
       return Error(ErrorKind::NotFound,
                    "a HIPK wrapper in memory no file is mapped at: its kpack'd image (and so its archives) is "
-                   "unknown; give the binary's path (KpackSearch::binary_path)")
+                   "unknown; give the binary's path (KpackSearch::binary_path, "
+                   "coload_registry_options.kpack_binary_path)")
           .in_file(name);
     }
     path = std::move(**mapped);

@@ -144,3 +144,17 @@ def test_select_on_an_archive(scheme: str, tmp_path: Path) -> None:
     with pytest.raises(coload.NotFound) as nothing:
         coload.select(path, "gfx90a")
     assert "gfx942" in nothing.value.message
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_kpack_root_finds_a_moved_images_archives(scheme: str, tmp_path: Path) -> None:
+    image = HIPK_DIR / scheme / LIBRARY
+    moved = tmp_path / "libconsistent.so"  # away from its ../.kpack
+    shutil.copyfile(image, moved)
+    with pytest.raises(coload.NotFound) as lost:
+        coload.select(moved, "gfx942", ignore_environment=True)
+    assert "no kpack archive found" in lost.value.message
+    rooted = coload.select(moved, "gfx942", ignore_environment=True, kpack_root=image.parent)
+    original = coload.select(HIPK_DIR / "orig" / LIBRARY, "gfx942", ignore_environment=True)
+    assert [c.code_object for c in rooted.choices] == [c.code_object for c in original.choices]
+    assert all(choice.chosen for choice in rooted.choices)

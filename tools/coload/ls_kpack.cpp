@@ -1,6 +1,7 @@
 // coload ls for kpack inputs (ls_kpack.h).
 #include "ls_kpack.h"
 
+#include <memory>
 #include <set>
 #include <string>
 
@@ -18,9 +19,18 @@ Expected<KpackListing> list_kpack_bundle(const FatBinary& binary, std::size_t in
 bool write_kpack_header(ReportPrinter& out, const FatBinary& binary, const ReadOptions& options) {
   const SourceLayout& layout = binary.layout();
   if (layout.kind == SourceKind::KpackArchive) {
-    auto archive = detail::kpack::Archive::parse(binary.source().reader(), options);  // opened once already
-    if (!archive) return false;
-    const detail::kpack::Archive& toc = **archive;
+    // The TOC the binary's bundles were read from; an archive without entries is parsed here.
+    std::shared_ptr<const detail::kpack::Archive> archive;
+    for (std::size_t i = 0; i < binary.bundles().size() && !archive; ++i) {
+      const auto members = binary.kpack_members(i);
+      if (members && !members->members.empty()) archive = members->members.front().file->archive;
+    }
+    if (!archive) {
+      auto parsed = detail::kpack::Archive::parse(binary.source().reader(), options);
+      if (!parsed) return false;
+      archive = std::move(*parsed);
+    }
+    const detail::kpack::Archive& toc = *archive;
     out.field("scheme", to_string(toc.scheme()));
     out.field("group", toc.group_name());
     out.field("gfx_arch_family", toc.gfx_arch_family());
