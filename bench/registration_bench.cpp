@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "coload/device.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
+#include "preload/session.h"
 #include "record_registrations.h"
 
 namespace {
@@ -145,6 +147,55 @@ void BM_RegisterAsALibraryLoads(benchmark::State& state) {
   state.counters["clr_like_us_per_stub"] = peer_stub_ns / n / functions / 1e3;
 }
 BENCHMARK(BM_RegisterAsALibraryLoads)->Unit(benchmark::kMicrosecond);
+
+/// The preload's session for one gfx942 GPU behind HIP 7 (docs/preload.md).
+coload::preload::Session& preload_session() {
+  static coload::preload::Session session(coload::preload::read_settings(
+      [](std::string_view name) -> std::optional<std::string> {
+        if (name == "COLOAD_DEVICES") return "gfx942";
+        return std::nullopt;
+      },
+      coload::preload::HipRelease{.file = "libamdhip64.so.7.0.70000", .major = 7, .minor = 0}));
+  return session;
+}
+
+void** next_runtime(const void* wrapper) {  // a runtime that keeps nothing
+  benchmark::DoNotOptimize(wrapper);
+  static void* handle = nullptr;
+  return &handle;
+}
+
+// The preload's decision per wrapper as the library's constructors call it,
+// for a GPU whose runtime finds native or generic code in 78 of the 104
+// wrappers and nothing in 26 (all go on untouched), against the peer: CLR's
+// record of the same call. Target: <= 2 us per wrapper (issue 37).
+void BM_PreloadPassesWrappersOn(benchmark::State& state) {
+  const Registrations& r = registrations();
+  coload::preload::Session& session = preload_session();
+  double preload_ns = 0, peer_ns = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto peer = std::make_unique<ClrLikeRecords>();
+    state.ResumeTiming();
+    auto start = Clock::now();
+    for (const void* wrapper : r.wrappers) benchmark::DoNotOptimize(session.register_fat_binary(wrapper, next_runtime));
+    auto preload_done = Clock::now();
+    for (const void* wrapper : r.wrappers) peer->add_binary(wrapper);
+    auto peer_done = Clock::now();
+    state.PauseTiming();
+    preload_ns += Nanoseconds(preload_done - start).count();
+    peer_ns += Nanoseconds(peer_done - preload_done).count();
+    if (session.kept() != 0) std::abort();  // nothing was rewritten
+    peer.reset();
+    state.ResumeTiming();
+  }
+  const double n = static_cast<double>(state.iterations());
+  const double wrappers = static_cast<double>(r.wrappers.size());
+  state.counters["us_per_wrapper"] = preload_ns / n / wrappers / 1e3;  // target <= 2
+  state.counters["clr_like_us_per_wrapper"] = peer_ns / n / wrappers / 1e3;
+  state.counters["over_clr_like"] = preload_ns / peer_ns;
+}
+BENCHMARK(BM_PreloadPassesWrappersOn)->Unit(benchmark::kMicrosecond);
 
 /// A fresh registry with every wrapper and stub registered.
 std::unique_ptr<coload::Registry> registered(const Registrations& r) {

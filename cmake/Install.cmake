@@ -11,6 +11,8 @@ include(CMakePackageConfigHelpers)
 
 install(TARGETS coload EXPORT coload-targets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development)
+# What `coload run` preloads (docs/preload.md): a component of its own.
+install(TARGETS coload_preload_library LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT preload)
 # The C ABI's headers only: the C++20 headers declare symbols libcoload.so does not export.
 install(FILES ${PROJECT_SOURCE_DIR}/include/coload/coload.h ${PROJECT_SOURCE_DIR}/include/coload/coload_kpack.h
               ${PROJECT_SOURCE_DIR}/include/coload/hotswap_plugin.h
@@ -67,7 +69,7 @@ if(PROJECT_IS_TOP_LEVEL)
   set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
   set(CPACK_GENERATOR DEB)
   set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-  set(CPACK_COMPONENTS_ALL runtime development tools python)
+  set(CPACK_COMPONENTS_ALL runtime development tools python preload)
   set(CPACK_DEB_COMPONENT_INSTALL ON)
   set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
   set(CPACK_STRIP_FILES ON)
@@ -91,8 +93,15 @@ if(PROJECT_IS_TOP_LEVEL)
   set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME coload-tools)
   set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION devel)
   set(CPACK_DEBIAN_TOOLS_DESCRIPTION "coload: AMD GPU fat binary reader and loader (command-line tool)
- coload ls, extract, select, check, devices and load, with a man page and
+ coload ls, extract, select, check, devices, load and run, with a man page and
  bash completion.")
+  set(CPACK_DEBIAN_PRELOAD_PACKAGE_NAME coload-preload)
+  set(CPACK_DEBIAN_PRELOAD_PACKAGE_SECTION libs)
+  set(CPACK_DEBIAN_PRELOAD_PACKAGE_SHLIBDEPS ON)
+  set(CPACK_DEBIAN_PRELOAD_DESCRIPTION "coload: AMD GPU fat binary reader and loader (HIP preload)
+ libcoload_preload.so, which coload run preloads in front of the HIP runtime
+ so that existing HIP programs load the code object coload chooses per GPU.")
+  set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS "coload-preload (= ${PROJECT_VERSION})")
   set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-coload)
   set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
   set(CPACK_DEBIAN_PYTHON_PACKAGE_ARCHITECTURE all)

@@ -42,7 +42,7 @@ expect_line "an environment variable" '^ +COLOAD_HASH_CHECK$'
 expect_line "the pointer to docs/environment.md" 'environment\.md'
 # Each command of `coload --help` has its subsection.
 commands=$("$tool" --help | awk '/^commands:/ { in_list = 1; next } in_list && /^  [a-z]/ && !seen[$1]++ { print $1 }')
-[[ $(wc -l <<<"$commands") -eq 6 ]] || fail "expected six commands in coload --help, got: $commands"
+[[ $(wc -l <<<"$commands") -eq 7 ]] || fail "expected seven commands in coload --help, got: $commands"
 for command in $commands; do
   expect_line "the $command subsection" "^ +coload $command \\[options\\]"
 done
@@ -83,7 +83,7 @@ expect_completion() {
 }
 
 expect_completion "coload se" "select"
-expect_completion "coload " "check devices extract load ls select"
+expect_completion "coload " "check devices extract load ls run select"
 expect_completion "coload --v" "--version"
 expect_completion "coload select --j" "--json"
 expect_completion "coload select --co" "--co-versions"

@@ -92,7 +92,7 @@ consumer "$work/subproject/consumer_cpp"
 echo "== (d) the Debian packages"
 (cd "$work" && cpack --config "$build_dir/CPackConfig.cmake" -G DEB -B "$work/debs" > /dev/null)
 version=$(pkg-config --modversion coload)
-for package in libcoload0 libcoload-dev coload-tools python3-coload; do
+for package in libcoload0 libcoload-dev coload-tools python3-coload coload-preload; do
   deb=$(find "$work/debs" -maxdepth 1 -name "${package}_${version}_*.deb")
   [ -n "$deb" ] || fail "cpack wrote no $package package"
   dpkg-deb -x "$deb" "$work/root"
@@ -105,6 +105,11 @@ runtime_depends=$(echo "$depends_libcoload0" | tr ',' '\n' | sed 's/ *(.*//; s/^
 # shellcheck disable=SC2154
 [[ "$depends_libcoload_dev" == *"libcoload0 (= $version)"* ]] ||
   fail "libcoload-dev depends on: $depends_libcoload_dev"
+# The preload, like the runtime, loads libc and libzstd only, and `coload run` finds it beside the tool.
+# shellcheck disable=SC2154
+preload_depends=$(echo "$depends_coload_preload" | tr ',' '\n' | sed 's/ *(.*//; s/^ *//' | sort | tr '\n' ' ')
+[ "$preload_depends" = "libc6 libzstd1 " ] || fail "coload-preload depends on: $depends_coload_preload"
+[ -n "$(find "$work/root" -name libcoload_preload.so)" ] || fail "coload-preload holds no libcoload_preload.so"
 PKG_CONFIG_PATH=$(dirname "$(find "$work/root" -name coload.pc)")
 [[ "$(pkg-config --variable=libdir coload)" == "$work/root/usr/"* ]] || fail "coload.pc does not point into the .debs"
 # shellcheck disable=SC2046

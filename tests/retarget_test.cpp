@@ -261,11 +261,26 @@ TEST(Retarget, RefusesPairsOutsideTheGroups) {
   };
   for (auto [path, spec] : {Refused{"co/gfx1030.co", "gfx1100"}, Refused{"co/gfx906.co", "gfx900"},
                             Refused{"co/gfx1011.co", "gfx1010"}, Refused{"co/gfx1030.co", "gfx1030"},
-                            Refused{"co/gfx10-3-generic.co", "gfx1031"}, Refused{"co/gfx90a.co", "gfx942"}}) {
+                            Refused{"co/gfx10-3-generic.co", "gfx1100"}, Refused{"co/gfx90a.co", "gfx942"}}) {
     auto bytes = fixture(path);
     EXPECT_TRUE(FailsWith(retarget_code_object(bytes, device(spec)), ErrorKind::InvalidArgument))
         << path << " -> " << spec;
   }
+}
+
+TEST(Retarget, AGenericObjectIsRelabelledForAMemberOfItsFamily) {
+  // What a runtime that loads no generics loads (docs/preload.md): the
+  // member's mach, no generic version, the member's metadata target.
+  const auto bytes = fixture("co/gfx10-3-generic.co");
+  auto relabelled = retarget_code_object(bytes, device("gfx1031"));
+  ASSERT_TRUE(Succeeds(relabelled));
+  auto object = CodeObject::read(*relabelled);
+  ASSERT_TRUE(Succeeds(object));
+  EXPECT_EQ(object->target().target.str(), "gfx1031");
+  EXPECT_EQ(object->target().generic_version, 0u);
+  EXPECT_EQ(object->metadata().target, "amdgcn-amd-amdhsa--gfx1031");
+  EXPECT_TRUE(object->problems().empty());
+  EXPECT_EQ(relabelled->size(), bytes.size());
 }
 
 TEST(Retarget, RefusesEveryTruncation) {

@@ -1,6 +1,7 @@
 // kpack'd host images shared by their wrappers (kpack_image.h).
 #include "formats/kpack_image.h"
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include <tuple>
 
 #include "common/try.h"
+#include "io/process_maps.h"
 
 namespace coload::detail {
 
@@ -70,6 +72,25 @@ Expected<std::shared_ptr<const KpackImage>> open_kpack_image(const std::string& 
   }
   images.images[key] = image;
   return std::shared_ptr<const KpackImage>(std::move(image));
+}
+
+Expected<std::string> kpack_wrapper_file(const void* wrapper, const std::string& name, const ReadOptions& options) {
+  if (!options.kpack.binary_path.empty()) return options.kpack.binary_path;
+  // The loaded object that holds it, from the dynamic loader (cheap, as every
+  // wrapper of a library asks); /proc/self/maps for other mappings.
+  if (Dl_info object{}; ::dladdr(wrapper, &object) != 0 && object.dli_fname && object.dli_fname[0] == '/') {
+    return std::string(object.dli_fname);
+  }
+  auto mapped = mapped_file_at(wrapper);
+  COLOAD_RETURN_IF_ERROR(mapped);
+  if (!*mapped) {
+    return Error(ErrorKind::NotFound,
+                 "a HIPK wrapper in memory no file is mapped at: its kpack'd image (and so its archives) is "
+                 "unknown; give the binary's path (KpackSearch::binary_path, "
+                 "coload_registry_options.kpack_binary_path)")
+        .in_file(name);
+  }
+  return std::move(**mapped);
 }
 
 }  // namespace coload::detail

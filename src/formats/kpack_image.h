@@ -28,4 +28,12 @@ struct KpackImage {
 /// kpack'd host image.
 Expected<std::shared_ptr<const KpackImage>> open_kpack_image(const std::string& path, const ReadOptions& options);
 
+/// The file of the kpack'd image that holds the HIPK record at `wrapper`, as
+/// CLR finds it (Os::FindFileNameFromAddress): options.kpack.binary_path when
+/// the caller gave it, else the loaded object the dynamic loader has there
+/// (dladdr), else the file mapped there (/proc/self/maps). Errors: NotFound,
+/// naming `name` and the option, for a record no file's mapping holds;
+/// mapped_file_at's.
+Expected<std::string> kpack_wrapper_file(const void* wrapper, const std::string& name, const ReadOptions& options);
+
 }  // namespace coload::detail

@@ -88,11 +88,15 @@ Expected<TargetId> new_target(const CodeObjectTarget& code, const Device& device
     return retarget_error(ErrorKind::InvalidArgument,
                           pair + ": the code object is already built for the device's processor");
   }
-  if (!detail::runs_equivalently(from->name, to->name)) {
+  // A generic object runs on every member of its family from its version on
+  // (docs/selection.md): labelled as the member, it loads where generics do not.
+  const bool generic_member =
+      from->is_generic && to->generic_family == from->name && code.generic_version >= to->min_generic_version;
+  if (!generic_member && !detail::runs_equivalently(from->name, to->name)) {
     return retarget_error(ErrorKind::InvalidArgument,
                           pair +
-                              " is not a pair of the same-ISA groups (docs/selection.md, \"Processors, "
-                              "generic families, same-ISA groups\")");
+                              " is not a pair of the same-ISA groups nor a generic target and a member of its "
+                              "family (docs/selection.md, \"Processors, generic families, same-ISA groups\")");
   }
   if (std::string mismatch = feature_mismatch(code.target, device.target); !mismatch.empty()) {
     return retarget_error(ErrorKind::InvalidArgument, pair + ": code built for " + code.target.str() +
@@ -106,8 +110,9 @@ Expected<TargetId> new_target(const CodeObjectTarget& code, const Device& device
 }
 
 std::uint32_t new_e_flags(std::uint32_t old, const TargetId& target) {
-  constexpr std::uint32_t kRewritten =
-      E::EF_AMDGPU_MACH | E::EF_AMDGPU_FEATURE_XNACK_V4 | E::EF_AMDGPU_FEATURE_SRAMECC_V4;
+  // A member's object carries no generic version (a generic one's becomes 0).
+  constexpr std::uint32_t kRewritten = E::EF_AMDGPU_MACH | E::EF_AMDGPU_FEATURE_XNACK_V4 |
+                                       E::EF_AMDGPU_FEATURE_SRAMECC_V4 | E::EF_AMDGPU_GENERIC_VERSION;
   return (old & ~kRewritten) | target.processor->mach | xnack_bits(target.xnack) | sramecc_bits(target.sramecc);
 }
 
@@ -239,30 +244,37 @@ Expected<bool> detail::rewrite_metadata_target(std::vector<std::byte>& out, std:
   std::uint64_t space = *std::min_element(nexts.begin(), nexts.end()) - record->desc;
 
   std::uint64_t kept = record->descsz - old.head - old.length;
+  // A shorter string whose padding would end before the next record is
+  // lengthened by a wider encoding of the root map's count (fixmap to map16
+  // or map32: msgpack allows any width), so the descriptor ends where it did.
+  const auto root = desc.empty() ? std::uint8_t{0} : static_cast<std::uint8_t>(desc[0]);
+  const bool fixmap = (root & 0xf0) == 0x80;
   std::optional<std::vector<std::byte>> chosen;
+  std::vector<std::byte> root_head{std::byte{root}};
   std::uint64_t needed = 0;
-  for (auto& head : string_heads(text.size(), old.head)) {
-    std::uint64_t size = kept + head.size() + text.size();
-    if (needed == 0) needed = size;
-    if (size > space) continue;
-    bool same_layout =
-        std::all_of(holders.begin(), holders.end(), [&, i = std::size_t{0}](const Region* region) mutable {
-          return region->next_record(record->desc + size) == std::optional<std::uint64_t>(nexts[i++]);
-        });
-    if (!same_layout) continue;
-    needed = size;
-    chosen = std::move(head);
-    break;
+  for (unsigned widen : {0u, 2u, 4u}) {
+    if (widen != 0 && !fixmap) break;
+    for (auto& head : string_heads(text.size(), old.head)) {
+      std::uint64_t size = kept + head.size() + text.size() + widen;
+      if (needed == 0) needed = size;
+      if (size > space) continue;
+      bool same_layout =
+          std::all_of(holders.begin(), holders.end(), [&, i = std::size_t{0}](const Region* region) mutable {
+            return region->next_record(record->desc + size) == std::optional<std::uint64_t>(nexts[i++]);
+          });
+      if (!same_layout) continue;
+      needed = size;
+      chosen = std::move(head);
+      const auto count = static_cast<std::byte>(root & 0x0f);
+      if (widen == 2) root_head = {std::byte{0xde}, std::byte{0}, count};
+      if (widen == 4) root_head = {std::byte{0xdf}, std::byte{0}, std::byte{0}, std::byte{0}, count};
+      break;
+    }
+    if (chosen) break;
   }
-  if (!chosen) {
-    return retarget_error(ErrorKind::UnsupportedMethod, "retargeted metadata note needs " + std::to_string(needed) +
-                                                            " bytes, the note has " + std::to_string(space) +
-                                                            " (descriptor at file offset " + hex(record->desc) +
-                                                            "); moving sections is not supported");
-  }
-
   // New descriptor: the bytes before the string, the string, the bytes after.
-  std::vector<std::byte> fresh(desc.begin(), desc.begin() + old.offset);
+  std::vector<std::byte> fresh(root_head);
+  fresh.insert(fresh.end(), desc.begin() + 1, desc.begin() + old.offset);
   fresh.insert(fresh.end(), chosen->begin(), chosen->end());
   for (char c : text) fresh.push_back(static_cast<std::byte>(c));
   fresh.insert(fresh.end(), desc.begin() + old.offset + old.head + old.length, desc.end());

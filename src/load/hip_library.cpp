@@ -133,6 +133,15 @@ std::string version_text(int version) {
          std::to_string(version % 100000);
 }
 
+std::vector<unsigned> code_object_versions_of(int version) {
+  const int major = major_of(version), minor = minor_of(version);
+  if (major == 5 && minor < 2) return {4};
+  if (major == 5 || (major == 6 && minor < 2)) return {4, 5};
+  return {4, 5, 6};
+}
+
+bool loads_generic(int version) { return major_of(version) > 6 || (major_of(version) == 6 && minor_of(version) >= 4); }
+
 Expected<void> check(const HipApi& api, hipError_t status, std::string_view function, std::string_view what) {
   if (status == hipSuccess) return {};
   const char* name = api.get_error_name(status);

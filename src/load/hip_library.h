@@ -51,6 +51,14 @@ inline int minor_of(int version) { return version / 100000 % 100; }
 /// "6.2.41133" for 60241133.
 std::string version_text(int version);
 
+/// The code object versions HIP `version` loads: 5.0 and 5.1 v4 only, 5.2 to
+/// 6.1 v4 and v5, 6.2 on v4 to v6 (docs/loading.md, "HIP releases").
+std::vector<unsigned> code_object_versions_of(int version);
+/// Whether HIP `version` loads generic code objects: from 6.4, whose CLR ISA
+/// table (rocclr/device/device.cpp) and ROCr 1.15 know the generic targets;
+/// before, hipModuleLoadData refuses them (docs/loading.md, "HIP releases").
+bool loads_generic(int version);
+
 /// A loaded libamdhip64 of a major coload reads (5 to 7). Never dlclosed: HIP
 /// keeps threads and global state that do not survive being unmapped, so the
 /// handle lives until exit.

@@ -64,20 +64,6 @@ struct PropertiesBuffer {
   alignas(alignof(std::max_align_t)) unsigned char bytes[4096];
 };
 
-/// The code object versions HIP `version` loads: 5.0 and 5.1 v4 only, 5.2 to
-/// 6.1 v4 and v5, 6.2 on v4 to v6 (docs/loading.md, "HIP releases").
-std::vector<unsigned> code_object_versions_of(int version) {
-  const int major = major_of(version), minor = minor_of(version);
-  if (major == 5 && minor < 2) return {4};
-  if (major == 5 || (major == 6 && minor < 2)) return {4, 5};
-  return {4, 5, 6};
-}
-
-/// Whether HIP `version` loads generic code objects: from 6.4, whose CLR ISA
-/// table (rocclr/device/device.cpp) and ROCr 1.15 know the generic targets;
-/// before, hipModuleLoadData refuses them (docs/loading.md, "HIP releases").
-bool loads_generic(int version) { return major_of(version) > 6 || (major_of(version) == 6 && minor_of(version) >= 4); }
-
 Expected<int> attribute(const HipLibrary& library, hipDeviceAttribute_t attribute, std::string_view name, int device) {
   int value = 0;
   auto ok = check(library.api, library.api.device_get_attribute(&value, attribute, device), "hipDeviceGetAttribute",
@@ -137,8 +123,8 @@ Expected<Device> describe_device(const HipLibrary& library, int index, bool* unr
   device.lds_bytes = static_cast<std::uint64_t>(*lds);
   // The runtime reports its default wave size; the processor may run both.
   device.wave_sizes = target->processor->wave_sizes | (*warp == 32 ? kWave32 : kWave64);
-  device.code_object_versions = code_object_versions_of(library.version);
-  device.loads_generic = loads_generic(library.version);
+  device.code_object_versions = hip::code_object_versions_of(library.version);
+  device.loads_generic = hip::loads_generic(library.version);
   device.runtime_release = library.release();
   return device;
 }

@@ -1,14 +1,12 @@
 // One registration's lazy opening (binary_state.h).
 #include "registry/binary_state.h"
 
-#include <dlfcn.h>
-
 #include <optional>
 #include <vector>
 
 #include "coload/detail/wrapper.h"
 #include "common/try.h"
-#include "io/process_maps.h"
+#include "formats/kpack_image.h"
 
 namespace coload::registry {
 
@@ -37,27 +35,9 @@ void Binary::set_opened(std::shared_ptr<const FatBinary> opened_fat) {
 }
 
 Expected<FatBinary> Binary::open_kpack(const ReadOptions& options) const {
-  // The image is the file the wrapper lies in, as CLR finds it (Os::FindFileNameFromAddress).
-  std::string path = options.kpack.binary_path;
-  // The loaded object that holds it, from the dynamic loader (cheap, as every
-  // wrapper of a library asks); /proc/self/maps for other mappings.
-  if (Dl_info object{};
-      path.empty() && ::dladdr(wrapper, &object) != 0 && object.dli_fname && object.dli_fname[0] == '/') {
-    path = object.dli_fname;
-  }
-  if (path.empty()) {
-    auto mapped = detail::mapped_file_at(wrapper);
-    COLOAD_RETURN_IF_ERROR(mapped);
-    if (!*mapped) {
-      return Error(ErrorKind::NotFound,
-                   "a HIPK wrapper in memory no file is mapped at: its kpack'd image (and so its archives) is "
-                   "unknown; give the binary's path (KpackSearch::binary_path, "
-                   "coload_registry_options.kpack_binary_path)")
-          .in_file(name);
-    }
-    path = std::move(**mapped);
-  }
-  return FatBinary::open_kpack_wrapper(path, *kpack_index, name, options);
+  auto path = detail::kpack_wrapper_file(wrapper, name, options);
+  COLOAD_RETURN_IF_ERROR(path);
+  return FatBinary::open_kpack_wrapper(*path, *kpack_index, name, options);
 }
 
 Expected<void> Binary::open(const ReadOptions& options, const Log& log) {

@@ -2,6 +2,7 @@
 // then runs it; and the choosing helpers every command shares (commands.h).
 #include "command_context.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -46,7 +47,7 @@ const std::optional<SelectOptions>& CommandContext::select_options() {
 
 namespace {
 
-constexpr const Command* kCommands[] = {&kLs, &kExtract, &kSelect, &kCheck, &kDevices, &kLoad};
+constexpr const Command* kCommands[] = {&kLs, &kExtract, &kSelect, &kCheck, &kDevices, &kLoad, &kRun};
 
 /// The environment's Config, or the usage error that ends the command.
 std::optional<int> read_environment(const Config*& config) {
@@ -58,6 +59,12 @@ std::optional<int> read_environment(const Config*& config) {
 
 int run(const Command& command, std::span<const std::string> args) {
   const CommandSpec& spec = *command.spec;
+  std::vector<std::string> program;
+  if (command.takes_program) {
+    auto dashes = std::find(args.begin(), args.end(), "--");
+    if (dashes != args.end()) program.assign(dashes + 1, args.end());
+    args = std::span<const std::string>(args.begin(), dashes);
+  }
   Expected<Arguments> parsed = parse_arguments(spec, args);
   const Config* config = nullptr;
   if (command.environment_first && !(parsed && parsed->help)) {
@@ -68,6 +75,7 @@ int run(const Command& command, std::span<const std::string> args) {
   CommandContext context;
   context.arguments = std::move(*parsed);
   context.operands = std::move(context.arguments.operands);
+  context.program = std::move(program);
   context.device_options = context.arguments.device_options();
   context.json = context.arguments.given(kJson);
   if (command.check_usage) {

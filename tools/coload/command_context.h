@@ -34,6 +34,7 @@ struct CommandContext {
   bool json = false;                      ///< --json
   std::unique_ptr<ReportPrinter> report;  ///< text or JSON, as --json says
   std::optional<BinaryPaths> paths;       ///< load: the operands' files, listed before the environment is read
+  std::vector<std::string> program;       ///< run: the words after "--"
 
   /// The select options (cli_select_options), worked out once, when the
   /// command first needs them: a hotswap plugin that cannot be used is
@@ -51,6 +52,8 @@ struct Command {
   bool environment_first = false;
   /// The context's device is built from --device when given (select, check, extract).
   bool builds_device = false;
+  /// The words after the first "--" are a program's command line, not the command's (run).
+  bool takes_program = false;
   /// The command's own rules for its command line, checked before the
   /// environment is read; an exit code (after printing why) ends the run.
   std::optional<int> (*check_usage)(CommandContext&) = nullptr;
@@ -63,6 +66,7 @@ extern const Command kSelect;
 extern const Command kCheck;
 extern const Command kDevices;
 extern const Command kLoad;
+extern const Command kRun;
 
 /// Runs the command named `name` with `args` (the arguments after its name);
 /// nullopt when there is no such command.

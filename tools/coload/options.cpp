@@ -168,6 +168,31 @@ const CommandSpec kDevicesCommand{
     .operands = {},
     .unknown = "unknown argument or missing value: ",
 };
+constexpr std::string_view kLogLevels[] = {"error", "warn", "info", "debug"};
+const OptionSpec kRunDevice{.name = "--device",
+                            .kind = ValueKind::Text,
+                            .value_name = "SPEC",
+                            .help =
+                                "a GPU of the machine as a target ID (gfx1031); repeat it for each GPU, in "
+                                "HIP's order (default: the KFD topology's GPUs)"};
+const OptionSpec kRunExtendedIsaCompat{
+    .name = "--extended-isa-compat",
+    .help = "let a GPU take its same-ISA equivalents' code, relabelled (gfx1030 code on gfx1031)"};
+const OptionSpec kRunLog{.name = "--log",
+                         .kind = ValueKind::Choice,
+                         .help = "what coload says on stderr (default: only a GPU with no code at all)",
+                         .choices = kLogLevels};
+constexpr const OptionSpec* kRunOptions[] = {&kRunDevice, &kRunExtendedIsaCompat, &kRunLog};
+const CommandSpec kRunCommand{
+    .name = "run",
+    .summary =
+        "Run PROGRAM with libcoload_preload.so in front of its HIP runtime, so that each GPU gets the code "
+        "object coload chooses (docs/preload.md); the COLOAD_* variables apply. Exits with PROGRAM's status.",
+    .device_options = false,
+    .options = kRunOptions,
+    .operands = "-- PROGRAM [ARG...]",
+    .unknown = kUnknownOrMissing,
+};
 const CommandSpec kLoadCommand{
     .name = "load",
     .summary =
@@ -286,6 +311,13 @@ const Arguments::Value* Arguments::find(const OptionSpec& option) const {
 std::string Arguments::text(const OptionSpec& option) const {
   const Value* value = find(option);
   return value ? value->text : std::string(option.fallback);
+}
+
+std::vector<std::string> Arguments::texts(const OptionSpec& option) const {
+  std::vector<std::string> given;
+  for (const Value& value : values_)
+    if (value.option == &option) given.push_back(value.text);
+  return given;
 }
 
 std::optional<std::uint64_t> Arguments::number(const OptionSpec& option) const {

@@ -71,6 +71,8 @@ class Arguments {
   bool given(const OptionSpec& option) const { return find(option) != nullptr; }
   /// A Text or Choice option's value; its fallback (often empty) when not given.
   std::string text(const OptionSpec& option) const;
+  /// Every value a repeated Text option was given, in order.
+  std::vector<std::string> texts(const OptionSpec& option) const;
   /// A Number or ByteCount option's value.
   std::optional<std::uint64_t> number(const OptionSpec& option) const;
   /// The device fragment's options.
@@ -122,12 +124,16 @@ extern const OptionSpec kDevicesRuntime;
 extern const OptionSpec kLoadRuntime;
 extern const OptionSpec kRecursive;
 extern const OptionSpec kPattern;
+extern const OptionSpec kRunDevice;
+extern const OptionSpec kRunExtendedIsaCompat;
+extern const OptionSpec kRunLog;
 
 // The commands.
 extern const CommandSpec kLsCommand;
 extern const CommandSpec kExtractCommand;
 extern const CommandSpec kSelectCommand;
 extern const CommandSpec kCheckCommand;
+extern const CommandSpec kRunCommand;
 extern const CommandSpec kDevicesCommand;
 extern const CommandSpec kLoadCommand;
 

@@ -100,7 +100,9 @@ SelectOptions select_options(const Config& config);
 /// The built-in same-ISA retarget: rewrites the ELF header's EF_AMDGPU_MACH
 /// (and xnack/sramecc bits where the device needs them) and the metadata's
 /// `amdhsa.target` for `device`, keeping every other byte identical. Valid
-/// only for the same-ISA groups of docs/selection.md. xnack/sramecc:
+/// for the same-ISA groups of docs/selection.md, and for a generic object on
+/// a member of its family that its generic version covers (the generic
+/// version is cleared: a runtime that loads no generics loads it). xnack/sramecc:
 /// On/Off stay and must match the device; an open feature becomes Any where
 /// the device's processor has the mode, Unsupported where it lacks it. The
 /// output is read back (no problems, the device's target) before it is

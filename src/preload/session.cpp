@@ -1,0 +1,263 @@
+// One process's preload (session.h).
+#include "preload/session.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+#include "coload/detail/hotswap.h"
+#include "coload/detail/wrapper.h"
+#include "load/hip_library.h"
+#include "load/loaded_library.h"
+
+namespace coload::preload {
+
+namespace {
+
+/// A base name's version after ".so.": "libamdhip64.so.6.2.41133" → {6, 2}.
+std::optional<int> minor_in_name(std::string_view name) {
+  const std::size_t so = name.rfind(".so.");
+  if (so == std::string_view::npos) return std::nullopt;
+  std::string_view version = name.substr(so + 4);
+  const std::size_t dot = version.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  std::string_view minor = version.substr(dot + 1, version.find('.', dot + 1) - dot - 1);
+  if (minor.empty() || minor.size() > 3 || minor.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  return std::stoi(std::string(minor));
+}
+
+/// Devices from a COLOAD_DEVICES list ("gfx90a,gfx1031:xnack-").
+Expected<std::vector<Device>> listed_devices(std::string_view specs) {
+  std::vector<Device> devices;
+  while (!specs.empty()) {
+    const std::size_t comma = specs.find(',');
+    const std::string_view spec = specs.substr(0, comma);
+    if (!spec.empty()) {
+      auto device = device_from_spec(spec);
+      if (!device) {
+        return Error(ErrorKind::InvalidArgument,
+                     "COLOAD_DEVICES \"" + std::string(spec) + "\": " + device.error().message());
+      }
+      devices.push_back(std::move(*device));
+    }
+    if (comma == std::string_view::npos) break;
+    specs.remove_prefix(comma + 1);
+  }
+  if (devices.empty()) return Error(ErrorKind::InvalidArgument, "COLOAD_DEVICES lists no device");
+  return devices;
+}
+
+/// The release's rules on a device (docs/loading.md, "HIP releases"). An
+/// unknown minor of major 6 loads v4 to v6 and no generics: a generic choice
+/// is then relabelled for the device, which every release from 6.2 loads.
+void apply_release(const HipRelease& release, Device& device) {
+  if (release.major == 0) return;
+  const int minor = release.minor.value_or(release.major == 6 ? 2 : 0);
+  const int version = release.major * 10000000 + minor * 100000;
+  device.code_object_versions = hip::code_object_versions_of(version);
+  device.loads_generic = release.minor ? hip::loads_generic(version) : release.major > 6;
+  device.runtime_release = release.name();
+}
+
+/// The binary a wrapper belongs to, for messages: its loaded object's path.
+std::string binary_of(const void* wrapper) {
+  Dl_info info{};
+  if (::dladdr(wrapper, &info) != 0 && info.dli_fname && info.dli_fname[0] != '\0') return info.dli_fname;
+  return "the program";
+}
+
+}  // namespace
+
+std::string HipRelease::name() const {
+  if (major == 0) return "an unknown HIP release";
+  std::string text = "HIP " + std::to_string(major);
+  if (minor) text += "." + std::to_string(*minor);
+  return file.empty() ? text : text + " (" + std::string(detail::base_name(file)) + ")";
+}
+
+HipRelease release_of(const void* symbol) {
+  HipRelease release;
+  Dl_info info{};
+  if (!symbol || ::dladdr(symbol, &info) == 0 || !info.dli_fname) return release;
+  release.file = info.dli_fname;
+  if (char* real = ::realpath(info.dli_fname, nullptr)) {
+    release.file = real;
+    std::free(real);
+  }
+  const std::string_view base = detail::base_name(release.file);
+  release.major = detail::major_in_name(base).value_or(0);
+  if (release.major != 0) release.minor = minor_in_name(base);
+  return release;
+}
+
+SessionSettings read_settings(const Config::Lookup& lookup, const HipRelease& release) {
+  SessionSettings settings;
+  auto config = Config::from_variables(lookup);
+  if (!config) {
+    settings.inactive = config.error().message();
+    return settings;
+  }
+  settings.config = std::move(*config);
+  if (auto level = lookup("COLOAD_LOG"); level && !level->empty()) settings.log = settings.config.log_level;
+  if (auto specs = lookup("COLOAD_DEVICES"); specs && !specs->empty()) {
+    auto devices = listed_devices(*specs);
+    if (!devices) {
+      settings.inactive = devices.error().message();
+      return settings;
+    }
+    settings.devices = std::move(*devices);
+    settings.devices_from = "COLOAD_DEVICES";
+  } else {
+    settings.inactive = "no GPU is known: set COLOAD_DEVICES (the KFD topology is not read yet)";
+    return settings;
+  }
+  for (Device& device : settings.devices) {
+    settings.config.apply(device);
+    apply_release(release, device);
+  }
+  settings.plan.devices = settings.devices;
+  settings.plan.select = select_options(settings.config);
+  settings.plan.stream = settings.config.stream_options();
+  settings.plan.read = settings.config.read_options();
+  return settings;
+}
+
+/// A bundle handed to the runtime and the HIPF record pointing at it, in one
+/// anonymous page-aligned mapping: [record, padding to a page][bundle].
+struct Session::Handed {
+  void* base = MAP_FAILED;
+  std::size_t length = 0;
+  const void* record() const { return base; }
+  ~Handed() {
+    if (base != MAP_FAILED) ::munmap(base, length);
+  }
+};
+
+Session::Session(SessionSettings settings) : settings_(std::move(settings)) {
+  settings_.plan.devices = settings_.devices;  // the copy's own devices
+}
+
+Session::~Session() = default;
+
+Session& Session::process(const void* next) {
+  // Made once and never destroyed: a library's destructor may unregister after exit() began.
+  static Session* const session = new Session(read_settings(
+      [](std::string_view name) -> std::optional<std::string> {
+        const char* value = std::getenv(std::string(name).c_str());
+        return value ? std::optional<std::string>(value) : std::nullopt;
+      },
+      release_of(next)));
+  return *session;
+}
+
+void Session::log(LogLevel level, const std::string& text) const {
+  if (level != LogLevel::Error && level > settings_.log) return;
+  const std::string line = "coload: " + text + "\n";
+  [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
+}
+
+void Session::report(const std::string& binary, std::size_t index, const WrapperPlan& plan) const {
+  const std::string wrapper = binary + ": wrapper " + std::to_string(index);
+  if (!plan.unreadable.empty()) {
+    log(LogLevel::Warn, wrapper + " is passed on unchanged: " + plan.unreadable);
+    return;
+  }
+  for (std::size_t gpu = 0; gpu < plan.gpus.size(); ++gpu) {
+    const GpuDecision& decision = plan.gpus[gpu];
+    const std::string on = wrapper + ": GPU " + std::to_string(gpu) + " (" + settings_.devices[gpu].str() + ")";
+    switch (decision.outcome) {
+      case Outcome::NoFit: {
+        // One line per binary and GPU by default; each further wrapper at info.
+        bool first = false;
+        {
+          std::lock_guard lock(mutex_);
+          first = told_no_fit_.insert({binary, gpu}).second;
+        }
+        log(first ? LogLevel::Error : LogLevel::Info,
+            on + " has no code object: " + decision.why + (first ? " (further wrappers without one: --log info)" : ""));
+        break;
+      }
+      case Outcome::RuntimeFinds:
+        log(LogLevel::Debug, on + ": the runtime finds " + decision.source_id + " itself");
+        break;
+      case Outcome::Rewritten:
+        log(LogLevel::Info, on + ": " + std::string(to_string(*decision.tier)) + " " + decision.source_id + " as " +
+                                decision.written_id);
+        break;
+    }
+  }
+}
+
+void** Session::register_fat_binary(const void* wrapper, RegisterFatBinary next) noexcept {
+  std::unique_ptr<Handed> handed;
+  if (!settings_.inactive.empty()) {
+    std::call_once(told_inactive_,
+                   [&] { log(LogLevel::Warn, "every wrapper is passed on unchanged: " + settings_.inactive); });
+  } else {
+    try {
+      const std::string binary = binary_of(wrapper);
+      std::size_t index = 0;
+      {
+        std::lock_guard lock(mutex_);
+        index = wrappers_seen_[binary]++;
+      }
+      const WrapperPlan plan = plan_wrapper(wrapper, binary + ": wrapper " + std::to_string(index), settings_.plan);
+      report(binary, index, plan);
+      if (!plan.bundle.empty()) {
+        const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+        auto made = std::make_unique<Handed>();
+        made->length = page + (plan.bundle.size() + page - 1) / page * page;
+        made->base = ::mmap(nullptr, made->length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (made->base == MAP_FAILED) {
+          log(LogLevel::Warn,
+              binary + ": wrapper " + std::to_string(index) + " is passed on unchanged: no memory for its bundle");
+        } else {
+          auto* bytes = static_cast<std::byte*>(made->base);
+          std::memcpy(bytes + page, plan.bundle.data(), plan.bundle.size());
+          const std::uint32_t magic = kHipFatbinWrapperMagic, version = kHipFatbinWrapperVersion;
+          const void* bundle = bytes + page;
+          std::memcpy(bytes, &magic, sizeof magic);
+          std::memcpy(bytes + 4, &version, sizeof version);
+          std::memcpy(bytes + kHipFatbinWrapperBinaryAt, &bundle, sizeof bundle);
+          handed = std::move(made);
+        }
+      }
+    } catch (const std::exception& error) {
+      log(LogLevel::Warn, "a wrapper is passed on unchanged: internal error: " + std::string(error.what()));
+      handed.reset();
+    }
+  }
+  void** handle = next(handed ? handed->record() : wrapper);
+  if (handed && handle) {
+    try {
+      std::lock_guard lock(mutex_);
+      handed_[handle] = std::move(handed);
+    } catch (const std::exception&) {
+      // Not kept: the bundle stays mapped for the process's life rather than freed under the runtime.
+      (void)handed.release();
+    }
+  }
+  return handle;
+}
+
+void Session::unregister_fat_binary(void** handle, UnregisterFatBinary next) noexcept {
+  next(handle);
+  std::unique_ptr<Handed> freed;
+  std::lock_guard lock(mutex_);
+  if (auto found = handed_.find(handle); found != handed_.end()) {
+    freed = std::move(found->second);
+    handed_.erase(found);
+  }
+}
+
+std::size_t Session::kept() const {
+  std::lock_guard lock(mutex_);
+  return handed_.size();
+}
+
+}  // namespace coload::preload

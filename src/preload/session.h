@@ -1,0 +1,96 @@
+// Internal: one process's preload (docs/preload.md): its GPUs and settings,
+// read once at the first registration, and the bundles it handed the
+// runtime in place of wrappers, kept until their unregistration.
+//
+// Threads: every member may be called from many threads at once (one lock;
+// registrations run in static constructors, normally one at a time).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coload/config.h"
+#include "coload/device.h"
+#include "preload/wrapper_plan.h"
+
+namespace coload::preload {
+
+using RegisterFatBinary = void** (*)(const void* wrapper);
+using UnregisterFatBinary = void (*)(void** handle);
+
+/// The HIP release a registration goes to, from its library's file names:
+/// "libamdhip64.so.6.2.41133" is 6.2, "libamdhip64.so.7" is 7.
+struct HipRelease {
+  std::string file;  ///< the library's real path; empty when unknown
+  int major = 0;     ///< 0: unknown
+  std::optional<int> minor;
+  /// "HIP 6.2 (libamdhip64.so.6.2.41133)"
+  std::string name() const;
+};
+
+/// The release of the loaded object that defines `symbol`.
+HipRelease release_of(const void* symbol);
+
+/// The settings of a session, from its environment.
+struct SessionSettings {
+  /// The GPUs, with the release's code object versions and generic support
+  /// applied; empty when they are unknown (then every wrapper goes on as it is).
+  std::vector<Device> devices;
+  std::string devices_from;  ///< "COLOAD_DEVICES" or the topology's root
+  std::string inactive;      ///< why no wrapper is planned (no GPU, a bad setting); empty when active
+  PlanOptions plan;          ///< plan.devices views `devices`
+  Config config;
+  LogLevel log = LogLevel::Error;  ///< COLOAD_LOG when set; else only no-fit lines are printed
+};
+
+/// The settings `lookup` (the environment) gives for registrations going to
+/// `release`: COLOAD_DEVICES (target IDs, comma-separated) when set, else the
+/// KFD topology (COLOAD_KFD_TOPOLOGY, ROCR_VISIBLE_DEVICES,
+/// HIP_VISIBLE_DEVICES); the COLOAD_* settings of Config.
+SessionSettings read_settings(const Config::Lookup& lookup, const HipRelease& release);
+
+/// Writes one line ("coload: " + text) to stderr when `level` is at or above
+/// the session's level (Error is always written).
+class Session {
+ public:
+  explicit Session(SessionSettings settings);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
+
+  /// The process's session, made at the first call from the environment and
+  /// the release of the library that defines `next`.
+  static Session& process(const void* next);
+
+  /// Registers `wrapper` through `next`: the wrapper itself, or a HIPF
+  /// record of the bundle its plan wrote. Never throws.
+  void** register_fat_binary(const void* wrapper, RegisterFatBinary next) noexcept;
+  /// Unregisters `handle` through `next`, then frees what was handed on for it.
+  void unregister_fat_binary(void** handle, UnregisterFatBinary next) noexcept;
+
+  /// Rewritten wrappers still registered.
+  std::size_t kept() const;
+  const SessionSettings& settings() const { return settings_; }
+
+ private:
+  struct Handed;  // a bundle and its record, page-aligned
+  void log(LogLevel level, const std::string& text) const;
+  /// The plan's lines, at their levels.
+  void report(const std::string& binary, std::size_t index, const WrapperPlan& plan) const;
+
+  SessionSettings settings_;
+  mutable std::mutex mutex_;
+  std::map<void**, std::unique_ptr<Handed>> handed_;  // by the runtime's handle
+  std::map<std::string, std::size_t> wrappers_seen_;  // per binary, for wrapper numbers
+  std::once_flag told_inactive_;
+  mutable std::set<std::pair<std::string, std::size_t>> told_no_fit_;  // (binary, GPU) with its line printed
+};
+
+}  // namespace coload::preload

@@ -1,0 +1,65 @@
+// Internal: what the preload interposer (docs/preload.md) does with one
+// `__hip_fatbin_wrapper` for the machine's GPUs: pass it on, or hand the
+// runtime a new plain bundle holding, for each GPU, the code object coload
+// chooses, labelled so that the runtime's own lookup finds it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "coload/bundle.h"
+#include "coload/detail/stream_select.h"
+#include "coload/device.h"
+#include "coload/select.h"
+
+namespace coload::preload {
+
+/// What happens on one GPU.
+enum class Outcome {
+  RuntimeFinds,  ///< the runtime's lookup finds a native (or, where it loads them, generic) entry itself
+  Rewritten,     ///< coload's choice, relabelled for the GPU, is in the new bundle
+  NoFit,         ///< nothing fits, or coload's choice could not be written
+};
+
+struct GpuDecision {
+  Outcome outcome = Outcome::NoFit;
+  std::optional<Tier> tier;  ///< the chosen entry's tier, when one was chosen
+  std::string source_id;     ///< the chosen entry's ID as stored
+  std::string written_id;    ///< Rewritten: the ID the new bundle holds it under
+  std::string why;           ///< NoFit: the nearest miss, or why the choice was not written
+};
+
+/// The plan for one wrapper.
+struct WrapperPlan {
+  /// Empty when the wrapper goes on as it is; else the bundle to hand over.
+  std::vector<std::byte> bundle;
+  /// Set when the wrapper could not be read: it goes on as it is.
+  std::string unreadable;
+  std::vector<GpuDecision> gpus;  ///< one per device, in order (empty when unreadable)
+};
+
+struct PlanOptions {
+  std::span<const Device> devices;
+  SelectOptions select;
+  StreamOptions stream;
+  ReadOptions read;
+};
+
+/// The bundle entry ID the runtime's lookup finds a code object of target
+/// `target` under ("hipv4-amdgcn-amd-amdhsa--gfx1031").
+std::string hip_entry_id(const TargetId& target);
+
+/// Plans `wrapper` (the pointer __hipRegisterFatBinary receives; `name`
+/// names it in messages). Reads the record and its image through checked
+/// reads (a HIPK record's image and archives from its file); never throws,
+/// never faults: whatever cannot be read sets `unreadable`. A GPU whose
+/// choice is native, or generic on a runtime that loads generics, is one the
+/// runtime serves itself; the wrapper is rewritten only when some GPU gets a
+/// code object the runtime would not find (a same-ISA equivalent, a generic
+/// on a runtime without generics, a kpack archive's entry).
+WrapperPlan plan_wrapper(const void* wrapper, const std::string& name, const PlanOptions& options);
+
+}  // namespace coload::preload

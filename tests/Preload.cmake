@@ -1,0 +1,43 @@
+# libcoload_preload.so in front of a recording HIP runtime (docs/preload.md):
+#   preload_hip_<release>  tests/support/preload_recording_hip.c under HIP's own names,
+#                          libamdhip64.so.<release> in preload_hip/<release>/, one per release
+#   preload_probe          tests/support/preload_probe.c: loads a runtime, then a HIP library
+#   coload_preload_test    tests/preload_test.cpp: the probe run under LD_PRELOAD, its bundles
+#                          checked with comgr's lookup
+# Not under sanitizers: an instrumented library cannot be preloaded into the
+# uninstrumented probe. Included from tests/CMakeLists.txt after HipkImages.cmake.
+if(COLOAD_SANITIZE)
+  return()
+endif()
+set(COLOAD_PRELOAD_RELEASES 6.2.60200 6.4.60400 7.0.70000)
+foreach(release IN LISTS COLOAD_PRELOAD_RELEASES)
+  string(REGEX MATCH "^[0-9]+" major ${release})
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" major_minor ${release})
+  add_library(preload_hip_${major_minor} SHARED ${COLOAD_TEST_SUPPORT_DIR}/preload_recording_hip.c
+                                                ${COLOAD_TEST_SUPPORT_DIR}/record_registrations.c)
+  target_include_directories(preload_hip_${major_minor} PRIVATE ${COLOAD_TEST_SUPPORT_DIR})
+  target_link_libraries(preload_hip_${major_minor} PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+  set_target_properties(preload_hip_${major_minor} PROPERTIES C_STANDARD 11 OUTPUT_NAME amdhip64
+    VERSION ${release} SOVERSION ${major} LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/preload_hip/${release})
+endforeach()
+
+add_executable(preload_probe ${COLOAD_TEST_SUPPORT_DIR}/preload_probe.c)
+target_link_libraries(preload_probe PRIVATE ${CMAKE_DL_LIBS})
+set_target_properties(preload_probe PROPERTIES C_STANDARD 11)
+
+add_executable(coload_preload_test preload_test.cpp)
+target_include_directories(coload_preload_test PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+target_link_libraries(coload_preload_test PRIVATE coload_static GTest::gtest GTest::gtest_main ${CMAKE_DL_LIBS})
+target_compile_definitions(coload_preload_test PRIVATE
+  COLOAD_PRELOAD_HIP_DIR="${CMAKE_CURRENT_BINARY_DIR}/preload_hip"
+  COLOAD_PRELOAD_LIBRARY="$<TARGET_FILE:coload_preload_library>"
+  COLOAD_PRELOAD_PROBE="$<TARGET_FILE:preload_probe>"
+  COLOAD_CLI="$<TARGET_FILE:coload_cli>"
+  COLOAD_TEMPLATE_LIBRARY="$<TARGET_FILE:hip_templates>"
+  COLOAD_HIPK_FIXTURE_DIR="${COLOAD_HIPK_FIXTURE_DIR}")
+add_dependencies(coload_preload_test coload_preload_library coload_cli preload_probe hip_templates coload_hipk_fixtures)
+foreach(release IN LISTS COLOAD_PRELOAD_RELEASES)
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" major_minor ${release})
+  add_dependencies(coload_preload_test preload_hip_${major_minor})
+endforeach()
+gtest_discover_tests(coload_preload_test DISCOVERY_TIMEOUT 60 PROPERTIES ENVIRONMENT "${COLOAD_TEST_ENVIRONMENT}")

@@ -1,0 +1,342 @@
+// libcoload_preload.so in front of a HIP runtime (docs/preload.md): the
+// clang-built template library (libhip_templates.so, 104 wrappers in four
+// groups of target lists, docs/fixtures.md) and a kpack'd library, loaded by
+// preload_probe under LD_PRELOAD in front of the recording HIP runtime of a
+// release (tests/support/preload_recording_hip.c, CLR's magic check). What
+// the runtime receives is checked: the original wrappers, same pointers,
+// where it finds native code itself; else a HIPF bundle in which comgr's own
+// lookup (Debian's comgr, amd_comgr_lookup_code_object with the GPU's ISA
+// name, as CLR's comgr unbundler asks) finds exactly the code object coload
+// chose, relabelled as `coload extract --retarget` relabels it.
+#include <elf.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "coload/detail/hotswap.h"
+#include "coload/detail/kpack_archive.h"
+#include "coload/device.h"
+#include "coload/fat_binary.h"
+#include "loaded_wrappers.h"
+#include "select/comgr_lookup.h"
+#include "test_util.h"
+
+extern char** environ;
+
+namespace coload {
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<std::byte>;
+
+const std::string kTemplates = COLOAD_TEMPLATE_LIBRARY;
+constexpr std::size_t kUnits = 104;
+
+std::string runtime(const std::string& release) {
+  return std::string(COLOAD_PRELOAD_HIP_DIR) + "/" + release + "/libamdhip64.so." + release;
+}
+
+/// One registration as the runtime received it (received.tsv).
+struct Received {
+  bool accepted = false;
+  std::string object;  ///< the loaded object holding the record, or "anonymous"
+  std::uint64_t offset = 0;
+  Bytes bundle;  ///< for an anonymous record: the bundle it points at
+};
+
+struct ProbeRun {
+  int status = -1;
+  std::string errors;  ///< the probe's stderr
+  std::vector<Received> received;
+};
+
+/// preload_probe of `library` in front of HIP `release`, with `settings`
+/// (NAME=value) added to an environment without COLOAD_* variables;
+/// `preload` false runs it without libcoload_preload.so.
+ProbeRun probe(const std::string& release, const std::string& library, const std::vector<std::string>& settings,
+               bool preload = true, std::vector<std::string> runner = {}) {
+  static int serial = 0;
+  const fs::path dir =
+      fs::temp_directory_path() / ("coload_preload_" + std::to_string(::getpid()) + "_" + std::to_string(serial++));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::string> environment;
+  for (char** variable = environ; *variable; ++variable) {
+    const std::string_view text(*variable);
+    if (!text.starts_with("COLOAD_") && !text.starts_with("LD_PRELOAD=")) environment.emplace_back(text);
+  }
+  if (preload && runner.empty()) environment.push_back(std::string("LD_PRELOAD=") + COLOAD_PRELOAD_LIBRARY);
+  environment.insert(environment.end(), settings.begin(), settings.end());
+  std::vector<char*> envp;
+  for (std::string& variable : environment) envp.push_back(variable.data());
+  envp.push_back(nullptr);
+  // The probe, or `runner -- probe` (coload run).
+  if (!runner.empty()) runner.push_back("--");
+  for (std::string word : {std::string(COLOAD_PRELOAD_PROBE), runtime(release), library, dir.string()})
+    runner.push_back(std::move(word));
+  std::vector<char*> argv;
+  for (std::string& word : runner) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  const std::string probe_path = runner.front();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  const std::string errors_path = (dir / "stderr.txt").string();
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ProbeRun run;
+  pid_t child = 0;
+  EXPECT_EQ(posix_spawn(&child, probe_path.c_str(), &actions, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  EXPECT_EQ(::waitpid(child, &status, 0), child);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream errors(errors_path);
+  run.errors.assign(std::istreambuf_iterator<char>(errors), {});
+  for (const auto& row : testing::read_tsv((dir / "received.tsv").string())) {  // index, accepted, object, offset
+    if (row.size() < 4) continue;
+    Received received{.accepted = row[1] == "1", .object = row[2], .offset = std::stoull(row[3], nullptr, 16)};
+    const fs::path bundle = dir / ("wrapper_" + row[0] + ".bundle");
+    if (fs::exists(bundle)) received.bundle = testing::file_bytes(bundle.string());
+    run.received.push_back(std::move(received));
+  }
+  fs::remove_all(dir);
+  return run;
+}
+
+/// The link-time addresses of `library`'s wrapper records (.hipFatBinSegment), in order.
+std::vector<std::uint64_t> wrapper_addresses(const std::string& library) {
+  const Bytes file = testing::file_bytes(library);
+  Elf64_Ehdr header;
+  std::memcpy(&header, file.data(), sizeof header);
+  std::vector<Elf64_Shdr> sections(header.e_shnum);
+  std::memcpy(sections.data(), file.data() + header.e_shoff, sections.size() * sizeof(Elf64_Shdr));
+  const char* names = reinterpret_cast<const char*>(file.data()) + sections[header.e_shstrndx].sh_offset;
+  std::vector<std::uint64_t> addresses;
+  for (const Elf64_Shdr& section : sections) {
+    if (std::string_view(names + section.sh_name) != ".hipFatBinSegment") continue;
+    for (std::uint64_t at = 0; at + 24 <= section.sh_size; at += 24) addresses.push_back(section.sh_addr + at);
+  }
+  return addresses;
+}
+
+/// What comgr's lookup finds in `bundle` for the GPU named `isa`; empty when nothing.
+Bytes comgr_finds(const Bytes& bundle, const std::string& isa) {
+  auto comgr = detail::Comgr::load();
+  EXPECT_TRUE(comgr) << comgr.error().message();
+  if (!comgr) return {};
+  const std::string names[] = {isa};
+  auto hits = (*comgr)->lookup(bundle, detail::ComgrInput::Bundle, names);
+  EXPECT_TRUE(hits) << hits.error().message();
+  if (!hits || !(*hits)[0]) return {};
+  const auto& hit = *(*hits)[0];
+  return Bytes(bundle.begin() + hit.offset, bundle.begin() + hit.offset + hit.size);
+}
+
+/// The entry of bundle `index` of the original library with entry ID `id`.
+Bytes original_entry(const FatBinary& library, std::size_t index, const std::string& id) {
+  auto bundle = library.read(index);
+  EXPECT_TRUE(bundle) << bundle.error().message();
+  if (!bundle) return {};
+  for (const BundleEntry& entry : bundle->entries())
+    if (entry.id == id) return Bytes(entry.bytes.begin(), entry.bytes.end());
+  ADD_FAILURE() << "bundle " << index << " has no " << id;
+  return {};
+}
+
+std::size_t count_lines(const std::string& text, const std::string& containing) {
+  std::size_t count = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) count += line.find(containing) != std::string::npos;
+  return count;
+}
+
+TEST(Preload, AWrapperTheRuntimeServesGoesOnUntouched) {
+  // gfx942 on HIP 7.0: units 1 and 3 hold gfx942 code, unit 0 gfx9-4-generic
+  // (HIP 7 loads generics); unit 2 (gfx90a:xnack+, gfx1100) has nothing for it.
+  const ProbeRun run = probe("7.0.70000", kTemplates, {"COLOAD_DEVICES=gfx942"});
+  ASSERT_EQ(run.status, 0) << run.errors;
+  const std::vector<std::uint64_t> originals = wrapper_addresses(kTemplates);
+  ASSERT_EQ(originals.size(), kUnits);
+  ASSERT_EQ(run.received.size(), kUnits) << run.errors;
+  for (std::size_t i = 0; i < kUnits; ++i) {
+    EXPECT_TRUE(run.received[i].accepted) << i;
+    EXPECT_EQ(run.received[i].object, kTemplates) << i;
+    EXPECT_EQ(run.received[i].offset, originals[i]) << "wrapper " << i << " is not the library's own";
+  }
+  // The one line for a GPU without a fit, naming the binary, the GPU and the nearest miss.
+  EXPECT_EQ(count_lines(run.errors, "coload:"), 1u) << "nothing else is printed by default: " << run.errors;
+  EXPECT_NE(run.errors.find(kTemplates + ": wrapper 2: GPU 0 (gfx942:sramecc+:xnack-) has no code object: "
+                                         "no code object fits device gfx942:sramecc+:xnack-"),
+            std::string::npos)
+      << run.errors;
+}
+
+TEST(Preload, ASameIsaGpuGetsTheRelabelledCodeComgrFinds) {
+  auto library = FatBinary::open(kTemplates);
+  ASSERT_TRUE(library) << library.error().message();
+  const Device gfx1031 = *device_from_spec("gfx1031");
+  for (const bool opted_in : {false, true}) {
+    SCOPED_TRACE(opted_in ? "with COLOAD_EXTENDED_ISA_COMPAT=all" : "without");
+    std::vector<std::string> settings{"COLOAD_DEVICES=gfx1031", "COLOAD_LOG=info"};
+    if (opted_in) settings.push_back("COLOAD_EXTENDED_ISA_COMPAT=all");
+    const ProbeRun run = probe("7.0.70000", kTemplates, settings);
+    ASSERT_EQ(run.status, 0) << run.errors;
+    ASSERT_EQ(run.received.size(), kUnits) << run.errors;
+    std::size_t rewritten = 0;
+    for (std::size_t i = 0; i < kUnits; ++i) {
+      const Received& received = run.received[i];
+      EXPECT_TRUE(received.accepted) << i;
+      // Unit group 3 (gfx942, gfx1100, gfx1030) is the one with gfx1030 code.
+      if (!opted_in || i % 4 != 3) {
+        EXPECT_EQ(received.object, kTemplates) << i;
+        continue;
+      }
+      ++rewritten;
+      ASSERT_EQ(received.object, "anonymous") << i;
+      const Bytes found = comgr_finds(received.bundle, "amdgcn-amd-amdhsa--gfx1031");
+      ASSERT_FALSE(found.empty()) << "comgr finds nothing for gfx1031 in wrapper " << i;
+      auto expected = retarget_code_object(original_entry(*library, i, "hipv4-amdgcn-amd-amdhsa--gfx1030"), gfx1031);
+      ASSERT_TRUE(expected) << expected.error().message();
+      EXPECT_EQ(found, *expected) << "wrapper " << i;
+    }
+    EXPECT_EQ(rewritten, opted_in ? kUnits / 4 : 0u);
+    EXPECT_EQ(count_lines(run.errors,
+                          ": equivalent hipv4-amdgcn-amd-amdhsa--gfx1030 as "
+                          "hipv4-amdgcn-amd-amdhsa--gfx1031"),
+              rewritten)
+        << run.errors;
+  }
+}
+
+TEST(Preload, AGenericIsRelabelledForAReleaseWithoutGenerics) {
+  auto library = FatBinary::open(kTemplates);
+  ASSERT_TRUE(library) << library.error().message();
+  const Device gfx1101 = *device_from_spec("gfx1101");
+  // Unit group 0 holds gfx11-generic (v6): HIP 7.0 loads it as it is, 6.2 only relabelled.
+  for (const std::string release : {"7.0.70000", "6.2.60200"}) {
+    SCOPED_TRACE(release);
+    const ProbeRun run = probe(release, kTemplates, {"COLOAD_DEVICES=gfx1101"});
+    ASSERT_EQ(run.status, 0) << run.errors;
+    ASSERT_EQ(run.received.size(), kUnits) << run.errors;
+    for (std::size_t i = 0; i < kUnits; ++i) {
+      const Received& received = run.received[i];
+      if (release == "7.0.70000" || i % 4 != 0) {
+        EXPECT_EQ(received.object, kTemplates) << i;
+        continue;
+      }
+      ASSERT_EQ(received.object, "anonymous") << i;
+      const Bytes found = comgr_finds(received.bundle, "amdgcn-amd-amdhsa--gfx1101");
+      ASSERT_FALSE(found.empty()) << i;
+      auto expected =
+          retarget_code_object(original_entry(*library, i, "hipv4-amdgcn-amd-amdhsa--gfx11-generic"), gfx1101);
+      ASSERT_TRUE(expected) << expected.error().message();
+      EXPECT_EQ(found, *expected) << "wrapper " << i;
+      auto target = read_code_object_target(found);
+      ASSERT_TRUE(target);
+      EXPECT_EQ(target->target.str(), "gfx1101");
+      EXPECT_EQ(target->generic_version, 0u);
+    }
+  }
+}
+
+TEST(Preload, TwoGpusOfDifferentIsasEachFindTheirOwn) {
+  auto library = FatBinary::open(kTemplates);
+  ASSERT_TRUE(library) << library.error().message();
+  const ProbeRun run =
+      probe("7.0.70000", kTemplates, {"COLOAD_DEVICES=gfx90a:xnack-,gfx1031", "COLOAD_EXTENDED_ISA_COMPAT=gfx1031"});
+  ASSERT_EQ(run.status, 0) << run.errors;
+  ASSERT_EQ(run.received.size(), kUnits) << run.errors;
+  for (std::size_t i = 3; i < kUnits; i += 4) {  // gfx942, gfx1100, gfx1030: only gfx1031 gets code
+    const Received& received = run.received[i];
+    ASSERT_EQ(received.object, "anonymous") << i;
+    EXPECT_FALSE(comgr_finds(received.bundle, "amdgcn-amd-amdhsa--gfx1031").empty()) << i;
+    EXPECT_TRUE(comgr_finds(received.bundle, "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-").empty()) << i;
+  }
+  // Unit group 1 (gfx90a xnack any, gfx942): gfx90a finds its own, gfx1031 nothing: untouched.
+  for (std::size_t i = 1; i < kUnits; i += 4) EXPECT_EQ(run.received[i].object, kTemplates) << i;
+}
+
+TEST(Preload, AGpuNothingFitsGetsTheOriginalsAndOneLine) {
+  const ProbeRun run = probe("7.0.70000", kTemplates, {"COLOAD_DEVICES=gfx908"});
+  ASSERT_EQ(run.status, 0) << run.errors;
+  ASSERT_EQ(run.received.size(), kUnits);
+  for (const Received& received : run.received) EXPECT_EQ(received.object, kTemplates);
+  EXPECT_EQ(count_lines(run.errors, "GPU 0 (gfx908:sramecc+:xnack-) has no code object"), 1u) << run.errors;
+  const ProbeRun told = probe("7.0.70000", kTemplates, {"COLOAD_DEVICES=gfx908", "COLOAD_LOG=info"});
+  EXPECT_EQ(count_lines(told.errors, "GPU 0 (gfx908:sramecc+:xnack-) has no code object"), kUnits) << told.errors;
+}
+
+TEST(Preload, ABadSettingPassesEverythingOnAndSaysWhy) {
+  const ProbeRun run = probe("7.0.70000", kTemplates, {"COLOAD_DEVICES=gfx9999", "COLOAD_LOG=warn"});
+  ASSERT_EQ(run.status, 0) << run.errors;
+  ASSERT_EQ(run.received.size(), kUnits);
+  for (const Received& received : run.received) EXPECT_EQ(received.object, kTemplates);
+  EXPECT_EQ(count_lines(run.errors, "coload:"), 1u) << run.errors;
+  EXPECT_NE(run.errors.find("COLOAD_DEVICES \"gfx9999\""), std::string::npos) << run.errors;
+}
+
+TEST(Preload, AKpackdLibraryReachesARuntimeWithoutKpackAsHipf) {
+  const std::string library = std::string(COLOAD_HIPK_FIXTURE_DIR) + "/zstd-per-kernel/consistent/lib/libconsistent.so";
+  const std::string archive =
+      std::string(COLOAD_HIPK_FIXTURE_DIR) + "/zstd-per-kernel/consistent/.kpack/consistent_gfx942.kpack";
+  // Without coload, CLR's check refuses every HIPK record.
+  const ProbeRun bare = probe("7.0.70000", library, {}, false);
+  ASSERT_EQ(bare.status, 0) << bare.errors;
+  ASSERT_EQ(bare.received.size(), 3u);
+  for (const Received& received : bare.received) EXPECT_FALSE(received.accepted);
+
+  const ProbeRun run = probe("7.0.70000", library, {"COLOAD_DEVICES=gfx942"});
+  ASSERT_EQ(run.status, 0) << run.errors;
+  ASSERT_EQ(run.received.size(), 3u) << run.errors;
+  const Bytes archive_file = testing::file_bytes(archive);
+  auto listed = detail::kpack::Archive::parse(SourceReader(archive_file));
+  ASSERT_TRUE(listed) << listed.error().message();
+  for (std::size_t i = 0; i < 3; ++i) {
+    const Received& received = run.received[i];
+    EXPECT_TRUE(received.accepted) << i;
+    ASSERT_EQ(received.object, "anonymous") << i;
+    const Bytes found = comgr_finds(received.bundle, "amdgcn-amd-amdhsa--gfx942");
+    ASSERT_FALSE(found.empty()) << i;
+    // The archive's entry for key "consistent/lib/libconsistent.so#<i>", target gfx942.
+    const std::string key = "consistent/lib/libconsistent.so#" + std::to_string(i);
+    const auto entries = (*listed)->entries();
+    auto entry = std::find_if(entries.begin(), entries.end(),
+                              [&](const detail::kpack::Entry& e) { return e.key == key && e.target == "gfx942"; });
+    ASSERT_NE(entry, entries.end()) << key;
+    std::vector<std::byte> decoded;
+    auto bytes = (*listed)->bytes(*entry, decoded);
+    ASSERT_TRUE(bytes) << bytes.error().message();
+    const Bytes expected(bytes->begin(), bytes->end());
+    EXPECT_EQ(found, expected) << "wrapper " << i;
+  }
+}
+
+TEST(Preload, CoLoadRunPreloadsTheLibraryWithItsOptions) {
+  // `coload run --device gfx1031 --extended-isa-compat -- preload_probe ...`:
+  // the same rewrite as the variables give, and the program's exit status.
+  const ProbeRun run = probe("7.0.70000", kTemplates, {}, true,
+                             {COLOAD_CLI, "run", "--device", "gfx1031", "--extended-isa-compat", "--log", "info"});
+  ASSERT_EQ(run.status, 0) << run.errors;
+  ASSERT_EQ(run.received.size(), kUnits) << run.errors;
+  std::size_t rewritten = 0;
+  for (const Received& received : run.received) rewritten += received.object == "anonymous";
+  EXPECT_EQ(rewritten, kUnits / 4);
+  EXPECT_EQ(count_lines(run.errors, "as hipv4-amdgcn-amd-amdhsa--gfx1031"), kUnits / 4) << run.errors;
+  // A probe that cannot load its library exits 1, and so does coload run.
+  const ProbeRun failed =
+      probe("7.0.70000", "/nonexistent/libnone.so", {}, true, {COLOAD_CLI, "run", "--device", "gfx1031"});
+  EXPECT_EQ(failed.status, 1) << failed.errors;
+}
+
+}  // namespace
+}  // namespace coload

@@ -1,0 +1,105 @@
+/* preload_recording_hip: a HIP runtime for the preload tests
+ * (tests/preload_test.cpp), built under HIP's own names per release
+ * (libamdhip64.so.6.2.41133 and so on, tests/Preload.cmake) so that
+ * libcoload_preload.so reads its release from its file name as it reads
+ * ROCm's. Its __hipRegisterFatBinary is CLR's (hipamd/src/hip_platform.cpp)
+ * up to the point where CLR keeps the image: a record whose magic is not
+ * HIPF ("__hipFatMAGIC2") or whose version is not 1 is refused with CLR's
+ * message and a null handle; an accepted one is recorded
+ * (record_registrations.c, RECORD_ONLY). Launches do nothing.
+ *
+ * preload_recording_dump(dir) writes dir/received.tsv, one line per
+ * registration in call order:
+ *   <i>\t<accepted 0|1>\t<object of the record: its path, or "anonymous">\t<record's offset in it (hex), or 0>
+ * and, for an accepted record outside every loaded object (one coload
+ * made), dir/wrapper_<i>.bundle: the plain bundle it points at, measured
+ * from its entry table. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record_registrations.h"
+
+typedef struct {
+  unsigned x, y, z;
+} preload_dim3;
+
+int hipLaunchKernel(const void* fn, preload_dim3 grid, preload_dim3 block, void** args, size_t shmem, void* stream) {
+  (void)fn, (void)grid, (void)block, (void)args, (void)shmem, (void)stream;
+  return 0;
+}
+
+int __hipPushCallConfiguration(preload_dim3 grid, preload_dim3 block, size_t shmem, void* stream) {
+  (void)grid, (void)block, (void)shmem, (void)stream;
+  return 0;
+}
+
+int __hipPopCallConfiguration(preload_dim3* grid, preload_dim3* block, size_t* shmem, void** stream) {
+  (void)grid, (void)block, (void)shmem, (void)stream;
+  return 0;
+}
+
+/* The size of the plain bundle at `bundle`: its table's furthest entry end; 0 when it is none. */
+static uint64_t bundle_size(const unsigned char* bundle) {
+  static const char magic[] = "__CLANG_OFFLOAD_BUNDLE__";
+  if (memcmp(bundle, magic, 24) != 0) return 0;
+  uint64_t count = 0, end = 0, at = 32;
+  memcpy(&count, bundle + 24, 8);
+  for (uint64_t i = 0; i < count && i < 4096; ++i) {
+    uint64_t offset, size, id_size;
+    memcpy(&offset, bundle + at, 8);
+    memcpy(&size, bundle + at + 8, 8);
+    memcpy(&id_size, bundle + at + 16, 8);
+    at += 24 + id_size;
+    if (offset + size > end) end = offset + size;
+  }
+  return end > at ? end : at;
+}
+
+/* The registrations CLR accepts: magic HIPF (0x48495046), version 1. */
+static int clr_accepts(const void* wrapper) {
+  uint32_t magic, version;
+  memcpy(&magic, wrapper, 4);
+  memcpy(&version, (const char*)wrapper + 4, 4);
+  if (magic != 0x48495046u || version != 1) {
+    fprintf(stderr, "Cannot Register fat binary. FatMagic: %u version: %u \n", magic, version);
+    return 0;
+  }
+  return 1;
+}
+
+int preload_recording_dump(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/received.tsv", dir);
+  FILE* out = fopen(path, "w");
+  if (!out) return -1;
+  size_t count = 0;
+  const recorded_wrapper* wrappers = record_wrappers(&count);
+  for (size_t i = 0; i < count; ++i) {
+    const void* wrapper = wrappers[i].wrapper;
+    const int accepted = clr_accepts(wrapper);
+    Dl_info info;
+    struct link_map* map = NULL;
+    if (dladdr1(wrapper, &info, (void**)&map, RTLD_DL_LINKMAP) && map) {
+      fprintf(out, "%zu\t%d\t%s\t%llx\n", i, accepted, info.dli_fname,
+              (unsigned long long)((uintptr_t)wrapper - map->l_addr));
+      continue;
+    }
+    fprintf(out, "%zu\t%d\tanonymous\t0\n", i, accepted);
+    if (!accepted) continue;
+    const unsigned char* bundle;
+    memcpy(&bundle, (const char*)wrapper + 8, sizeof bundle);
+    const uint64_t size = bundle_size(bundle);
+    snprintf(path, sizeof path, "%s/wrapper_%zu.bundle", dir, i);
+    FILE* file = fopen(path, "wb");
+    if (!file) return -1;
+    fwrite(bundle, 1, size, file);
+    fclose(file);
+  }
+  fclose(out);
+  return 0;
+}

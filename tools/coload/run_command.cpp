@@ -1,0 +1,103 @@
+// coload run: runs a program with libcoload_preload.so in front of its HIP
+// runtime (docs/preload.md). The options become the COLOAD_* variables the
+// preload reads; LD_PRELOAD gets the library first; then the program replaces
+// this process, so its exit status is the command's.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "command_context.h"
+#include "commands.h"
+
+extern char** environ;
+
+namespace coload::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Where libcoload_preload.so is: COLOAD_PRELOAD_LIBRARY, else beside the
+/// installed tool (its library directory relative to the tool's), else the
+/// build tree's. Empty when none exists.
+std::string preload_library() {
+  if (const char* given = std::getenv("COLOAD_PRELOAD_LIBRARY"); given && given[0] != '\0') return given;
+  std::error_code error;
+  const fs::path tool = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const fs::path installed = tool.parent_path() / COLOAD_PRELOAD_FROM_BINDIR / "libcoload_preload.so";
+    if (fs::exists(installed, error)) return installed.lexically_normal().string();
+  }
+  if (fs::exists(COLOAD_PRELOAD_BUILD_PATH, error)) return COLOAD_PRELOAD_BUILD_PATH;
+  return {};
+}
+
+std::optional<int> check_run_usage(CommandContext& context) {
+  if (!context.operands.empty()) {
+    return usage_error("run: put -- before the program: coload run [options] -- PROGRAM [ARG...] (got '" +
+                       context.operands.front() + "')");
+  }
+  if (context.program.empty()) return usage_error("run: no program after --");
+  for (const std::string& spec : context.arguments.texts(kRunDevice)) {
+    if (auto device = device_from_spec(spec); !device) {
+      return usage_error("run: --device '" + spec + "': " + device.error().message());
+    }
+  }
+  return std::nullopt;
+}
+
+/// The environment the program runs with: this one, with LD_PRELOAD and the
+/// options' COLOAD_* variables set.
+std::vector<std::string> program_environment(const CommandContext& context, const std::string& library) {
+  std::vector<std::pair<std::string, std::string>> set;
+  const char* preloaded = std::getenv("LD_PRELOAD");
+  set.emplace_back("LD_PRELOAD", preloaded && preloaded[0] != '\0' ? library + ":" + preloaded : library);
+  std::string devices;
+  for (const std::string& spec : context.arguments.texts(kRunDevice)) devices += (devices.empty() ? "" : ",") + spec;
+  if (!devices.empty()) set.emplace_back("COLOAD_DEVICES", devices);
+  if (context.arguments.given(kRunExtendedIsaCompat)) set.emplace_back("COLOAD_EXTENDED_ISA_COMPAT", "all");
+  if (context.arguments.given(kRunLog)) set.emplace_back("COLOAD_LOG", context.arguments.text(kRunLog));
+  std::vector<std::string> environment;
+  for (char** variable = environ; *variable; ++variable) {
+    const std::string_view text(*variable);
+    const bool replaced = std::any_of(set.begin(), set.end(), [&](const auto& pair) {
+      return text.starts_with(pair.first) && text.size() > pair.first.size() && text[pair.first.size()] == '=';
+    });
+    if (!replaced) environment.emplace_back(text);
+  }
+  for (const auto& [name, value] : set) environment.push_back(name + "=" + value);
+  return environment;
+}
+
+int run_program(CommandContext& context) {
+  const std::string library = preload_library();
+  if (library.empty()) {
+    print_error(Error(ErrorKind::NotFound,
+                      "run: libcoload_preload.so is not installed beside coload (set "
+                      "COLOAD_PRELOAD_LIBRARY to its path)"));
+    return kExitInputError;
+  }
+  std::vector<std::string> environment = program_environment(context, library);
+  std::vector<char*> envp;
+  for (std::string& variable : environment) envp.push_back(variable.data());
+  envp.push_back(nullptr);
+  std::vector<char*> argv;
+  for (std::string& word : context.program) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  ::execvpe(argv[0], argv.data(), envp.data());
+  // As a shell says it: 127 when there is no such program, 126 when it cannot be run.
+  const int error = errno;
+  print_error(Error(ErrorKind::Io, "run: cannot run '" + context.program.front() + "': " + std::strerror(error)));
+  return error == ENOENT ? 127 : 126;
+}
+
+}  // namespace
+
+const Command kRun{.spec = &kRunCommand, .takes_program = true, .check_usage = check_run_usage, .run = run_program};
+
+}  // namespace coload::cli
