@@ -282,6 +282,11 @@ TEST_F(FourGpus, HipVisibleDevicesByUuid) {
   EXPECT_EQ(read({{"HIP_VISIBLE_DEVICES", "GPU-XX"}}), (Names{k1101}));  // the GPU without a unique_id
 }
 
+TEST(GpuTopology, KfdXnackQueryWithoutAKfdIsNullopt) {
+  EXPECT_EQ(query_kfd_xnack_mode("/nonexistent/kfd"), std::nullopt);
+  EXPECT_EQ(query_kfd_xnack_mode("/dev/null"), std::nullopt);  // not the KFD: the ioctl fails
+}
+
 TEST(GpuTopology, UniqueIdIsKept) {
   FakeTopology topology({gpu(90010, 0xabcdef0011223344)});
   auto gpus = topology.read();
@@ -409,13 +414,12 @@ TEST(GpuTopology, HugeFileIsRefusedAfterOnePage) {
 
 TEST(GpuTopology, EveryPrefixOfAPropertiesFileIsReadOrRefusedWithoutACrash) {
   const std::string text = gpu(90402).text();
+  FakeTopology topology({});
+  topology.add_node(1, text, 128);
   for (std::size_t size = 0; size <= text.size(); ++size) {
-    FakeTopology topology({});
-    topology.add_node(1, text.substr(0, size), 128);
+    write(topology.properties(1), text.substr(0, size));
     auto gpus = topology.read();
-    if (!gpus) {
-      EXPECT_NE(gpus.error().location().file, "") << size;
-    }
+    if (!gpus) EXPECT_EQ(gpus.error().location().file, topology.properties(1).string()) << size;
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,13 @@
 
 namespace coload::detail {
 namespace {
+
+// The KFD's xnack query (linux/kfd_ioctl.h): AMDKFD_IOWR(0x21, struct
+// kfd_ioctl_set_xnack_mode_args { __s32 xnack_enabled; }), -1 to ask.
+struct KfdXnackModeArgs {
+  std::int32_t xnack_enabled;
+};
+constexpr unsigned long kKfdIocSetXnackMode = _IOWR('K', 0x21, KfdXnackModeArgs);
 
 // libhsakmt reads one page of a properties file (topology.c, fread of PAGE_SIZE).
 constexpr std::size_t kMaxNodes = 4096;
@@ -530,6 +538,16 @@ Expected<std::vector<TopologyGpu>> topology_gpus(const TopologyOptions& options)
   if (!ordinals || ordinals->empty()) ordinals = lookup(options, "CUDA_VISIBLE_DEVICES");
   if (!ordinals || ordinals->empty()) return agents;
   return hip_visible(*ordinals, std::move(agents));
+}
+
+std::optional<bool> query_kfd_xnack_mode(const std::string& kfd) {
+  int fd = ::open(kfd.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  KfdXnackModeArgs args{.xnack_enabled = -1};
+  int status = ::ioctl(fd, kKfdIocSetXnackMode, &args);
+  ::close(fd);
+  if (status != 0 || args.xnack_enabled < 0) return std::nullopt;
+  return args.xnack_enabled != 0;
 }
 
 }  // namespace coload::detail

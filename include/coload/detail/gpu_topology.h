@@ -46,8 +46,8 @@ struct TopologyOptions {
   /// CUDA_VISIBLE_DEVICES. A function, so tests need no setenv; empty: nothing is set.
   std::function<std::optional<std::string>(std::string_view)> environment;
   /// The xnack mode the KFD holds for this process (hsaKmtGetXNACKMode), used
-  /// when HSA_XNACK does not decide it. Empty, or nullopt: off, as ROCr
-  /// assumes when the query fails.
+  /// when HSA_XNACK does not decide it: query_kfd_xnack_mode, or a test's
+  /// answer. Empty, or nullopt: off, as ROCr assumes when the query fails.
   std::function<std::optional<bool>()> kfd_xnack_mode;
 };
 
@@ -74,5 +74,13 @@ struct TopologyGpu {
 /// whose version names no processor coload knows; InvalidArgument for a bad
 /// HSA_OVERRIDE_GFX_VERSION (libhsakmt then fails, and ROCr finds no GPU).
 Expected<std::vector<TopologyGpu>> topology_gpus(const TopologyOptions& options);
+
+/// The xnack mode the KFD holds for this process, asked as libhsakmt's
+/// hsaKmtGetXNACKMode asks it (AMDKFD_IOC_SET_XNACK_MODE with -1, which
+/// changes nothing) on `kfd`; nullopt when it cannot be opened or the kernel
+/// lacks the query (before Linux 5.13). Opening /dev/kfd makes the KFD's
+/// process for this address space, which ROCr's own open then finds. For
+/// TopologyOptions::kfd_xnack_mode.
+std::optional<bool> query_kfd_xnack_mode(const std::string& kfd = "/dev/kfd");
 
 }  // namespace coload::detail
