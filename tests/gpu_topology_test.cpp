@@ -197,6 +197,42 @@ TEST(GpuTopology, Gfx942WithSramecc) {
             (Names{"1 amdgcn-amd-amdhsa--gfx942:sramecc-:xnack-"}));
 }
 
+TEST(GpuTopology, Gfx1250IsBare) {
+  FakeTopology topology({gpu(120500)});
+  auto gpus = topology.read({{"HSA_XNACK", "1"}});
+  EXPECT_EQ(isa_names(gpus), (Names{"1 amdgcn-amd-amdhsa--gfx1250"}));
+  ASSERT_TRUE(gpus);
+  EXPECT_EQ((*gpus)[0].device.target.xnack, FeatureState::Unsupported);
+}
+
+TEST(GpuTopology, KfdModeIsAskedOnlyWhenNeeded) {
+  FakeTopology topology({gpu(90010), gpu(90008, 0, 129)});  // gfx90a, gfx908
+  int asked = 0;
+  TopologyOptions options;
+  options.root = topology.root().string();
+  options.render_nodes = topology.dev();
+  options.kfd_xnack_mode = [&asked] {
+    ++asked;
+    return std::optional<bool>(true);
+  };
+  std::map<std::string, std::string> environment{{"HSA_XNACK", "0"}};
+  options.environment = [&environment](std::string_view name) -> std::optional<std::string> {
+    auto it = environment.find(std::string(name));
+    return it == environment.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  EXPECT_EQ(isa_names(topology_gpus(options)),
+            (Names{"1 amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack-", "2 amdgcn-amd-amdhsa--gfx908:sramecc-:xnack-"}));
+  EXPECT_EQ(asked, 0);
+  // HSA_XNACK=1 with a gfx908 (no per-process mode): granted only when its retry is on,
+  // which is when the KFD's mode is on.
+  environment["HSA_XNACK"] = "1";
+  EXPECT_EQ(isa_names(topology_gpus(options)),
+            (Names{"1 amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack+", "2 amdgcn-amd-amdhsa--gfx908:sramecc-:xnack+"}));
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(isa_names(topology.read({{"HSA_XNACK", "1"}}, false)),
+            (Names{"1 amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack-", "2 amdgcn-amd-amdhsa--gfx908:sramecc-:xnack-"}));
+}
+
 TEST(GpuTopology, ClientApuReportsNoXnackMode) {
   FakeTopology topology({gpu(90012)});
   EXPECT_EQ(isa_names(topology.read({}, true)), (Names{"1 amdgcn-amd-amdhsa--gfx90c"}));

@@ -341,17 +341,19 @@ bool reports_xnack(const Processor& processor) { return processor.default_xnack 
 // selects xnack per process (gfx90a, gfx940-942, gfx950) or runs with
 // retry on, which is when its default mode is on too.
 bool xnack_mode(const TopologyOptions& options, const std::vector<GpuNode>& gpus) {
-  bool kfd_mode = options.kfd_xnack_mode && options.kfd_xnack_mode().value_or(false);
+  // Asked only when needed, as ROCr asks: the query may open /dev/kfd.
+  auto kfd_mode = [&] { return options.kfd_xnack_mode && options.kfd_xnack_mode().value_or(false); };
   std::optional<std::string> request = lookup(options, "HSA_XNACK");
   if (request == "0") return false;
-  if (request != "1") return kfd_mode;
+  if (request != "1") return kfd_mode();
+  bool needs_retry = false;
   for (const GpuNode& gpu : gpus) {
     const std::uint32_t v = gpu.gfx_target_version;
-    if (v >= 100000) return kfd_mode;
+    if (v >= 100000) return kfd_mode();
     bool per_process = v == 90010 || (v >= 90400 && v <= 90402) || v == 90500;
-    if (v >= 90000 && !per_process && !kfd_mode) return false;
+    needs_retry = needs_retry || (v >= 90000 && !per_process);
   }
-  return true;
+  return !needs_retry || kfd_mode();
 }
 
 std::string uppercase(std::string text) {
