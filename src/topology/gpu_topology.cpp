@@ -33,7 +33,8 @@ struct KfdXnackModeArgs {
 };
 constexpr unsigned long kKfdIocSetXnackMode = _IOWR('K', 0x21, KfdXnackModeArgs);
 
-// libhsakmt reads one page of a properties file (topology.c, fread of PAGE_SIZE).
+// A bound on the nodes walked, far above any machine's. A node's files are
+// read one page at most, as libhsakmt reads them (topology.c, fread of PAGE_SIZE).
 constexpr std::size_t kMaxNodes = 4096;
 constexpr std::size_t kMaxKeyLength = 255;  // libhsakmt's prop_name[256]
 // The render minors libhsakmt accepts (fmm.c, DRM_FIRST/LAST_RENDER_NODE).
@@ -280,11 +281,13 @@ std::optional<std::array<unsigned, 3>> parse_override(std::string_view text) {
   const unsigned limits[3] = {63, 255, 255};
   for (std::size_t i = 0; i < 3; ++i) {
     while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-    if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+    const bool negative = !text.empty() && text.front() == '-';
+    if (!text.empty() && (text.front() == '+' || negative)) text.remove_prefix(1);
     std::size_t digits = 0;
     while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
     std::optional<std::uint64_t> value = parse_decimal(text.substr(0, digits));
-    if (!value || *value > limits[i]) return std::nullopt;
+    // strtoul's negation wraps: only -0 stays in range.
+    if (!value || *value > limits[i] || (negative && *value != 0)) return std::nullopt;
     parts[i] = static_cast<unsigned>(*value);
     text.remove_prefix(digits);
     if (i < 2) {

@@ -71,7 +71,7 @@ struct TopologyGpu {
 /// `name value` lines of decimal numbers or a duplicated key; LimitExceeded
 /// for a file over one page (what libhsakmt reads) or too many nodes;
 /// Overflow for a value past its field's width; NotFound for a visible GPU
-/// whose version names no processor coload knows; InvalidArgument for a bad
+/// without a gfx_target_version or whose version names no processor coload knows; InvalidArgument for a bad
 /// HSA_OVERRIDE_GFX_VERSION (libhsakmt then fails, and ROCr finds no GPU).
 Expected<std::vector<TopologyGpu>> topology_gpus(const TopologyOptions& options);
 
