@@ -28,6 +28,7 @@
 #include "coload/detail/kpack_archive.h"
 #include "coload/device.h"
 #include "coload/fat_binary.h"
+#include "fake_topology.h"
 #include "loaded_wrappers.h"
 #include "select/comgr_lookup.h"
 #include "test_util.h"
@@ -336,6 +337,36 @@ TEST(Preload, CoLoadRunPreloadsTheLibraryWithItsOptions) {
   const ProbeRun failed =
       probe("7.0.70000", "/nonexistent/libnone.so", {}, true, {COLOAD_CLI, "run", "--device", "gfx1031"});
   EXPECT_EQ(failed.status, 1) << failed.errors;
+}
+
+TEST(Preload, TheGpusComeFromTheKfdTopology) {
+  // A fake machine: a gfx90a (node 1) and a gfx1031 (node 2); HIP_VISIBLE_DEVICES=1
+  // leaves the gfx1031 alone, which gets unit group 3's gfx1030 code relabelled.
+  const fs::path machine = fs::temp_directory_path() / ("coload_preload_kfd_" + std::to_string(::getpid()));
+  fs::remove_all(machine);
+  testing::GpuProperties gfx90a, gfx1031;
+  gfx1031.gfx_target_version = 100301;
+  gfx1031.drm_render_minor = 129;
+  testing::write_fake_topology(machine, machine / "dri", {gfx90a, gfx1031});
+  const std::string root = "COLOAD_KFD_TOPOLOGY=" + machine.string();
+  const ProbeRun both = probe("7.0.70000", kTemplates, {root, "COLOAD_EXTENDED_ISA_COMPAT=all", "COLOAD_LOG=info"});
+  ASSERT_EQ(both.status, 0) << both.errors;
+  EXPECT_NE(both.errors.find("GPU 0 (gfx90a:sramecc-:xnack-)"), std::string::npos) << both.errors;
+  EXPECT_NE(both.errors.find("GPU 1 (gfx1031)"), std::string::npos) << both.errors;
+  const ProbeRun one =
+      probe("7.0.70000", kTemplates, {root, "HIP_VISIBLE_DEVICES=1", "COLOAD_EXTENDED_ISA_COMPAT=all"});
+  ASSERT_EQ(one.status, 0) << one.errors;
+  ASSERT_EQ(one.received.size(), kUnits) << one.errors;
+  for (std::size_t i = 0; i < kUnits; ++i) {
+    EXPECT_EQ(one.received[i].object == "anonymous", i % 4 == 3) << i;
+    if (i % 4 == 3) EXPECT_FALSE(comgr_finds(one.received[i].bundle, "amdgcn-amd-amdhsa--gfx1031").empty()) << i;
+  }
+  // A topology that cannot be read passes everything on, saying why at warn.
+  const ProbeRun broken = probe("7.0.70000", kTemplates, {"COLOAD_KFD_TOPOLOGY=/nonexistent", "COLOAD_LOG=warn"});
+  ASSERT_EQ(broken.status, 0) << broken.errors;
+  for (const Received& received : broken.received) EXPECT_EQ(received.object, kTemplates);
+  EXPECT_NE(broken.errors.find("the GPUs cannot be read from the KFD topology"), std::string::npos) << broken.errors;
+  fs::remove_all(machine);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 
+#include "coload/detail/gpu_topology.h"
 #include "coload/detail/hotswap.h"
 #include "coload/detail/wrapper.h"
 #include "load/hip_library.h"
@@ -113,8 +114,26 @@ SessionSettings read_settings(const Config::Lookup& lookup, const HipRelease& re
     settings.devices = std::move(*devices);
     settings.devices_from = "COLOAD_DEVICES";
   } else {
-    settings.inactive = "no GPU is known: set COLOAD_DEVICES (the KFD topology is not read yet)";
-    return settings;
+    detail::TopologyOptions topology;
+    if (auto root = lookup("COLOAD_KFD_TOPOLOGY"); root && !root->empty()) {
+      // A fake tree (tests): its render nodes are not this machine's, and its KFD neither.
+      topology.root = *root;
+      topology.render_nodes = *root + "/dri";
+    } else {
+      topology.kfd_xnack_mode = [] { return detail::query_kfd_xnack_mode(); };
+    }
+    topology.environment = lookup;
+    auto gpus = detail::topology_gpus(topology);
+    if (!gpus) {
+      settings.inactive = "the GPUs cannot be read from the KFD topology: " + gpus.error().message();
+      return settings;
+    }
+    if (gpus->empty()) {
+      settings.inactive = "the KFD topology at " + topology.root + " lists no GPU this process may use";
+      return settings;
+    }
+    for (detail::TopologyGpu& gpu : *gpus) settings.devices.push_back(std::move(gpu.device));
+    settings.devices_from = topology.root;
   }
   for (Device& device : settings.devices) {
     settings.config.apply(device);
