@@ -27,7 +27,8 @@ set_target_properties(preload_probe PROPERTIES C_STANDARD 11)
 
 add_executable(coload_preload_test preload_test.cpp)
 target_include_directories(coload_preload_test PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
-target_link_libraries(coload_preload_test PRIVATE coload_static GTest::gtest GTest::gtest_main ${CMAKE_DL_LIBS})
+target_link_libraries(coload_preload_test PRIVATE coload_static coload_bundle_writer GTest::gtest GTest::gtest_main
+                                                  ${CMAKE_DL_LIBS})
 target_compile_definitions(coload_preload_test PRIVATE
   COLOAD_PRELOAD_HIP_DIR="${CMAKE_CURRENT_BINARY_DIR}/preload_hip"
   COLOAD_PRELOAD_LIBRARY="$<TARGET_FILE:coload_preload_library>"

@@ -30,7 +30,9 @@
 #include "coload/fat_binary.h"
 #include "fake_topology.h"
 #include "loaded_wrappers.h"
+#include "preload/wrapper_plan.h"
 #include "select/comgr_lookup.h"
+#include "support/bundle_writer.h"
 #include "test_util.h"
 
 extern char** environ;
@@ -367,6 +369,41 @@ TEST(Preload, TheGpusComeFromTheKfdTopology) {
   for (const Received& received : broken.received) EXPECT_EQ(received.object, kTemplates);
   EXPECT_NE(broken.errors.find("the GPUs cannot be read from the KFD topology"), std::string::npos) << broken.errors;
   fs::remove_all(machine);
+}
+
+TEST(PreloadScreen, TheTableIdsAloneDecideServedRelatedOrNothing) {
+  using preload::IdScreen;
+  const std::vector<Device> devices{*device_from_spec("gfx90a:xnack-"), *device_from_spec("gfx1031"),
+                                    *device_from_spec("gfx1100")};
+  std::vector<Device> opted = devices;
+  opted[1].extended_isa_compat = true;
+  const testing::Bytes bundle =
+      testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
+                                   {"hipv4-amdgcn-amd-amdhsa--gfx90a", testing::Bytes(64)},
+                                   {"hipv4-amdgcn-amd-amdhsa--gfx1030", testing::Bytes(64)},
+                                   {"hipv4-amdgcn-amd-amdhsa--gfx11-generic", testing::Bytes(64)}});
+  preload::PlanOptions options{.devices = devices};
+  auto screens = preload::screen_table(bundle, options);
+  ASSERT_TRUE(screens);
+  EXPECT_EQ(*screens, (std::vector<IdScreen>{IdScreen::Served, IdScreen::Nothing, IdScreen::Served}));
+  options.devices = opted;
+  EXPECT_EQ(*preload::screen_table(bundle, options),
+            (std::vector<IdScreen>{IdScreen::Served, IdScreen::Related, IdScreen::Served}));
+  opted[2].loads_generic = false;  // a release without generics: gfx11-generic is relabelled, so planned
+  EXPECT_EQ((*preload::screen_table(bundle, options))[2], IdScreen::Related);
+  // Anything the page does not hold whole, or that is no plain bundle, is left to the full plan.
+  EXPECT_FALSE(preload::screen_table(std::span(bundle).first(60), options));
+  testing::Bytes huge = bundle;
+  const std::uint64_t count = std::uint64_t{1} << 40;
+  std::memcpy(huge.data() + 24, &count, sizeof count);
+  EXPECT_FALSE(preload::screen_table(huge, options));
+  testing::Bytes long_id = bundle;
+  const std::uint64_t id_size = 1 << 20;
+  std::memcpy(long_id.data() + 32 + 16, &id_size, sizeof id_size);
+  EXPECT_FALSE(preload::screen_table(long_id, options));
+  EXPECT_FALSE(preload::screen_table(testing::Bytes(16), options));
+  options.select.hotswap = true;
+  EXPECT_FALSE(preload::screen_table(bundle, options));
 }
 
 }  // namespace

@@ -445,6 +445,27 @@ TEST_F(NoteCase, GrowsIntoItsPadding) {
   }
 }
 
+TEST_F(NoteCase, ShrinksByWideningTheRootMapCount) {
+  // 28 bytes to 22 would end the descriptor 4 bytes before the next record;
+  // the root map's count as map16 (2 bytes more) keeps it ending there.
+  for (bool trailer : {false, true}) {
+    auto elf = object(trailer);
+    auto before = elf;
+    const std::string shorter = "amdgcn-amd-amdhsa--gfx";
+    auto done = detail::rewrite_metadata_target(elf, shorter);
+    ASSERT_TRUE(Succeeds(done));
+    EXPECT_TRUE(*done);
+    EXPECT_EQ(elf.size(), before.size());
+    EXPECT_EQ(target_of(elf), shorter);
+    if (trailer) {
+      std::size_t tail = find_text(before, std::string("AMD\0", 4));
+      ASSERT_NE(tail, std::string::npos);
+      EXPECT_TRUE(std::equal(elf.begin() + tail - 12, elf.end(), before.begin() + tail - 12))
+          << "the next note record changed";
+    }
+  }
+}
+
 TEST_F(NoteCase, RefusesToGrowPastItsPadding) {
   auto elf = object();
   auto before = elf;

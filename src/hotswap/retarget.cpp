@@ -272,6 +272,13 @@ Expected<bool> detail::rewrite_metadata_target(std::vector<std::byte>& out, std:
     }
     if (chosen) break;
   }
+  if (!chosen) {
+    return retarget_error(ErrorKind::UnsupportedMethod, "retargeted metadata note needs " + std::to_string(needed) +
+                                                            " bytes, the note has " + std::to_string(space) +
+                                                            " (descriptor at file offset " + hex(record->desc) +
+                                                            "); moving sections is not supported");
+  }
+
   // New descriptor: the bytes before the string, the string, the bytes after.
   std::vector<std::byte> fresh(root_head);
   fresh.insert(fresh.end(), desc.begin() + 1, desc.begin() + old.offset);

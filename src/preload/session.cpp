@@ -65,13 +65,6 @@ void apply_release(const HipRelease& release, Device& device) {
   device.runtime_release = release.name();
 }
 
-/// The binary a wrapper belongs to, for messages: its loaded object's path.
-std::string binary_of(const void* wrapper) {
-  Dl_info info{};
-  if (::dladdr(wrapper, &info) != 0 && info.dli_fname && info.dli_fname[0] != '\0') return info.dli_fname;
-  return "the program";
-}
-
 }  // namespace
 
 std::string HipRelease::name() const {
@@ -180,6 +173,40 @@ void Session::log(LogLevel level, const std::string& text) const {
   [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
 }
 
+bool Session::passes_on_its_ids(const void* wrapper, std::string& binary, std::size_t& index) {
+  // The common case, a library the runtime serves itself, decided from the
+  // table's IDs without a system call: the record and the table are read in
+  // place, within the readable segments of the loaded object that holds them
+  // (docs/preload.md, "What it reads, and how"). Anything else is planned in
+  // full, and so is the first wrapper of a binary a GPU has nothing in (its line).
+  std::lock_guard lock(mutex_);
+  const LoadedObject* object = objects_.holding(wrapper);
+  Seen& seen = wrappers_seen_[object ? object->base : 0];
+  if (seen.name.empty()) seen.name = object ? object->name : "memory outside the loaded objects";
+  binary = seen.name;
+  index = seen.count++;
+  if (!object) return false;
+  const std::span<const std::byte> record = object->bytes_at(wrapper, kHipFatbinWrapperSize);
+  if (record.size() < kHipFatbinWrapperSize) return false;
+  std::uint32_t magic = 0, version = 0;
+  const void* image = nullptr;
+  std::memcpy(&magic, record.data(), sizeof magic);
+  std::memcpy(&version, record.data() + 4, sizeof version);
+  std::memcpy(&image, record.data() + kHipFatbinWrapperBinaryAt, sizeof image);
+  if (magic != kHipFatbinWrapperMagic || version != kHipFatbinWrapperVersion) return false;
+  std::optional<std::vector<IdScreen>> screens = screen_table(object->bytes_at(image, kScreenedBytes), settings_.plan);
+  if (!screens) screens = screen_compressed(object->bytes_at(image, SIZE_MAX), settings_.plan);
+  if (!screens) return false;
+  for (std::size_t gpu = 0; gpu < screens->size(); ++gpu) {
+    if ((*screens)[gpu] == IdScreen::Related) return false;
+    if ((*screens)[gpu] == IdScreen::Nothing &&
+        (settings_.log >= LogLevel::Info || !told_no_fit_.contains({binary, gpu}))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void Session::report(const std::string& binary, std::size_t index, const WrapperPlan& plan) const {
   const std::string wrapper = binary + ": wrapper " + std::to_string(index);
   if (!plan.unreadable.empty()) {
@@ -219,12 +246,9 @@ void** Session::register_fat_binary(const void* wrapper, RegisterFatBinary next)
                    [&] { log(LogLevel::Warn, "every wrapper is passed on unchanged: " + settings_.inactive); });
   } else {
     try {
-      const std::string binary = binary_of(wrapper);
+      std::string binary;
       std::size_t index = 0;
-      {
-        std::lock_guard lock(mutex_);
-        index = wrappers_seen_[binary]++;
-      }
+      if (passes_on_its_ids(wrapper, binary, index)) return next(wrapper);
       const WrapperPlan plan = plan_wrapper(wrapper, binary + ": wrapper " + std::to_string(index), settings_.plan);
       report(binary, index, plan);
       if (!plan.bundle.empty()) {
@@ -268,6 +292,7 @@ void Session::unregister_fat_binary(void** handle, UnregisterFatBinary next) noe
   next(handle);
   std::unique_ptr<Handed> freed;
   std::lock_guard lock(mutex_);
+  objects_.forget();
   if (auto found = handed_.find(handle); found != handed_.end()) {
     freed = std::move(found->second);
     handed_.erase(found);

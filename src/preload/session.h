@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 
 #include "coload/config.h"
 #include "coload/device.h"
+#include "preload/loaded_objects.h"
 #include "preload/wrapper_plan.h"
 
 namespace coload::preload {
@@ -82,13 +84,21 @@ class Session {
  private:
   struct Handed;  // a bundle and its record, page-aligned
   void log(LogLevel level, const std::string& text) const;
+  /// Whether `wrapper` goes on as it is on its entry IDs alone (screen_table);
+  /// counts it, and sets the binary it belongs to and its number there.
+  bool passes_on_its_ids(const void* wrapper, std::string& binary, std::size_t& index);
   /// The plan's lines, at their levels.
   void report(const std::string& binary, std::size_t index, const WrapperPlan& plan) const;
 
   SessionSettings settings_;
   mutable std::mutex mutex_;
   std::map<void**, std::unique_ptr<Handed>> handed_;  // by the runtime's handle
-  std::map<std::string, std::size_t> wrappers_seen_;  // per binary, for wrapper numbers
+  struct Seen {
+    std::string name;
+    std::size_t count = 0;
+  };
+  std::map<std::uintptr_t, Seen> wrappers_seen_;  // per loaded object's base, for wrapper numbers
+  LoadedObjects objects_;
   std::once_flag told_inactive_;
   mutable std::set<std::pair<std::string, std::size_t>> told_no_fit_;  // (binary, GPU) with its line printed
 };

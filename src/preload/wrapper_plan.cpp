@@ -2,17 +2,23 @@
 #include "preload/wrapper_plan.h"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <optional>
 
 #include "coload/detail/hotswap.h"
+#include "coload/detail/stream_select.h"
 #include "coload/detail/wrapper.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
+#include "common/magic.h"
 #include "common/try.h"
 #include "formats/kpack_image.h"
 #include "formats/plain_bundle_writer.h"
+#include "select/target_rules.h"
+#include "target/entry_id_view.h"
 #include "target/isa_name.h"
 
 namespace coload::preload {
@@ -138,7 +144,98 @@ void plan_opened(const Opened& opened, const PlanOptions& options, WrapperPlan& 
   plan.bundle = detail::write_plain_bundle(table);
 }
 
+std::uint64_t load_u64(const std::byte* at) {
+  std::uint64_t value = 0;
+  std::memcpy(&value, at, sizeof value);
+  return value;
+}
+
+/// What entry ID `id` offers `device` (IdScreen::Nothing for an ID that is
+/// no HIP code object).
+IdScreen screen_id(std::string_view id, const Device& device) {
+  auto parsed = detail::parse_entry_id(id);
+  if (!parsed || !parsed->is_amdhsa() || !parsed->target || !parsed->target->processor) return IdScreen::Nothing;
+  if (parsed->kind != OffloadKind::Hip && parsed->kind != OffloadKind::HipV4) return IdScreen::Nothing;
+  const Processor& code = *parsed->target->processor;
+  const Processor& gpu = *device.target.processor;
+  if (&code == &gpu) {
+    return feature_mismatch(*parsed->target, device.target).empty() ? IdScreen::Served : IdScreen::Nothing;
+  }
+  if (code.is_generic && gpu.generic_family == code.name) {
+    return device.loads_generic ? IdScreen::Served : IdScreen::Related;
+  }
+  if (device.extended_isa_compat && detail::runs_equivalently(code, gpu)) return IdScreen::Related;
+  return IdScreen::Nothing;
+}
+
 }  // namespace
+
+std::vector<IdScreen> screen_ids(std::span<const std::string_view> ids, const PlanOptions& options) {
+  std::vector<IdScreen> screens(options.devices.size(), IdScreen::Nothing);
+  for (std::string_view id : ids) {
+    for (std::size_t gpu = 0; gpu < screens.size(); ++gpu) {
+      if (screens[gpu] == IdScreen::Served) continue;
+      const IdScreen screen = screen_id(id, options.devices[gpu]);
+      if (screen != IdScreen::Nothing) screens[gpu] = screen;
+    }
+  }
+  return screens;
+}
+
+std::optional<std::vector<IdScreen>> screen_table(std::span<const std::byte> head, const PlanOptions& options) {
+  if (options.select.hotswap) return std::nullopt;
+  const std::size_t size = head.size();
+  constexpr std::size_t kHeader = detail::kPlainBundleMagic.size() + sizeof(std::uint64_t);
+  if (size < kHeader || std::memcmp(head.data(), detail::kPlainBundleMagic.data(), kHeader - 8) != 0)
+    return std::nullopt;
+  const std::uint64_t count = load_u64(head.data() + kHeader - 8);
+  if (count > kScreenedBytes / (3 * sizeof(std::uint64_t))) return std::nullopt;
+  std::array<std::string_view, kScreenedBytes / (3 * sizeof(std::uint64_t))> ids;
+  std::size_t at = kHeader;
+  for (std::uint64_t entry = 0; entry < count; ++entry) {
+    if (size - at < 3 * sizeof(std::uint64_t)) return std::nullopt;
+    const std::uint64_t id_size = load_u64(head.data() + at + 16);
+    at += 3 * sizeof(std::uint64_t);
+    if (id_size > size - at) return std::nullopt;
+    ids[entry] = std::string_view(reinterpret_cast<const char*>(head.data() + at), id_size);
+    at += id_size;
+  }
+  return screen_ids(std::span(ids).first(count), options);
+}
+
+std::optional<std::vector<IdScreen>> screen_compressed(std::span<const std::byte> image, const PlanOptions& options) {
+  if (options.select.hotswap || image.size() < 8 || std::memcmp(image.data(), "CCOB", 4) != 0) return std::nullopt;
+  // Version 1 declares no size: measuring it would decode it all.
+  std::uint16_t version = 0;
+  std::memcpy(&version, image.data() + 4, sizeof version);
+  if (version < 2) return std::nullopt;
+  auto info = measure_image(image, options.read);
+  if (!info) return std::nullopt;
+  std::vector<std::string> ids;
+  StreamOptions stream = options.stream;
+  stream.keep_chosen = false;
+  // Skip mode checks nothing, so the stream stops at its table: the picker
+  // leaves by an exception once it has the IDs. Verify mode reads it to its
+  // end (the CCOB's MD5; a verified mark makes that a Skip-mode read).
+  struct TableRead {};
+  const bool table_only = stream.hash == StreamOptions::HashCheck::Skip;
+  try {
+    auto streamed = extract_from_compressed_bundle(
+        image, *info,
+        [&](std::span<const BundleEntry> table) -> std::optional<std::size_t> {
+          for (const BundleEntry& entry : table) ids.emplace_back(entry.id);
+          if (table_only) throw TableRead{};
+          return std::nullopt;
+        },
+        stream);
+    // A stream read as far as its table: what stopped it after that is not this screen's.
+    if (!streamed && !(table_only && !ids.empty())) return std::nullopt;
+  } catch (const TableRead&) {
+  }
+  if (ids.empty()) return std::nullopt;
+  std::vector<std::string_view> views(ids.begin(), ids.end());
+  return screen_ids(views, options);
+}
 
 std::string hip_entry_id(const TargetId& target) {
   return "hipv4-" + std::string(detail::kIsaNamePrefix) + target.str();

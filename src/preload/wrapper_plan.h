@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,6 +52,30 @@ struct PlanOptions {
 /// The bundle entry ID the runtime's lookup finds a code object of target
 /// `target` under ("hipv4-amdgcn-amd-amdhsa--gfx1031").
 std::string hip_entry_id(const TargetId& target);
+
+/// What a wrapper's entry IDs alone say for one GPU (as comgr's lookup reads them).
+enum class IdScreen : std::uint8_t {
+  Served,   ///< an entry the runtime finds for the GPU: native, or generic where the release loads it
+  Related,  ///< none, but one coload may relabel for it (same-ISA, generic, hotswap): plan it
+  Nothing,  ///< no entry coload could use for the GPU
+};
+
+/// The bytes of a bundle the ID screen reads: its table, for up to ~60 entries.
+inline constexpr std::size_t kScreenedBytes = 4096;
+
+/// The screen per device of the plain bundle whose first bytes are `head`
+/// (up to kScreenedBytes, as many as are readable), from its table's entry
+/// IDs; nothing past the table is read. nullopt when the IDs cannot decide:
+/// no plain bundle (a CCOB, a bare code object), a table past `head`, or
+/// hotswap on (an allowlisted source is judged by the full selection).
+std::optional<std::vector<IdScreen>> screen_table(std::span<const std::byte> head, const PlanOptions& options);
+
+/// The screen of the CCOB `image` (the readable bytes from its first), from
+/// the table its stream starts with: decoded as options.stream says (Verify
+/// mode: the whole stream and its MD5, unless a verified mark trusts it; Skip
+/// mode: the table alone). nullopt when it cannot decide: no CCOB, a
+/// version 1 CCOB, a stream that fails, hotswap on.
+std::optional<std::vector<IdScreen>> screen_compressed(std::span<const std::byte> image, const PlanOptions& options);
 
 /// Plans `wrapper` (the pointer __hipRegisterFatBinary receives; `name`
 /// names it in messages). Reads the record and its image through checked

@@ -10,30 +10,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "hip_launch_stubs.h"
 #include "hipk_report.h"
-
-typedef struct {
-  unsigned x, y, z;
-} hipk_dim3;
-
-int hipLaunchKernel(const void* fn, hipk_dim3 grid, hipk_dim3 block, void** args, size_t shmem, void* stream) {
-  (void)fn, (void)grid, (void)block, (void)args, (void)shmem, (void)stream;
-  return 0;
-}
-
-static hipk_dim3 saved_grid, saved_block;
-static size_t saved_shmem;
-static void* saved_stream;
-
-int __hipPushCallConfiguration(hipk_dim3 grid, hipk_dim3 block, size_t shmem, void* stream) {
-  saved_grid = grid, saved_block = block, saved_shmem = shmem, saved_stream = stream;
-  return 0;
-}
-
-int __hipPopCallConfiguration(hipk_dim3* grid, hipk_dim3* block, size_t* shmem, void** stream) {
-  *grid = saved_grid, *block = saved_block, *shmem = saved_shmem, *stream = saved_stream;
-  return 0;
-}
 
 __attribute__((destructor)) static void hipk_report_at_exit(void) {
   const char* size = getenv("HIPK_MARKER_SIZE");

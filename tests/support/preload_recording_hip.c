@@ -22,26 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hip_launch_stubs.h"
 #include "record_registrations.h"
-
-typedef struct {
-  unsigned x, y, z;
-} preload_dim3;
-
-int hipLaunchKernel(const void* fn, preload_dim3 grid, preload_dim3 block, void** args, size_t shmem, void* stream) {
-  (void)fn, (void)grid, (void)block, (void)args, (void)shmem, (void)stream;
-  return 0;
-}
-
-int __hipPushCallConfiguration(preload_dim3 grid, preload_dim3 block, size_t shmem, void* stream) {
-  (void)grid, (void)block, (void)shmem, (void)stream;
-  return 0;
-}
-
-int __hipPopCallConfiguration(preload_dim3* grid, preload_dim3* block, size_t* shmem, void** stream) {
-  (void)grid, (void)block, (void)shmem, (void)stream;
-  return 0;
-}
 
 /* The size of the plain bundle at `bundle`: its table's furthest entry end; 0 when it is none. */
 static uint64_t bundle_size(const unsigned char* bundle) {
