@@ -55,13 +55,15 @@ struct Received {
   bool accepted = false;
   std::string object;  ///< the loaded object holding the record, or "anonymous"
   std::uint64_t offset = 0;
-  Bytes bundle;  ///< for an anonymous record: the bundle it points at
+  std::string address;  ///< the record's address, as %p prints it
+  Bytes bundle;         ///< for an anonymous record coload made: the bundle it points at
 };
 
 struct ProbeRun {
   int status = -1;
   std::string errors;  ///< the probe's stderr
   std::vector<Received> received;
+  std::vector<std::string> given;  ///< hostile: the addresses of the records the probe registered
 };
 
 /// preload_probe of `library` in front of HIP `release`, with `settings`
@@ -105,13 +107,17 @@ ProbeRun probe(const std::string& release, const std::string& library, const std
   run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   std::ifstream errors(errors_path);
   run.errors.assign(std::istreambuf_iterator<char>(errors), {});
-  for (const auto& row : testing::read_tsv((dir / "received.tsv").string())) {  // index, accepted, object, offset
-    if (row.size() < 4) continue;
-    Received received{.accepted = row[1] == "1", .object = row[2], .offset = std::stoull(row[3], nullptr, 16)};
+  // index, accepted, object, offset, address
+  for (const auto& row : testing::read_tsv((dir / "received.tsv").string())) {
+    if (row.size() < 5) continue;
+    Received received{
+        .accepted = row[1] == "1", .object = row[2], .offset = std::stoull(row[3], nullptr, 16), .address = row[4]};
     const fs::path bundle = dir / ("wrapper_" + row[0] + ".bundle");
     if (fs::exists(bundle)) received.bundle = testing::file_bytes(bundle.string());
     run.received.push_back(std::move(received));
   }
+  for (const auto& row : testing::read_tsv((dir / "given.tsv").string()))
+    if (row.size() >= 2) run.given.push_back(row[1]);
   fs::remove_all(dir);
   return run;
 }
@@ -404,6 +410,29 @@ TEST(PreloadScreen, TheTableIdsAloneDecideServedRelatedOrNothing) {
   EXPECT_FALSE(preload::screen_table(testing::Bytes(16), options));
   options.select.hotswap = true;
   EXPECT_FALSE(preload::screen_table(bundle, options));
+}
+
+TEST(Preload, RecordsNoClangWritesGoOnAsTheyCame) {
+  // Garbage for a bundle, a table cut by a PROT_NONE page, a null binary,
+  // version 2, another magic, a count of 2^40: the runtime receives each
+  // record itself, at its address, and judges it as without coload.
+  const ProbeRun bare = probe("7.0.70000", "hostile", {}, false);
+  ASSERT_EQ(bare.status, 0) << bare.errors;
+  const ProbeRun run = probe("7.0.70000", "hostile", {"COLOAD_DEVICES=gfx90a", "COLOAD_LOG=warn"});
+  ASSERT_EQ(run.status, 0) << run.errors;
+  ASSERT_EQ(run.given.size(), 6u);
+  ASSERT_EQ(run.received.size(), 6u) << run.errors;
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(run.received[i].address, run.given[i]) << "record " << i << " was replaced";
+    EXPECT_EQ(run.received[i].accepted, bare.received[i].accepted) << i;
+  }
+  EXPECT_EQ(count_lines(run.errors, "is passed on unchanged"), 6u) << run.errors;
+  for (const char* why : {"bytes 5a 5a 5a 5a 5a 5a 5a 5a start no __CLANG_OFFLOAD_BUNDLE__",
+                          "num_entries 0x3 at offset 0x18 needs at least 24 bytes per entry, only 0x8 bytes follow",
+                          "binary at offset 0x8 is null", "version 2 at offset 0x4 is not 1",
+                          "magic 0x58585858 at offset 0x0 is not HIPF",
+                          "num_entries 0x10000000000 at offset 0x18 exceeds the 0x1000 entries"})
+    EXPECT_NE(run.errors.find(why), std::string::npos) << why << " in: " << run.errors;
 }
 
 }  // namespace

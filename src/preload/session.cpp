@@ -181,8 +181,12 @@ bool Session::passes_on_its_ids(const void* wrapper, std::string& binary, std::s
   // full, and so is the first wrapper of a binary a GPU has nothing in (its line).
   std::lock_guard lock(mutex_);
   const LoadedObject* object = objects_.holding(wrapper);
-  Seen& seen = wrappers_seen_[object ? object->base : 0];
-  if (seen.name.empty()) seen.name = object ? object->name : "memory outside the loaded objects";
+  // Not in a file-backed segment (a record in .bss, or on the heap): dladdr may still name its object.
+  Dl_info info{};
+  const bool named = !object && ::dladdr(wrapper, &info) != 0 && info.dli_fname && info.dli_fname[0];
+  Seen& seen = wrappers_seen_[object ? object->base : named ? reinterpret_cast<std::uintptr_t>(info.dli_fbase) : 0];
+  if (seen.name.empty())
+    seen.name = object ? object->name : named ? info.dli_fname : "memory outside the loaded objects";
   binary = seen.name;
   index = seen.count++;
   if (!object) return false;

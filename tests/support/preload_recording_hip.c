@@ -8,12 +8,11 @@
  * message and a null handle; an accepted one is recorded
  * (record_registrations.c, RECORD_ONLY). Launches do nothing.
  *
- * preload_recording_dump(dir) writes dir/received.tsv, one line per
+ * preload_recording_dump(dir, bundles) writes dir/received.tsv, one line per
  * registration in call order:
- *   <i>\t<accepted 0|1>\t<object of the record: its path, or "anonymous">\t<record's offset in it (hex), or 0>
- * and, for an accepted record outside every loaded object (one coload
- * made), dir/wrapper_<i>.bundle: the plain bundle it points at, measured
- * from its entry table. */
+ *   <i>\t<accepted 0|1>\t<object of the record: its path, or "anonymous">\t<record's offset in it (hex), or 0>\t<its
+ * address> and, when `bundles`, for an accepted record outside every loaded object (one coload made),
+ * dir/wrapper_<i>.bundle: the plain bundle it points at, measured from its entry table. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
@@ -54,7 +53,7 @@ static int clr_accepts(const void* wrapper) {
   return 1;
 }
 
-int preload_recording_dump(const char* dir) {
+int preload_recording_dump(const char* dir, int bundles) {
   char path[4096];
   snprintf(path, sizeof path, "%s/received.tsv", dir);
   FILE* out = fopen(path, "w");
@@ -67,12 +66,12 @@ int preload_recording_dump(const char* dir) {
     Dl_info info;
     struct link_map* map = NULL;
     if (dladdr1(wrapper, &info, (void**)&map, RTLD_DL_LINKMAP) && map) {
-      fprintf(out, "%zu\t%d\t%s\t%llx\n", i, accepted, info.dli_fname,
-              (unsigned long long)((uintptr_t)wrapper - map->l_addr));
+      fprintf(out, "%zu\t%d\t%s\t%llx\t%p\n", i, accepted, info.dli_fname,
+              (unsigned long long)((uintptr_t)wrapper - map->l_addr), wrapper);
       continue;
     }
-    fprintf(out, "%zu\t%d\tanonymous\t0\n", i, accepted);
-    if (!accepted) continue;
+    fprintf(out, "%zu\t%d\tanonymous\t0\t%p\n", i, accepted, wrapper);
+    if (!accepted || !bundles) continue;
     const unsigned char* bundle;
     memcpy(&bundle, (const char*)wrapper + 8, sizeof bundle);
     const uint64_t size = bundle_size(bundle);
