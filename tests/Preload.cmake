@@ -31,12 +31,14 @@ target_link_libraries(coload_preload_test PRIVATE coload_static coload_bundle_wr
                                                   ${CMAKE_DL_LIBS})
 target_compile_definitions(coload_preload_test PRIVATE
   COLOAD_PRELOAD_HIP_DIR="${CMAKE_CURRENT_BINARY_DIR}/preload_hip"
+  COLOAD_FIXTURE_DIR="${COLOAD_FIXTURE_DIR}"
   COLOAD_PRELOAD_LIBRARY="$<TARGET_FILE:coload_preload_library>"
   COLOAD_PRELOAD_PROBE="$<TARGET_FILE:preload_probe>"
   COLOAD_CLI="$<TARGET_FILE:coload_cli>"
   COLOAD_TEMPLATE_LIBRARY="$<TARGET_FILE:hip_templates>"
   COLOAD_HIPK_FIXTURE_DIR="${COLOAD_HIPK_FIXTURE_DIR}")
-add_dependencies(coload_preload_test coload_preload_library coload_cli preload_probe hip_templates coload_hipk_fixtures)
+add_dependencies(coload_preload_test coload_preload_library coload_cli preload_probe hip_templates coload_fixtures
+                 coload_hipk_fixtures)
 foreach(release IN LISTS COLOAD_PRELOAD_RELEASES)
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" major_minor ${release})
   add_dependencies(coload_preload_test preload_hip_${major_minor})

@@ -64,6 +64,12 @@ struct ProbeRun {
   std::string errors;  ///< the probe's stderr
   std::vector<Received> received;
   std::vector<std::string> given;  ///< hostile: the addresses of the records the probe registered
+  struct Module {
+    std::string image;  ///< the address hipModuleLoadData was given
+    bool unloaded = false;
+    Bytes bytes;
+  };
+  std::vector<Module> modules;
 };
 
 /// preload_probe of `library` in front of HIP `release`, with `settings`
@@ -118,6 +124,11 @@ ProbeRun probe(const std::string& release, const std::string& library, const std
   }
   for (const auto& row : testing::read_tsv((dir / "given.tsv").string()))
     if (row.size() >= 2) run.given.push_back(row[1]);
+  for (const auto& row : testing::read_tsv((dir / "modules.tsv").string())) {
+    if (row.size() < 3) continue;
+    run.modules.push_back(
+        {row[1], row[2] == "1", testing::file_bytes((dir / ("module_" + row[0] + ".image")).string())});
+  }
   fs::remove_all(dir);
   return run;
 }
@@ -433,6 +444,38 @@ TEST(Preload, RecordsNoClangWritesGoOnAsTheyCame) {
                           "magic 0x58585858 at offset 0x0 is not HIPF",
                           "num_entries 0x10000000000 at offset 0x18 exceeds the 0x1000 entries"})
     EXPECT_NE(run.errors.find(why), std::string::npos) << why << " in: " << run.errors;
+}
+
+TEST(Preload, AModuleLoadedFromMemoryGetsTheSameTreatment) {
+  // A plain bundle of gfx1030 and gfx90a code, loaded with hipModuleLoadData
+  // on HIP's current device (the recording runtime's hipGetDevice).
+  const std::string bundle = std::string(COLOAD_FIXTURE_DIR) + "/bundles/driver_two_arch.hipfb";
+  auto file = FatBinary::open(bundle);
+  ASSERT_TRUE(file) << file.error().message();
+  const std::vector<std::string> gpus{"COLOAD_DEVICES=gfx90a,gfx1031", "COLOAD_EXTENDED_ISA_COMPAT=all"};
+  // Device 0, gfx90a: the runtime finds its own; the same image is loaded.
+  std::vector<std::string> on_gfx90a = gpus;
+  on_gfx90a.push_back("PRELOAD_RECORDING_DEVICE=0");
+  const ProbeRun native = probe("7.0.70000", "module:" + bundle, on_gfx90a);
+  ASSERT_EQ(native.status, 0) << native.errors;
+  ASSERT_EQ(native.modules.size(), 1u);
+  EXPECT_EQ(native.modules[0].image, native.given.at(0));
+  EXPECT_TRUE(native.modules[0].unloaded);
+  // Device 1, gfx1031: a bundle whose gfx1031 entry comgr finds, relabelled from gfx1030.
+  std::vector<std::string> on_gfx1031 = gpus;
+  on_gfx1031.push_back("PRELOAD_RECORDING_DEVICE=1");
+  on_gfx1031.push_back("COLOAD_LOG=info");
+  const ProbeRun relabelled = probe("7.0.70000", "module:" + bundle, on_gfx1031);
+  ASSERT_EQ(relabelled.status, 0) << relabelled.errors;
+  ASSERT_EQ(relabelled.modules.size(), 1u);
+  EXPECT_NE(relabelled.modules[0].image, relabelled.given.at(0));
+  EXPECT_TRUE(relabelled.modules[0].unloaded);
+  auto expected =
+      retarget_code_object(original_entry(*file, 0, "hipv4-amdgcn-amd-amdhsa--gfx1030"), *device_from_spec("gfx1031"));
+  ASSERT_TRUE(expected) << expected.error().message();
+  EXPECT_EQ(comgr_finds(relabelled.modules[0].bytes, "amdgcn-amd-amdhsa--gfx1031"), *expected);
+  EXPECT_NE(relabelled.errors.find("GPU 1 (gfx1031): equivalent hipv4-amdgcn-amd-amdhsa--gfx1030"), std::string::npos)
+      << relabelled.errors;
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
-// libcoload_preload.so's two exports (docs/preload.md): HIP's registration
-// entry points, called by the static constructors clang writes into every
-// HIP executable and shared library. Each hands the call to the next
-// definition in the process (the real HIP runtime, found with
-// dlsym(RTLD_NEXT)), with the wrapper coload's session chose.
+// libcoload_preload.so's exports (docs/preload.md): HIP's registration entry
+// points, called by the static constructors clang writes into every HIP
+// executable and shared library, and its module loads from memory. Each hands
+// the call to the next definition in the process (the real HIP runtime, found
+// with dlsym(RTLD_NEXT)), with the wrapper or image coload's session chose.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -39,6 +39,37 @@ __attribute__((visibility("default"))) void __hipUnregisterFatBinary(void** hand
   static const auto next =
       reinterpret_cast<coload::preload::UnregisterFatBinary>(next_definition("__hipUnregisterFatBinary"));
   coload::preload::Session::process(reinterpret_cast<const void*>(next)).unregister_fat_binary(handle, next);
+}
+
+// hipModuleLoadData and hipModuleLoadDataEx (HIP's hip_runtime_api.h; a
+// hipError_t is an int-sized enum, a hipModule_t a pointer, a hipJitOption
+// an enum passed by pointer) and hipModuleUnload.
+using HipError = int;
+using HipModule = void*;
+
+__attribute__((visibility("default"))) HipError hipModuleLoadData(HipModule* module, const void* image) {
+  static const auto next =
+      reinterpret_cast<HipError (*)(HipModule*, const void*)>(next_definition("hipModuleLoadData"));
+  static const auto get_device = reinterpret_cast<coload::preload::GetDevice>(::dlsym(RTLD_NEXT, "hipGetDevice"));
+  return coload::preload::Session::process(reinterpret_cast<const void*>(next))
+      .load_module(module, image, [&](const void* given) { return next(module, given); }, get_device);
+}
+
+__attribute__((visibility("default"))) HipError hipModuleLoadDataEx(HipModule* module, const void* image,
+                                                                    unsigned int count, void* options, void** values) {
+  static const auto next = reinterpret_cast<HipError (*)(HipModule*, const void*, unsigned int, void*, void**)>(
+      next_definition("hipModuleLoadDataEx"));
+  static const auto get_device = reinterpret_cast<coload::preload::GetDevice>(::dlsym(RTLD_NEXT, "hipGetDevice"));
+  return coload::preload::Session::process(reinterpret_cast<const void*>(next))
+      .load_module(
+          module, image, [&](const void* given) { return next(module, given, count, options, values); }, get_device);
+}
+
+__attribute__((visibility("default"))) HipError hipModuleUnload(HipModule module) {
+  static const auto next = reinterpret_cast<HipError (*)(HipModule)>(next_definition("hipModuleUnload"));
+  return coload::preload::Session::process(reinterpret_cast<const void*>(next)).unload_module(module, [&](void* given) {
+    return next(given);
+  });
 }
 
 }  // extern "C"

@@ -211,14 +211,15 @@ bool Session::passes_on_its_ids(const void* wrapper, std::string& binary, std::s
   return true;
 }
 
-void Session::report(const std::string& binary, std::size_t index, const WrapperPlan& plan) const {
+void Session::report(const std::string& binary, std::size_t index, const WrapperPlan& plan,
+                     std::size_t first_gpu) const {
   const std::string wrapper = binary + ": wrapper " + std::to_string(index);
   if (!plan.unreadable.empty()) {
     log(LogLevel::Warn, wrapper + " is passed on unchanged: " + plan.unreadable);
     return;
   }
-  for (std::size_t gpu = 0; gpu < plan.gpus.size(); ++gpu) {
-    const GpuDecision& decision = plan.gpus[gpu];
+  for (std::size_t gpu = first_gpu; gpu < first_gpu + plan.gpus.size(); ++gpu) {
+    const GpuDecision& decision = plan.gpus[gpu - first_gpu];
     const std::string on = wrapper + ": GPU " + std::to_string(gpu) + " (" + settings_.devices[gpu].str() + ")";
     switch (decision.outcome) {
       case Outcome::NoFit: {
@@ -257,21 +258,17 @@ void** Session::register_fat_binary(const void* wrapper, RegisterFatBinary next)
       report(binary, index, plan);
       if (!plan.bundle.empty()) {
         const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-        auto made = std::make_unique<Handed>();
-        made->length = page + (plan.bundle.size() + page - 1) / page * page;
-        made->base = ::mmap(nullptr, made->length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (made->base == MAP_FAILED) {
+        handed = hand(plan.bundle, page);
+        if (!handed) {
           log(LogLevel::Warn,
               binary + ": wrapper " + std::to_string(index) + " is passed on unchanged: no memory for its bundle");
         } else {
-          auto* bytes = static_cast<std::byte*>(made->base);
-          std::memcpy(bytes + page, plan.bundle.data(), plan.bundle.size());
+          auto* bytes = static_cast<std::byte*>(handed->base);
           const std::uint32_t magic = kHipFatbinWrapperMagic, version = kHipFatbinWrapperVersion;
           const void* bundle = bytes + page;
           std::memcpy(bytes, &magic, sizeof magic);
           std::memcpy(bytes + 4, &version, sizeof version);
           std::memcpy(bytes + kHipFatbinWrapperBinaryAt, &bundle, sizeof bundle);
-          handed = std::move(made);
         }
       }
     } catch (const std::exception& error) {
@@ -301,6 +298,66 @@ void Session::unregister_fat_binary(void** handle, UnregisterFatBinary next) noe
     freed = std::move(found->second);
     handed_.erase(found);
   }
+}
+
+std::unique_ptr<Session::Handed> Session::hand(const std::vector<std::byte>& bundle, std::size_t offset) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  auto made = std::make_unique<Handed>();
+  made->length = offset + (bundle.size() + page - 1) / page * page;
+  made->base = ::mmap(nullptr, made->length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (made->base == MAP_FAILED) return nullptr;
+  std::memcpy(static_cast<std::byte*>(made->base) + offset, bundle.data(), bundle.size());
+  return made;
+}
+
+int Session::load_module(void** module, const void* image, const LoadImage& load, GetDevice get_device) noexcept {
+  std::unique_ptr<Handed> handed;
+  if (settings_.inactive.empty()) {
+    try {
+      int ordinal = -1;
+      std::size_t index = 0;
+      {
+        std::lock_guard lock(mutex_);
+        index = modules_seen_++;
+      }
+      const std::string name = "hipModuleLoadData image " + std::to_string(index);
+      if (!get_device || get_device(&ordinal) != 0 || ordinal < 0 ||
+          static_cast<std::size_t>(ordinal) >= settings_.devices.size()) {
+        log(LogLevel::Warn, name + " is passed on unchanged: HIP's current device " + std::to_string(ordinal) +
+                                " is none of the " + std::to_string(settings_.devices.size()) + " GPUs coload knows");
+      } else {
+        PlanOptions one = settings_.plan;
+        one.devices = std::span<const Device>(settings_.devices).subspan(static_cast<std::size_t>(ordinal), 1);
+        const WrapperPlan plan = plan_image(image, name, one);
+        report("the program", index, plan, static_cast<std::size_t>(ordinal));
+        if (!plan.bundle.empty()) handed = hand(plan.bundle, 0);
+      }
+    } catch (const std::exception& error) {
+      log(LogLevel::Warn, "a module image is passed on unchanged: internal error: " + std::string(error.what()));
+      handed.reset();
+    }
+  }
+  const int status = load(handed ? handed->base : image);
+  if (handed && status == 0 && module && *module) {
+    try {
+      std::lock_guard lock(mutex_);
+      modules_[*module] = std::move(handed);
+    } catch (const std::exception&) {
+      (void)handed.release();  // kept mapped rather than freed under the runtime
+    }
+  }
+  return status;
+}
+
+int Session::unload_module(void* module, const std::function<int(void*)>& unload) noexcept {
+  const int status = unload(module);
+  std::unique_ptr<Handed> freed;
+  std::lock_guard lock(mutex_);
+  if (auto found = modules_.find(module); found != modules_.end()) {
+    freed = std::move(found->second);
+    modules_.erase(found);
+  }
+  return status;
 }
 
 std::size_t Session::kept() const {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,9 @@ namespace coload::preload {
 
 using RegisterFatBinary = void** (*)(const void* wrapper);
 using UnregisterFatBinary = void (*)(void** handle);
+/// hipModuleLoadData (or Ex, its options bound) with its module out-parameter bound: loads `image`.
+using LoadImage = std::function<int(const void* image)>;
+using GetDevice = int (*)(int* device);
 
 /// The HIP release a registration goes to, from its library's file names:
 /// "libamdhip64.so.6.2.41133" is 6.2, "libamdhip64.so.7" is 7.
@@ -77,6 +81,14 @@ class Session {
   /// Unregisters `handle` through `next`, then frees what was handed on for it.
   void unregister_fat_binary(void** handle, UnregisterFatBinary next) noexcept;
 
+  /// Loads `image` through `load` (hipModuleLoadData's call with `module`
+  /// bound) for the GPU `get_device` names (HIP's current device): the image
+  /// itself, or the bundle its plan wrote, kept until unload_module of the
+  /// module `module` then holds. Never throws.
+  int load_module(void** module, const void* image, const LoadImage& load, GetDevice get_device) noexcept;
+  /// Unloads `module` through `unload`, then frees what was handed on for it.
+  int unload_module(void* module, const std::function<int(void*)>& unload) noexcept;
+
   /// Rewritten wrappers still registered.
   std::size_t kept() const;
   const SessionSettings& settings() const { return settings_; }
@@ -88,11 +100,16 @@ class Session {
   /// counts it, and sets the binary it belongs to and its number there.
   bool passes_on_its_ids(const void* wrapper, std::string& binary, std::size_t& index);
   /// The plan's lines, at their levels.
-  void report(const std::string& binary, std::size_t index, const WrapperPlan& plan) const;
+  /// `first_gpu`: the device plan.gpus[0] is (a module is planned for one).
+  void report(const std::string& binary, std::size_t index, const WrapperPlan& plan, std::size_t first_gpu = 0) const;
+  /// An anonymous page-aligned mapping holding `bundle` after `offset` bytes; null when none can be made.
+  static std::unique_ptr<Handed> hand(const std::vector<std::byte>& bundle, std::size_t offset);
 
   SessionSettings settings_;
   mutable std::mutex mutex_;
   std::map<void**, std::unique_ptr<Handed>> handed_;  // by the runtime's handle
+  std::map<void*, std::unique_ptr<Handed>> modules_;  // by the module handle
+  std::size_t modules_seen_ = 0;
   struct Seen {
     std::string name;
     std::size_t count = 0;

@@ -241,11 +241,29 @@ std::string hip_entry_id(const TargetId& target) {
   return "hipv4-" + std::string(detail::kIsaNamePrefix) + target.str();
 }
 
-WrapperPlan plan_wrapper(const void* wrapper, const std::string& name, const PlanOptions& options) {
+namespace {
+
+/// The image at `image` (a pointer without a size: hipModuleLoadData's),
+/// measured and copied through checked reads within its mapping.
+Expected<void> open_image(const void* image, const std::string& name, const ReadOptions& read, Opened& out) {
+  auto reach = readable_bytes_at(image);
+  COLOAD_RETURN_IF_ERROR(reach);
+  auto copy = copy_image(*reach, read);
+  COLOAD_RETURN_IF_ERROR(copy);
+  out.copy = std::move(*copy);
+  auto binary = FatBinary::from_memory(out.copy, name, read);
+  COLOAD_RETURN_IF_ERROR(binary);
+  out.binary.emplace(std::move(*binary));
+  return {};
+}
+
+/// plan_wrapper and plan_image: `open` fills an Opened, then every device is planned.
+template <class Open>
+WrapperPlan plan_with(const Open& open, const PlanOptions& options) {
   WrapperPlan plan;
   try {
     Opened opened;
-    if (auto status = open_wrapper(wrapper, name, options.read, opened); !status) {
+    if (auto status = open(opened); !status) {
       plan.unreadable = status.error().message();
       return plan;
     }
@@ -256,6 +274,16 @@ WrapperPlan plan_wrapper(const void* wrapper, const std::string& name, const Pla
     plan = WrapperPlan{.unreadable = std::string("internal error: ") + error.what()};
   }
   return plan;
+}
+
+}  // namespace
+
+WrapperPlan plan_wrapper(const void* wrapper, const std::string& name, const PlanOptions& options) {
+  return plan_with([&](Opened& opened) { return open_wrapper(wrapper, name, options.read, opened); }, options);
+}
+
+WrapperPlan plan_image(const void* image, const std::string& name, const PlanOptions& options) {
+  return plan_with([&](Opened& opened) { return open_image(image, name, options.read, opened); }, options);
 }
 
 }  // namespace coload::preload

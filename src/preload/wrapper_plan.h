@@ -87,4 +87,9 @@ std::optional<std::vector<IdScreen>> screen_compressed(std::span<const std::byte
 /// on a runtime without generics, a kpack archive's entry).
 WrapperPlan plan_wrapper(const void* wrapper, const std::string& name, const PlanOptions& options);
 
+/// Plans the image `image` points at (hipModuleLoadData's: a plain bundle,
+/// a CCOB or a bare code object, without a size), as plan_wrapper plans a
+/// wrapper's image; `options.devices` is the device it is loaded on.
+WrapperPlan plan_image(const void* image, const std::string& name, const PlanOptions& options);
+
 }  // namespace coload::preload

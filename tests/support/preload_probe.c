@@ -4,6 +4,7 @@
  *
  *   preload_probe HIP_RUNTIME LIBRARY OUT_DIR
  *   preload_probe HIP_RUNTIME hostile OUT_DIR   (records no clang writes: register_hostile)
+ *   preload_probe HIP_RUNTIME module:FILE OUT_DIR   (FILE loaded with hipModuleLoadData)
  *
  * Run under LD_PRELOAD=libcoload_preload.so by tests/preload_test.cpp: the
  * runtime is loaded RTLD_GLOBAL, after the preload in the search order, so
@@ -61,6 +62,29 @@ static int register_hostile(const char* out_dir) {
   return 0;
 }
 
+/* Loads the file `path` from memory as a program's kernels would
+ * (hipModuleLoadData, through whatever definition comes first), then unloads
+ * it; given.tsv: 0, the buffer's address. */
+static int load_module_from(const char* path, const char* out_dir) {
+  int (*load)(void**, const void*) = (int (*)(void**, const void*))dlsym(RTLD_DEFAULT, "hipModuleLoadData");
+  int (*unload)(void*) = (int (*)(void*))dlsym(RTLD_DEFAULT, "hipModuleUnload");
+  FILE* file = fopen(path, "rb");
+  if (!load || !unload || !file) return 1;
+  static unsigned char image[1 << 20];
+  const size_t size = fread(image, 1, sizeof image, file);
+  fclose(file);
+  if (size == 0) return 1;
+  void* module = NULL;
+  if (load(&module, image) != 0 || unload(module) != 0) return 1;
+  char given_path[4096];
+  snprintf(given_path, sizeof given_path, "%s/given.tsv", out_dir);
+  FILE* given = fopen(given_path, "w");
+  if (!given) return 1;
+  fprintf(given, "0\t%p\n", (void*)image);
+  fclose(given);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: preload_probe HIP_RUNTIME LIBRARY|hostile OUT_DIR\n");
@@ -72,7 +96,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int hostile = strcmp(argv[2], "hostile") == 0;
-  if (hostile) {
+  if (strncmp(argv[2], "module:", 7) == 0) {
+    if (load_module_from(argv[2] + 7, argv[3]) != 0) {
+      fprintf(stderr, "preload_probe: %s did not load and unload\n", argv[2] + 7);
+      return 1;
+    }
+  } else if (hostile) {
     if (register_hostile(argv[3]) != 0) {
       fprintf(stderr, "preload_probe: the hostile records could not be set up\n");
       return 1;

@@ -53,6 +53,77 @@ static int clr_accepts(const void* wrapper) {
   return 1;
 }
 
+/* hipModuleLoadData's images, copied during the call (CLR reads the image then). */
+typedef struct {
+  const void* image;
+  unsigned char* bytes;
+  size_t size;
+  int unloaded;
+} recorded_module;
+static recorded_module modules[64];
+static size_t module_count;
+
+/* An image's size from its own headers: a plain bundle's table, an ELF's
+ * section header table, a CCOB's total size (v2: u32, v3: u64, at offset 8). */
+static size_t image_size(const unsigned char* image) {
+  if (memcmp(image, "__CLANG_OFFLOAD_BUNDLE__", 24) == 0) return (size_t)bundle_size(image);
+  if (memcmp(image,
+             "\x7f"
+             "ELF",
+             4) == 0) {
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    memcpy(&shoff, image + 40, 8);
+    memcpy(&shentsize, image + 58, 2);
+    memcpy(&shnum, image + 60, 2);
+    return (size_t)(shoff + (uint64_t)shentsize * shnum);
+  }
+  if (memcmp(image, "CCOB", 4) == 0) {
+    uint16_t version;
+    memcpy(&version, image + 4, 2);
+    if (version == 2) {
+      uint32_t total;
+      memcpy(&total, image + 8, 4);
+      return total;
+    }
+    uint64_t total;
+    memcpy(&total, image + 8, 8);
+    return (size_t)total;
+  }
+  return 0;
+}
+
+int hipGetDevice(int* device) {
+  const char* given = getenv("PRELOAD_RECORDING_DEVICE");
+  *device = given ? atoi(given) : 0;
+  return 0;
+}
+
+/* CLR: hipErrorInvalidValue (1) for a null module or image. */
+int hipModuleLoadData(void** module, const void* image) {
+  if (!module || !image || module_count == sizeof modules / sizeof modules[0]) return 1;
+  recorded_module* record = &modules[module_count];
+  record->image = image;
+  record->size = image_size(image);
+  record->bytes = malloc(record->size ? record->size : 1);
+  if (record->bytes) memcpy(record->bytes, image, record->size);
+  *module = record;
+  ++module_count;
+  return 0;
+}
+
+int hipModuleLoadDataEx(void** module, const void* image, unsigned int count, void* options, void** values) {
+  (void)count, (void)options, (void)values;
+  return hipModuleLoadData(module, image);
+}
+
+int hipModuleUnload(void* module) {
+  recorded_module* record = module;
+  if (!record || record < modules || record >= modules + module_count || record->unloaded) return 400;
+  record->unloaded = 1;
+  return 0;
+}
+
 int preload_recording_dump(const char* dir, int bundles) {
   char path[4096];
   snprintf(path, sizeof path, "%s/received.tsv", dir);
@@ -79,6 +150,19 @@ int preload_recording_dump(const char* dir, int bundles) {
     FILE* file = fopen(path, "wb");
     if (!file) return -1;
     fwrite(bundle, 1, size, file);
+    fclose(file);
+  }
+  fclose(out);
+  /* modules.tsv: <i>\t<image's address>\t<unloaded 0|1>; module_<i>.image its bytes. */
+  snprintf(path, sizeof path, "%s/modules.tsv", dir);
+  out = fopen(path, "w");
+  if (!out) return -1;
+  for (size_t i = 0; i < module_count; ++i) {
+    fprintf(out, "%zu\t%p\t%d\n", i, modules[i].image, modules[i].unloaded);
+    snprintf(path, sizeof path, "%s/module_%zu.image", dir, i);
+    FILE* file = fopen(path, "wb");
+    if (!file) return -1;
+    fwrite(modules[i].bytes, 1, modules[i].size, file);
     fclose(file);
   }
   fclose(out);
