@@ -16,12 +16,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coload/detail/hotswap.h"
@@ -476,6 +478,47 @@ TEST(Preload, AModuleLoadedFromMemoryGetsTheSameTreatment) {
   EXPECT_EQ(comgr_finds(relabelled.modules[0].bytes, "amdgcn-amd-amdhsa--gfx1031"), *expected);
   EXPECT_NE(relabelled.errors.find("GPU 1 (gfx1031): equivalent hipv4-amdgcn-amd-amdhsa--gfx1030"), std::string::npos)
       << relabelled.errors;
+}
+
+/// What `command` prints on stdout, and its exit status.
+std::pair<std::string, int> output_of(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return {out, -1};
+  char buffer[4096];
+  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, got);
+  const int status = ::pclose(pipe);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+TEST(Preload, CoLoadRunDryRunListsEachWrappersPlanWithoutRunningIt) {
+  const std::string hipk = COLOAD_HIPK_FIXTURE_DIR;
+  const std::string command = std::string(COLOAD_CLI) + " run --dry-run --device gfx942 -- ";
+  // The original executable: the runtime finds gfx942 code in each of its three wrappers.
+  const std::string original = hipk + "/orig/consistent/bin/app_consistent";
+  auto [listed, status] = output_of(command + original);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(count_lines(listed, "GPUs (COLOAD_DEVICES): 0 gfx942:sramecc+:xnack-; an unknown HIP release"), 1u)
+      << listed;
+  for (int w = 0; w < 3; ++w) {
+    EXPECT_EQ(count_lines(listed, original + ": wrapper " + std::to_string(w) +
+                                      ": GPU 0 (gfx942:sramecc+:xnack-): the runtime finds "
+                                      "hipv4-amdgcn-amd-amdhsa--gfx942"),
+              1u)
+        << listed;
+  }
+  EXPECT_EQ(count_lines(listed, ": wrapper "), 3u) << "libc and the loader are left out: " << listed;
+  // Its kpack'd build: each wrapper's archive entry is written for a runtime without kpack.
+  const std::string kpacked = hipk + "/none/consistent/bin/app_consistent";
+  auto [planned, kpack_status] = output_of(command + kpacked);
+  EXPECT_EQ(kpack_status, 0);
+  EXPECT_EQ(count_lines(planned, "native hipv4-amdgcn-amd-amdhsa--gfx942 as hipv4-amdgcn-amd-amdhsa--gfx942"), 3u)
+      << planned;
+  // A bad device list: the preload would pass everything on; the dry run says why and fails.
+  auto [refused, refused_status] =
+      output_of("COLOAD_DEVICES=gfx9999 " + std::string(COLOAD_CLI) + " run --dry-run -- " + original + " 2>&1");
+  EXPECT_EQ(refused_status, 1);
+  EXPECT_NE(refused.find("coload: run --dry-run: COLOAD_DEVICES \"gfx9999\""), std::string::npos) << refused;
 }
 
 }  // namespace

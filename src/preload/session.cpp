@@ -75,11 +75,15 @@ std::string HipRelease::name() const {
 }
 
 HipRelease release_of(const void* symbol) {
-  HipRelease release;
   Dl_info info{};
-  if (!symbol || ::dladdr(symbol, &info) == 0 || !info.dli_fname) return release;
-  release.file = info.dli_fname;
-  if (char* real = ::realpath(info.dli_fname, nullptr)) {
+  if (!symbol || ::dladdr(symbol, &info) == 0 || !info.dli_fname) return {};
+  return release_of_file(info.dli_fname);
+}
+
+HipRelease release_of_file(const std::string& path) {
+  HipRelease release;
+  release.file = path;
+  if (char* real = ::realpath(path.c_str(), nullptr)) {
     release.file = real;
     std::free(real);
   }
@@ -358,6 +362,25 @@ int Session::unload_module(void* module, const std::function<int(void*)>& unload
     modules_.erase(found);
   }
   return status;
+}
+
+std::string Session::describe(const std::string& binary, std::size_t index, const WrapperPlan& plan,
+                              std::span<const Device> devices) {
+  const std::string wrapper = binary + ": wrapper " + std::to_string(index);
+  if (!plan.unreadable.empty()) return wrapper + ": passed on unchanged: " + plan.unreadable + "\n";
+  std::string text;
+  for (std::size_t gpu = 0; gpu < plan.gpus.size() && gpu < devices.size(); ++gpu) {
+    const GpuDecision& decision = plan.gpus[gpu];
+    text += wrapper + ": GPU " + std::to_string(gpu) + " (" + devices[gpu].str() + "): ";
+    switch (decision.outcome) {
+      case Outcome::RuntimeFinds: text += "the runtime finds " + decision.source_id + "\n"; break;
+      case Outcome::Rewritten:
+        text += std::string(to_string(*decision.tier)) + " " + decision.source_id + " as " + decision.written_id + "\n";
+        break;
+      case Outcome::NoFit: text += "no code object: " + decision.why + "\n"; break;
+    }
+  }
+  return text;
 }
 
 std::size_t Session::kept() const {

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,8 @@ struct HipRelease {
 
 /// The release of the loaded object that defines `symbol`.
 HipRelease release_of(const void* symbol);
+/// The release of the HIP library file `path` (its real path's name).
+HipRelease release_of_file(const std::string& path);
 
 /// The settings of a session, from its environment.
 struct SessionSettings {
@@ -88,6 +91,11 @@ class Session {
   int load_module(void** module, const void* image, const LoadImage& load, GetDevice get_device) noexcept;
   /// Unloads `module` through `unload`, then frees what was handed on for it.
   int unload_module(void* module, const std::function<int(void*)>& unload) noexcept;
+
+  /// The plan's lines for `coload run --dry-run`: every GPU of every
+  /// wrapper, whatever the log level, on `out`.
+  static std::string describe(const std::string& binary, std::size_t index, const WrapperPlan& plan,
+                              std::span<const Device> devices);
 
   /// Rewritten wrappers still registered.
   std::size_t kept() const;

@@ -92,8 +92,9 @@ Expected<Written> written_for(std::span<const std::byte> chosen, Tier tier, cons
   return Written{hip_entry_id(target->target), std::move(bytes)};
 }
 
-void plan_opened(const Opened& opened, const PlanOptions& options, WrapperPlan& plan) {
-  const FatBinary& binary = *opened.binary;
+/// Plans bundle `index` of `binary`; `kpack`: its entries come from kpack
+/// archives, which a runtime without kpack support never sees.
+void plan_in(const FatBinary& binary, std::size_t index, bool kpack, const PlanOptions& options, WrapperPlan& plan) {
   std::vector<Written> entries;
   bool rewrite = false;
   auto keep = [&](Written written) {
@@ -102,7 +103,7 @@ void plan_opened(const Opened& opened, const PlanOptions& options, WrapperPlan& 
   };
   for (const Device& device : options.devices) {
     GpuDecision& decision = plan.gpus.emplace_back();
-    if (binary.bundles().empty()) {
+    if (index >= binary.bundles().size()) {
       decision.why = "the image holds no bundle";
       continue;
     }
@@ -110,7 +111,7 @@ void plan_opened(const Opened& opened, const PlanOptions& options, WrapperPlan& 
     Device choosing = device;
     choosing.loads_generic = true;
     Selector selector(choosing, options.select);
-    auto choice = select_in_bundle_at(binary, 0, selector, options.stream);
+    auto choice = select_in_bundle_at(binary, index, selector, options.stream);
     if (!choice) {
       decision.why = choice.error().message();
       continue;
@@ -123,7 +124,7 @@ void plan_opened(const Opened& opened, const PlanOptions& options, WrapperPlan& 
     decision.tier = chosen->tier;
     decision.source_id = chosen->id;
     const std::span<const std::byte> bytes = choice->chosen_bytes();
-    if (runtime_serves(*chosen->tier, device, opened.kpack)) {
+    if (runtime_serves(*chosen->tier, device, kpack)) {
       decision.outcome = Outcome::RuntimeFinds;
       keep(Written{chosen->id, std::vector<std::byte>(bytes.begin(), bytes.end())});
       continue;
@@ -267,7 +268,7 @@ WrapperPlan plan_with(const Open& open, const PlanOptions& options) {
       plan.unreadable = status.error().message();
       return plan;
     }
-    plan_opened(opened, options, plan);
+    plan_in(*opened.binary, 0, opened.kpack, options, plan);
   } catch (const std::bad_alloc&) {
     plan = WrapperPlan{.unreadable = "out of memory while reading it"};
   } catch (const std::exception& error) {
@@ -284,6 +285,17 @@ WrapperPlan plan_wrapper(const void* wrapper, const std::string& name, const Pla
 
 WrapperPlan plan_image(const void* image, const std::string& name, const PlanOptions& options) {
   return plan_with([&](Opened& opened) { return open_image(image, name, options.read, opened); }, options);
+}
+
+WrapperPlan plan_bundle(const FatBinary& binary, std::size_t index, const PlanOptions& options) {
+  WrapperPlan plan;
+  try {
+    const bool kpack = index < binary.bundles().size() && binary.bundles()[index].format == BundleFormat::Kpack;
+    plan_in(binary, index, kpack, options, plan);
+  } catch (const std::exception& error) {
+    plan = WrapperPlan{.unreadable = std::string("internal error: ") + error.what()};
+  }
+  return plan;
 }
 
 }  // namespace coload::preload

@@ -14,6 +14,7 @@
 #include "coload/bundle.h"
 #include "coload/detail/stream_select.h"
 #include "coload/device.h"
+#include "coload/fat_binary.h"
 #include "coload/select.h"
 
 namespace coload::preload {
@@ -91,5 +92,9 @@ WrapperPlan plan_wrapper(const void* wrapper, const std::string& name, const Pla
 /// a CCOB or a bare code object, without a size), as plan_wrapper plans a
 /// wrapper's image; `options.devices` is the device it is loaded on.
 WrapperPlan plan_image(const void* image, const std::string& name, const PlanOptions& options);
+
+/// Plans bundle `index` of `binary` (a file's: `coload run --dry-run`), as
+/// plan_wrapper plans a wrapper's; a kpack bundle counts as a HIPK wrapper's.
+WrapperPlan plan_bundle(const FatBinary& binary, std::size_t index, const PlanOptions& options);
 
 }  // namespace coload::preload

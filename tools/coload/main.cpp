@@ -85,14 +85,15 @@ commands:
       device options of `select` apply. --json: one document (docs/cli-json.md).
       Exit 1 when nothing fits, a check fails or the runtime refuses.
 
-  run [--device SPEC]... [--extended-isa-compat] [--log error|warn|info|debug] -- PROGRAM [ARG...]
+  run [--device SPEC]... [--extended-isa-compat] [--log error|warn|info|debug] [--dry-run] -- PROGRAM [ARG...]
       Run PROGRAM with libcoload_preload.so in front of its HIP runtime: each
       wrapper its libraries register goes on untouched where the runtime finds
       native code for every GPU; otherwise the runtime gets a bundle holding,
       per GPU, the code object coload chooses, relabelled so that it finds it
       (docs/preload.md). --device lists the GPUs (default: the machine's);
       the COLOAD_* variables apply. Exits with PROGRAM's status (127: no such
-      program).
+      program). --dry-run runs nothing: it lists, per GPU, what each wrapper
+      of PROGRAM and of the libraries it links would get.
 
 Numbers (--lds, --bundle, --device N) are decimal or 0x-prefixed; the
 --max-decompressed-bytes cap takes what COLOAD_MAX_DECOMPRESSED_BYTES takes

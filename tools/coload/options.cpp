@@ -182,7 +182,10 @@ const OptionSpec kRunLog{.name = "--log",
                          .kind = ValueKind::Choice,
                          .help = "what coload says on stderr (default: only a GPU with no code at all)",
                          .choices = kLogLevels};
-constexpr const OptionSpec* kRunOptions[] = {&kRunDevice, &kRunExtendedIsaCompat, &kRunLog};
+const OptionSpec kRunDryRun{
+    .name = "--dry-run",
+    .help = "run nothing: list what each wrapper of PROGRAM and the libraries it links would get on each GPU"};
+constexpr const OptionSpec* kRunOptions[] = {&kRunDevice, &kRunExtendedIsaCompat, &kRunLog, &kRunDryRun};
 const CommandSpec kRunCommand{
     .name = "run",
     .summary =

@@ -127,6 +127,7 @@ extern const OptionSpec kPattern;
 extern const OptionSpec kRunDevice;
 extern const OptionSpec kRunExtendedIsaCompat;
 extern const OptionSpec kRunLog;
+extern const OptionSpec kRunDryRun;
 
 // The commands.
 extern const CommandSpec kLsCommand;

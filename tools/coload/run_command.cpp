@@ -2,15 +2,19 @@
 // runtime (docs/preload.md). The options become the COLOAD_* variables the
 // preload reads; LD_PRELOAD gets the library first; then the program replaces
 // this process, so its exit status is the command's.
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "coload/detail/preload_dry_run.h"
 #include "command_context.h"
 #include "commands.h"
 
@@ -74,6 +78,76 @@ std::vector<std::string> program_environment(const CommandContext& context, cons
   return environment;
 }
 
+/// PROGRAM's path as execvp would find it.
+std::string program_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  std::string_view directories = path ? path : "/usr/bin:/bin";
+  while (!directories.empty()) {
+    const std::size_t colon = directories.find(':');
+    const fs::path candidate = fs::path(directories.substr(0, colon)) / program;
+    std::error_code error;
+    if (::access(candidate.c_str(), X_OK) == 0 && fs::is_regular_file(candidate, error)) return candidate.string();
+    if (colon == std::string_view::npos) break;
+    directories.remove_prefix(colon + 1);
+  }
+  return program;
+}
+
+/// The shared libraries `program` links, as the dynamic loader resolves them
+/// (LD_TRACE_LOADED_OBJECTS: the loader lists them and runs nothing).
+std::vector<std::string> linked_libraries(const std::string& program) {
+  int pipe_ends[2];
+  if (::pipe(pipe_ends) != 0) return {};
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::dup2(pipe_ends[1], STDOUT_FILENO);
+    ::close(pipe_ends[0]);
+    ::close(pipe_ends[1]);
+    ::setenv("LD_TRACE_LOADED_OBJECTS", "1", 1);
+    ::execl(program.c_str(), program.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(pipe_ends[1]);
+  std::string listing;
+  char buffer[4096];
+  for (ssize_t got; (got = ::read(pipe_ends[0], buffer, sizeof buffer)) > 0;) listing.append(buffer, got);
+  ::close(pipe_ends[0]);
+  if (child > 0) ::waitpid(child, nullptr, 0);
+  std::vector<std::string> libraries;
+  std::size_t at = 0;
+  while (at < listing.size()) {  // "\tname => /path (0x...)"
+    const std::size_t end = std::min(listing.find('\n', at), listing.size());
+    const std::string_view line = std::string_view(listing).substr(at, end - at);
+    at = end + 1;
+    const std::size_t arrow = line.find(" => /");
+    if (arrow == std::string_view::npos) continue;
+    const std::string_view path = line.substr(arrow + 4, line.rfind(" (") - arrow - 4);
+    libraries.emplace_back(path);
+  }
+  return libraries;
+}
+
+/// run --dry-run: every wrapper of PROGRAM and its libraries, planned for each GPU.
+int dry_run(CommandContext& context, const std::vector<std::string>& environment) {
+  const std::string program = program_path(context.program.front());
+  std::vector<std::string> files{program};
+  for (std::string& library : linked_libraries(program)) files.push_back(std::move(library));
+  const Config::Lookup lookup = [&](std::string_view name) -> std::optional<std::string> {
+    for (const std::string& variable : environment)
+      if (variable.size() > name.size() && variable.starts_with(name) && variable[name.size()] == '=')
+        return variable.substr(name.size() + 1);
+    return std::nullopt;
+  };
+  auto report = preload::dry_run_report(files, lookup);
+  if (!report) {
+    print_error(Error(report.error().kind(), "run --dry-run: " + report.error().message()));
+    return kExitInputError;
+  }
+  std::fputs(report->c_str(), stdout);
+  return kExitOk;
+}
+
 int run_program(CommandContext& context) {
   const std::string library = preload_library();
   if (library.empty()) {
@@ -83,6 +157,7 @@ int run_program(CommandContext& context) {
     return kExitInputError;
   }
   std::vector<std::string> environment = program_environment(context, library);
+  if (context.arguments.given(kRunDryRun)) return dry_run(context, environment);
   std::vector<char*> envp;
   for (std::string& variable : environment) envp.push_back(variable.data());
   envp.push_back(nullptr);

@@ -1,0 +1,34 @@
+// `coload run --dry-run`'s report (coload/detail/preload_dry_run.h).
+#include "coload/detail/preload_dry_run.h"
+
+#include <filesystem>
+
+#include "coload/fat_binary.h"
+#include "preload/session.h"
+
+namespace coload::preload {
+
+Expected<std::string> dry_run_report(std::span<const std::string> files, const Config::Lookup& lookup) {
+  HipRelease release;
+  for (const std::string& file : files)
+    if (std::filesystem::path(file).filename().string().starts_with("libamdhip64.so")) release = release_of_file(file);
+  const SessionSettings settings = read_settings(lookup, release);
+  if (!settings.inactive.empty()) return Error(ErrorKind::InvalidArgument, settings.inactive);
+  std::string gpus;
+  for (std::size_t i = 0; i < settings.devices.size(); ++i)
+    gpus += (i ? ", " : "") + std::to_string(i) + " " + settings.devices[i].str();
+  std::string report = "GPUs (" + settings.devices_from + "): " + gpus + "; " + release.name() + "\n";
+  for (const std::string& file : files) {
+    auto binary = FatBinary::open(file, settings.plan.read);
+    if (!binary) {
+      // A library without HIP code is no finding; anything else is said.
+      if (binary.error().kind() != ErrorKind::NotFound) report += file + ": " + binary.error().message() + "\n";
+      continue;
+    }
+    for (std::size_t i = 0; i < binary->bundles().size(); ++i)
+      report += Session::describe(file, i, plan_bundle(*binary, i, settings.plan), settings.devices);
+  }
+  return report;
+}
+
+}  // namespace coload::preload
