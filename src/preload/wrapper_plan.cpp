@@ -40,6 +40,17 @@ struct Opened {
   bool kpack = false;
 };
 
+/// Keeps `copy` (an image copied through checked reads) in `out` and opens it.
+Expected<void> open_copy(Expected<std::vector<std::byte>> copy, const std::string& name, const ReadOptions& read,
+                         Opened& out) {
+  COLOAD_RETURN_IF_ERROR(copy);
+  out.copy = std::move(*copy);
+  auto binary = FatBinary::from_memory(out.copy, name, read);
+  COLOAD_RETURN_IF_ERROR(binary);
+  out.binary.emplace(std::move(*binary));
+  return {};
+}
+
 Expected<void> open_wrapper(const void* wrapper, const std::string& name, const ReadOptions& read, Opened& out) {
   auto record = read_wrapper_record(wrapper);
   COLOAD_RETURN_IF_ERROR(record);
@@ -55,13 +66,7 @@ Expected<void> open_wrapper(const void* wrapper, const std::string& name, const 
   }
   auto reach = wrapper_reach(wrapper, *record);
   COLOAD_RETURN_IF_ERROR(reach);
-  auto copy = wrapped_image_in(wrapper, *reach, read);
-  COLOAD_RETURN_IF_ERROR(copy);
-  out.copy = std::move(*copy);
-  auto binary = FatBinary::from_memory(out.copy, name, read);
-  COLOAD_RETURN_IF_ERROR(binary);
-  out.binary.emplace(std::move(*binary));
-  return {};
+  return open_copy(wrapped_image_in(wrapper, *reach, read), name, read, out);
 }
 
 /// Whether the runtime's own lookup serves `device` with `tier`'s entry: a
@@ -249,13 +254,7 @@ namespace {
 Expected<void> open_image(const void* image, const std::string& name, const ReadOptions& read, Opened& out) {
   auto reach = readable_bytes_at(image);
   COLOAD_RETURN_IF_ERROR(reach);
-  auto copy = copy_image(*reach, read);
-  COLOAD_RETURN_IF_ERROR(copy);
-  out.copy = std::move(*copy);
-  auto binary = FatBinary::from_memory(out.copy, name, read);
-  COLOAD_RETURN_IF_ERROR(binary);
-  out.binary.emplace(std::move(*binary));
-  return {};
+  return open_copy(copy_image(*reach, read), name, read, out);
 }
 
 /// plan_wrapper and plan_image: `open` fills an Opened, then every device is planned.
