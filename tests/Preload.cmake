@@ -21,6 +21,15 @@ foreach(release IN LISTS COLOAD_PRELOAD_RELEASES)
     VERSION ${release} SOVERSION ${major} LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/preload_hip/${release})
 endforeach()
 
+# A wheel's HIP (torch/lib/libamdhip64.so): no version in the file name, SONAME libamdhip64.so.6.
+add_library(preload_hip_wheel6 SHARED ${COLOAD_TEST_SUPPORT_DIR}/preload_recording_hip.c
+                                      ${COLOAD_TEST_SUPPORT_DIR}/record_registrations.c)
+target_include_directories(preload_hip_wheel6 PRIVATE ${COLOAD_TEST_SUPPORT_DIR})
+target_link_libraries(preload_hip_wheel6 PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+target_link_options(preload_hip_wheel6 PRIVATE -Wl,-soname,libamdhip64.so.6)
+set_target_properties(preload_hip_wheel6 PROPERTIES C_STANDARD 11 OUTPUT_NAME amdhip64 NO_SONAME ON
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/preload_hip/wheel6/torch/lib)
+
 add_executable(preload_probe ${COLOAD_TEST_SUPPORT_DIR}/preload_probe.c)
 target_link_libraries(preload_probe PRIVATE ${CMAKE_DL_LIBS})
 set_target_properties(preload_probe PROPERTIES C_STANDARD 11)
@@ -43,4 +52,5 @@ foreach(release IN LISTS COLOAD_PRELOAD_RELEASES)
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" major_minor ${release})
   add_dependencies(coload_preload_test preload_hip_${major_minor})
 endforeach()
+add_dependencies(coload_preload_test preload_hip_wheel6)
 gtest_discover_tests(coload_preload_test DISCOVERY_TIMEOUT 60 PROPERTIES ENVIRONMENT "${COLOAD_TEST_ENVIRONMENT}")

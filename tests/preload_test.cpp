@@ -48,7 +48,10 @@ using Bytes = std::vector<std::byte>;
 const std::string kTemplates = COLOAD_TEMPLATE_LIBRARY;
 constexpr std::size_t kUnits = 104;
 
+/// The recording runtime of `release`: "7.0.70000" under ROCm's names, or
+/// "wheel6", a wheel's torch/lib/libamdhip64.so (SONAME libamdhip64.so.6).
 std::string runtime(const std::string& release) {
+  if (release == "wheel6") return std::string(COLOAD_PRELOAD_HIP_DIR) + "/wheel6/torch/lib/libamdhip64.so";
   return std::string(COLOAD_PRELOAD_HIP_DIR) + "/" + release + "/libamdhip64.so." + release;
 }
 
@@ -244,8 +247,9 @@ TEST(Preload, AGenericIsRelabelledForAReleaseWithoutGenerics) {
   auto library = FatBinary::open(kTemplates);
   ASSERT_TRUE(library) << library.error().message();
   const Device gfx1101 = *device_from_spec("gfx1101");
-  // Unit group 0 holds gfx11-generic (v6): HIP 7.0 loads it as it is, 6.2 only relabelled.
-  for (const std::string release : {"7.0.70000", "6.2.60200"}) {
+  // Unit group 0 holds gfx11-generic (v6): HIP 7.0 loads it as it is, 6.2 only
+  // relabelled, and so does a wheel's HIP 6 whose minor its names do not say.
+  for (const std::string release : {"7.0.70000", "6.2.60200", "wheel6"}) {
     SCOPED_TRACE(release);
     const ProbeRun run = probe(release, kTemplates, {"COLOAD_DEVICES=gfx1101"});
     ASSERT_EQ(run.status, 0) << run.errors;

@@ -77,7 +77,17 @@ std::string HipRelease::name() const {
 HipRelease release_of(const void* symbol) {
   Dl_info info{};
   if (!symbol || ::dladdr(symbol, &info) == 0 || !info.dli_fname) return {};
-  return release_of_file(info.dli_fname);
+  HipRelease release = release_of_file(info.dli_fname);
+  // A wheel's library has no version in its file name (torch/lib/libamdhip64.so):
+  // its SONAME (libamdhip64.so.6) still gives the major, as the HIP backend reads it.
+  if (release.major != 0) return release;
+  if (void* handle = ::dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) {
+    if (auto loaded = detail::loaded_library_of(handle); loaded && loaded->soname && loaded->major) {
+      release.major = *loaded->major;
+    }
+    ::dlclose(handle);
+  }
+  return release;
 }
 
 HipRelease release_of_file(const std::string& path) {

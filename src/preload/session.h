@@ -42,7 +42,8 @@ struct HipRelease {
   std::string name() const;
 };
 
-/// The release of the loaded object that defines `symbol`.
+/// The release of the loaded object that defines `symbol`: its file names,
+/// else the major of its SONAME.
 HipRelease release_of(const void* symbol);
 /// The release of the HIP library file `path` (its real path's name).
 HipRelease release_of_file(const std::string& path);
