@@ -45,9 +45,10 @@ target_compile_definitions(coload_preload_test PRIVATE
   COLOAD_PRELOAD_PROBE="$<TARGET_FILE:preload_probe>"
   COLOAD_CLI="$<TARGET_FILE:coload_cli>"
   COLOAD_TEMPLATE_LIBRARY="$<TARGET_FILE:hip_templates>"
-  COLOAD_HIPK_FIXTURE_DIR="${COLOAD_HIPK_FIXTURE_DIR}")
+  COLOAD_HIPK_FIXTURE_DIR="${COLOAD_HIPK_FIXTURE_DIR}"
+  COLOAD_PLUGIN_EMITS_GFX90A="$<TARGET_FILE:coload_plugin_emits_gfx90a>")
 add_dependencies(coload_preload_test coload_preload_library coload_cli preload_probe hip_templates coload_fixtures
-                 coload_hipk_fixtures)
+                 coload_hipk_fixtures coload_plugin_emits_gfx90a)
 foreach(release IN LISTS COLOAD_PRELOAD_RELEASES)
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" major_minor ${release})
   add_dependencies(coload_preload_test preload_hip_${major_minor})

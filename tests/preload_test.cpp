@@ -16,10 +16,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -206,6 +209,97 @@ TEST(Preload, AWrapperTheRuntimeServesGoesOnUntouched) {
       << run.errors;
 }
 
+/// The lines of the files in `dir` named ccob-tables-*, each file's in order.
+std::vector<std::vector<std::string>> kept_tables(const fs::path& dir) {
+  std::vector<std::vector<std::string>> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!entry.path().filename().string().starts_with("ccob-tables-")) continue;
+    std::ifstream in(entry.path());
+    std::vector<std::string>& lines = files.emplace_back();
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  return files;
+}
+
+/// Rewrites the CCOB lines of the kept file: `edit` of each line's words.
+void edit_kept_tables(const fs::path& dir, const std::function<void(std::vector<std::string>&)>& edit) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!entry.path().filename().string().starts_with("ccob-tables-")) continue;
+    std::ifstream in(entry.path());
+    std::string text, line;
+    std::getline(in, line);
+    text = line + "\n";
+    while (std::getline(in, line)) {
+      std::vector<std::string> words;
+      std::istringstream split(line);
+      for (std::string word; split >> word;) words.push_back(word);
+      edit(words);
+      for (std::size_t i = 0; i < words.size(); ++i) text += (i ? " " : "") + words[i];
+      text += "\n";
+    }
+    in.close();
+    std::ofstream(entry.path(), std::ios::trunc) << text;
+  }
+}
+
+TEST(Preload, ACcobsTableIdsAreKeptPerLibraryFileBetweenRuns) {
+  // The 39 CCOB units' IDs are kept in the verified cache after the first
+  // run; a later run decides from them. Shown by a doctored file: when every
+  // kept line claims gfx942 code, the 26 CCOB units without it pass on
+  // unplanned (no line at info); a line whose MD5 was not checked does not
+  // count in Verify mode; a library file touched since gives a new file.
+  const fs::path dir = fs::temp_directory_path() / ("coload_tables_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cache");
+  const fs::path library = dir / "libhip_templates.so";
+  fs::copy_file(kTemplates, library);
+  const std::vector<std::string> settings{"COLOAD_DEVICES=gfx942", "COLOAD_LOG=info",
+                                          "COLOAD_VERIFY_CACHE=" + (dir / "cache").string()};
+  const std::string no_fit = ": GPU 0 (gfx942:sramecc+:xnack-) has no code object";
+  const ProbeRun first = probe("7.0.70000", library.string(), settings);
+  ASSERT_EQ(first.status, 0) << first.errors;
+  EXPECT_EQ(count_lines(first.errors, no_fit), 26u) << first.errors;
+  auto files = kept_tables(dir / "cache");
+  ASSERT_EQ(files.size(), 1u);
+  ASSERT_EQ(files[0].size(), 1u + 39u);
+  EXPECT_TRUE(files[0][0].starts_with("coload CCOB tables 1: device ")) << files[0][0];
+  for (std::size_t i = 1; i < files[0].size(); ++i) {
+    EXPECT_NE(files[0][i].find(" 1 "), std::string::npos) << "checked in Verify mode: " << files[0][i];
+    EXPECT_NE(files[0][i].find(" host-x86_64-unknown-linux-gnu-"), std::string::npos) << files[0][i];
+  }
+  // Every kept line says gfx942: the runs decide from the file, not the stream.
+  edit_kept_tables(dir / "cache", [](std::vector<std::string>& words) {
+    words.resize(4);
+    words[3] = "1";
+    words.push_back("hipv4-amdgcn-amd-amdhsa--gfx942");
+  });
+  const ProbeRun kept = probe("7.0.70000", library.string(), settings);
+  ASSERT_EQ(kept.status, 0) << kept.errors;
+  EXPECT_EQ(count_lines(kept.errors, no_fit), 0u) << kept.errors;
+  ASSERT_EQ(kept.received.size(), kUnits);
+  for (const Received& received : kept.received) EXPECT_TRUE(received.bundle.empty()) << "passed on untouched";
+  // Lines not checked: read again in Verify mode (and kept checked), used in Skip mode.
+  edit_kept_tables(dir / "cache", [](std::vector<std::string>& words) { words[2] = "0"; });
+  std::vector<std::string> skip = settings;
+  skip.push_back("COLOAD_HASH_CHECK=skip");
+  EXPECT_EQ(count_lines(probe("7.0.70000", library.string(), skip).errors, no_fit), 0u);
+  EXPECT_EQ(count_lines(probe("7.0.70000", library.string(), settings).errors, no_fit), 26u);
+  EXPECT_EQ(kept_tables(dir / "cache")[0].size(), 1u + 39u + 39u);
+  // The library written since (a new mtime and ctime): its file starts anew.
+  edit_kept_tables(dir / "cache", [](std::vector<std::string>& words) {
+    words.resize(4);
+    words[2] = "1";
+    words[3] = "1";
+    words.push_back("hipv4-amdgcn-amd-amdhsa--gfx942");
+  });
+  fs::last_write_time(library, fs::file_time_type::clock::now() + std::chrono::seconds(5));
+  EXPECT_EQ(count_lines(probe("7.0.70000", library.string(), settings).errors, no_fit), 26u);
+  files = kept_tables(dir / "cache");
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].size(), 1u + 39u);
+  fs::remove_all(dir);
+}
+
 TEST(Preload, ASameIsaGpuGetsTheRelabelledCodeComgrFinds) {
   auto library = FatBinary::open(kTemplates);
   ASSERT_TRUE(library) << library.error().message();
@@ -233,6 +327,13 @@ TEST(Preload, ASameIsaGpuGetsTheRelabelledCodeComgrFinds) {
       auto expected = retarget_code_object(original_entry(*library, i, "hipv4-amdgcn-amd-amdhsa--gfx1030"), gfx1031);
       ASSERT_TRUE(expected) << expected.error().message();
       EXPECT_EQ(found, *expected) << "wrapper " << i;
+      // And what `coload extract --device gfx1031 --retarget` writes of that bundle.
+      const std::string out = (fs::temp_directory_path() / ("coload_retarget_" + std::to_string(::getpid()))).string();
+      const std::string extract = std::string(COLOAD_CLI) + " extract --device gfx1031 --retarget --bundle " +
+                                  std::to_string(i) + " -o " + out + " " + kTemplates;
+      ASSERT_EQ(std::system(extract.c_str()), 0) << extract;
+      EXPECT_EQ(found, testing::file_bytes(out)) << "wrapper " << i;
+      fs::remove(out);
     }
     EXPECT_EQ(rewritten, opted_in ? kUnits / 4 : 0u);
     EXPECT_EQ(count_lines(run.errors,
@@ -425,8 +526,13 @@ TEST(PreloadScreen, TheTableIdsAloneDecideServedRelatedOrNothing) {
   std::memcpy(long_id.data() + 32 + 16, &id_size, sizeof id_size);
   EXPECT_FALSE(preload::screen_table(long_id, options));
   EXPECT_FALSE(preload::screen_table(testing::Bytes(16), options));
+  // A hotswap source allowlisted for the GPU is related, with the tier on only.
+  const std::vector<Device> gfx942{*device_from_spec("gfx942")};
+  options.devices = gfx942;
+  ASSERT_TRUE(options.select.hotswap_allowlist.add("gfx1030", "gfx942"));
+  EXPECT_EQ(*preload::screen_table(bundle, options), std::vector<IdScreen>{IdScreen::Nothing});
   options.select.hotswap = true;
-  EXPECT_FALSE(preload::screen_table(bundle, options));
+  EXPECT_EQ(*preload::screen_table(bundle, options), std::vector<IdScreen>{IdScreen::Related});
 }
 
 TEST(Preload, RecordsNoClangWritesGoOnAsTheyCame) {
@@ -482,6 +588,33 @@ TEST(Preload, AModuleLoadedFromMemoryGetsTheSameTreatment) {
   EXPECT_EQ(comgr_finds(relabelled.modules[0].bytes, "amdgcn-amd-amdhsa--gfx1031"), *expected);
   EXPECT_NE(relabelled.errors.find("GPU 1 (gfx1031): equivalent hipv4-amdgcn-amd-amdhsa--gfx1030"), std::string::npos)
       << relabelled.errors;
+}
+
+TEST(Preload, AHotswapPassesOutputIsWrittenForTheGpu) {
+  // Only gfx1250 code, on a gfx90a: with the hotswap tier on and a plugin
+  // validated for gfx1250 -> gfx90a (its output: clang-22's gfx90a object),
+  // the runtime gets a bundle whose gfx90a entry is the pass's output.
+  const std::string bundle = std::string(COLOAD_FIXTURE_DIR) + "/select/gfx1250_only.hipfb";
+  const std::vector<std::string> gpu{"COLOAD_DEVICES=gfx90a:xnack-",
+                                     std::string("COLOAD_HOTSWAP_PLUGIN=") + COLOAD_PLUGIN_EMITS_GFX90A};
+  std::vector<std::string> on = gpu;
+  on.insert(on.end(), {"COLOAD_HOTSWAP=1", "COLOAD_LOG=info"});
+  const ProbeRun transformed = probe("7.0.70000", "module:" + bundle, on);
+  ASSERT_EQ(transformed.status, 0) << transformed.errors;
+  ASSERT_EQ(transformed.modules.size(), 1u);
+  EXPECT_NE(transformed.modules[0].image, transformed.given.at(0));
+  EXPECT_EQ(comgr_finds(transformed.modules[0].bytes, "amdgcn-amd-amdhsa--gfx90a:xnack-"),
+            testing::file_bytes(std::string(COLOAD_FIXTURE_DIR) + "/co/gfx90a.co"));
+  EXPECT_NE(transformed.errors.find("GPU 0 (gfx90a:sramecc+:xnack-): hotswap hipv4-amdgcn-amd-amdhsa--gfx1250 as "
+                                    "hipv4-amdgcn-amd-amdhsa--gfx90a\n"),
+            std::string::npos)
+      << transformed.errors;
+  // The tier off (the plugin named, not switched on): the image as it was, and the no-fit line.
+  const ProbeRun off = probe("7.0.70000", "module:" + bundle, gpu);
+  ASSERT_EQ(off.status, 0) << off.errors;
+  ASSERT_EQ(off.modules.size(), 1u);
+  EXPECT_EQ(off.modules[0].image, off.given.at(0));
+  EXPECT_NE(off.errors.find("has no code object"), std::string::npos) << off.errors;
 }
 
 /// What `command` prints on stdout, and its exit status.

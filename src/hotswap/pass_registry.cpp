@@ -8,6 +8,7 @@
 
 #include "coload/config.h"
 #include "coload/detail/hotswap.h"
+#include "common/try.h"
 #include "hotswap/passes.h"
 
 namespace coload {
@@ -27,7 +28,6 @@ const HotswapRegistry& HotswapRegistry::builtin() {
   static const HotswapRegistry registry = [] {
     HotswapRegistry built;
 #define COLOAD_HOTSWAP_PASS(Name, pass_name) detail::register_##Name##_pass(built);
-#include "common/try.h"
 #include "hotswap/passes.def"
 #undef COLOAD_HOTSWAP_PASS
     return built;
@@ -131,6 +131,28 @@ SelectOptions select_options(const Config& config, const HotswapRegistry& regist
     [[maybe_unused]] Expected<void> added = options.hotswap_allowlist.add(pair.source, pair.device);
   }
   return options;
+}
+
+Expected<HotswapOutput> run_hotswap_pass(const HotswapRegistry& passes, std::span<const std::byte> source,
+                                         const Processor* from, const Device& device) {
+  const std::string target = device.str();
+  const Processor* to = device.target.processor;
+  if (!from || !to) {
+    return Error(ErrorKind::InvalidArgument, "device " + target + ": no known processor to transform between");
+  }
+  const HotswapPass* pass = passes.find_pair(from->name, to->name);
+  if (!pass) {
+    return Error(ErrorKind::NotFound, "no hotswap pass is registered for " + std::string(from->name) + " -> " +
+                                          std::string(to->name) + " (device " + target + ")");
+  }
+  HotswapOutput out{.where = "hotswap pass \"" + pass->name + "\" for device " + target};
+  if (pass->device_check) {
+    if (auto checked = pass->device_check(device); !checked) return std::move(checked).error().with_context(out.where);
+  }
+  auto bytes = pass->transform(source, device);
+  if (!bytes) return std::move(bytes).error().with_context(out.where);
+  out.bytes = std::move(*bytes);
+  return out;
 }
 
 }  // namespace coload

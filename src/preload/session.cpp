@@ -146,8 +146,20 @@ SessionSettings read_settings(const Config::Lookup& lookup, const HipRelease& re
     settings.config.apply(device);
     apply_release(release, device);
   }
+  if (settings.config.hotswap) {
+    auto passes = hotswap_registry(settings.config);
+    if (!passes) {
+      settings.inactive = passes.error().message();
+      return settings;
+    }
+    settings.hotswap = std::make_shared<const HotswapRegistry>(std::move(*passes));
+  } else {
+    settings.hotswap =
+        std::shared_ptr<const HotswapRegistry>(std::shared_ptr<const void>(), &HotswapRegistry::builtin());
+  }
   settings.plan.devices = settings.devices;
-  settings.plan.select = select_options(settings.config);
+  settings.plan.hotswap = settings.hotswap.get();
+  settings.plan.select = select_options(settings.config, *settings.hotswap);
   settings.plan.stream = settings.config.stream_options();
   settings.plan.read = settings.config.read_options();
   return settings;
@@ -164,8 +176,10 @@ struct Session::Handed {
   }
 };
 
-Session::Session(SessionSettings settings) : settings_(std::move(settings)) {
+Session::Session(SessionSettings settings)
+    : settings_(std::move(settings)), tables_(settings_.plan.read.verified_cache) {
   settings_.plan.devices = settings_.devices;  // the copy's own devices
+  settings_.plan.hotswap = settings_.hotswap.get();
 }
 
 Session::~Session() = default;
@@ -213,7 +227,7 @@ bool Session::passes_on_its_ids(const void* wrapper, std::string& binary, std::s
   std::memcpy(&image, record.data() + kHipFatbinWrapperBinaryAt, sizeof image);
   if (magic != kHipFatbinWrapperMagic || version != kHipFatbinWrapperVersion) return false;
   std::optional<std::vector<IdScreen>> screens = screen_table(object->bytes_at(image, kScreenedBytes), settings_.plan);
-  if (!screens) screens = screen_compressed(object->bytes_at(image, SIZE_MAX), settings_.plan);
+  if (!screens) screens = screen_compressed(*object, image);
   if (!screens) return false;
   for (std::size_t gpu = 0; gpu < screens->size(); ++gpu) {
     if ((*screens)[gpu] == IdScreen::Related) return false;
@@ -223,6 +237,17 @@ bool Session::passes_on_its_ids(const void* wrapper, std::string& binary, std::s
     }
   }
   return true;
+}
+
+std::optional<std::vector<IdScreen>> Session::screen_compressed(const LoadedObject& object, const void* image) {
+  const std::span<const std::byte> ccob = object.bytes_at(image, SIZE_MAX);
+  const bool checked = settings_.plan.stream.hash == StreamOptions::HashCheck::Verify;
+  if (const std::vector<std::string>* kept = tables_.find(object, image, ccob, checked))
+    return screen_ids(*kept, settings_.plan);
+  std::optional<std::vector<std::string>> ids = compressed_table_ids(ccob, settings_.plan);
+  if (!ids) return std::nullopt;
+  tables_.keep(object, image, ccob, checked, *ids);
+  return screen_ids(*ids, settings_.plan);
 }
 
 void Session::report(const std::string& binary, std::size_t index, const WrapperPlan& plan,
@@ -308,6 +333,7 @@ void Session::unregister_fat_binary(void** handle, UnregisterFatBinary next) noe
   std::unique_ptr<Handed> freed;
   std::lock_guard lock(mutex_);
   objects_.forget();
+  tables_.forget();
   if (auto found = handed_.find(handle); found != handed_.end()) {
     freed = std::move(found->second);
     handed_.erase(found);

@@ -21,6 +21,7 @@
 
 #include "coload/config.h"
 #include "coload/device.h"
+#include "preload/compressed_tables.h"
 #include "preload/loaded_objects.h"
 #include "preload/wrapper_plan.h"
 
@@ -55,7 +56,10 @@ struct SessionSettings {
   std::vector<Device> devices;
   std::string devices_from;  ///< "COLOAD_DEVICES" or the topology's root
   std::string inactive;      ///< why no wrapper is planned (no GPU, a bad setting); empty when active
-  PlanOptions plan;          ///< plan.devices views `devices`
+  /// The hotswap tier's passes (COLOAD_HOTSWAP_PLUGIN's with the built-in
+  /// ones) when COLOAD_HOTSWAP is 1; else the built-in ones, unused.
+  std::shared_ptr<const HotswapRegistry> hotswap;
+  PlanOptions plan;  ///< plan.devices views `devices`, plan.hotswap `hotswap`
   Config config;
   LogLevel log = LogLevel::Error;  ///< COLOAD_LOG when set; else only no-fit lines are printed
 };
@@ -63,7 +67,8 @@ struct SessionSettings {
 /// The settings `lookup` (the environment) gives for registrations going to
 /// `release`: COLOAD_DEVICES (target IDs, comma-separated) when set, else the
 /// KFD topology (COLOAD_KFD_TOPOLOGY, ROCR_VISIBLE_DEVICES,
-/// HIP_VISIBLE_DEVICES); the COLOAD_* settings of Config.
+/// HIP_VISIBLE_DEVICES); the COLOAD_* settings of Config, the hotswap
+/// plugin loaded when the tier is on (one that fails to load is a bad setting).
 SessionSettings read_settings(const Config::Lookup& lookup, const HipRelease& release);
 
 /// Writes one line ("coload: " + text) to stderr when `level` is at or above
@@ -108,6 +113,9 @@ class Session {
   /// Whether `wrapper` goes on as it is on its entry IDs alone (screen_table);
   /// counts it, and sets the binary it belongs to and its number there.
   bool passes_on_its_ids(const void* wrapper, std::string& binary, std::size_t& index);
+  /// The screen of the CCOB at `image` in `object`, from its kept IDs when
+  /// its object's file holds them (compressed_tables.h), else from its stream.
+  std::optional<std::vector<IdScreen>> screen_compressed(const LoadedObject& object, const void* image);
   /// The plan's lines, at their levels.
   /// `first_gpu`: the device plan.gpus[0] is (a module is planned for one).
   void report(const std::string& binary, std::size_t index, const WrapperPlan& plan, std::size_t first_gpu = 0) const;
@@ -125,6 +133,7 @@ class Session {
   };
   std::map<std::uintptr_t, Seen> wrappers_seen_;  // per loaded object's base, for wrapper numbers
   LoadedObjects objects_;
+  CompressedTables tables_;
   std::once_flag told_inactive_;
   mutable std::set<std::pair<std::string, std::size_t>> told_no_fit_;  // (binary, GPU) with its line printed
 };

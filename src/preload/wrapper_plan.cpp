@@ -13,6 +13,7 @@
 #include "coload/detail/wrapper.h"
 #include "coload/fat_binary.h"
 #include "coload/pipeline.h"
+#include "coload/validate.h"
 #include "common/magic.h"
 #include "common/try.h"
 #include "formats/kpack_image.h"
@@ -80,17 +81,26 @@ bool runtime_serves(Tier tier, const Device& device, bool kpack) {
 
 /// The code object to write for `device` from `chosen` (its tier `tier`),
 /// under the ID the runtime's lookup finds for the device.
-Expected<Written> written_for(std::span<const std::byte> chosen, Tier tier, const Device& device) {
+Expected<Written> written_for(std::span<const std::byte> chosen, Tier tier, const Device& device,
+                              const PlanOptions& options) {
   std::vector<std::byte> bytes;
-  const bool relabel = tier == Tier::Equivalent || (tier == Tier::Generic && !device.loads_generic);
-  if (relabel) {
+  if (tier == Tier::Equivalent || (tier == Tier::Generic && !device.loads_generic)) {
     auto retargeted = retarget_code_object(chosen, device);
     COLOAD_RETURN_IF_ERROR(retargeted);
     bytes = std::move(*retargeted);
-  } else if (tier == Tier::Native || tier == Tier::Generic) {
-    bytes.assign(chosen.begin(), chosen.end());
+  } else if (tier == Tier::Hotswap) {
+    // As a registry runs it (registry/transform.cpp): the pass, then its output read and validated.
+    if (!options.hotswap) return Error(ErrorKind::NotFound, "no hotswap passes were given");
+    auto source = read_code_object_target(chosen);
+    COLOAD_RETURN_IF_ERROR(source);
+    auto ran = run_hotswap_pass(*options.hotswap, chosen, source->target.processor, device);
+    COLOAD_RETURN_IF_ERROR(ran);
+    auto read = CodeObject::read(ran->bytes);
+    if (!read) return std::move(read).error().with_context(ran->where + ": output");
+    COLOAD_RETURN_IF_ERROR(admit(*read, device, ran->where + ": output"));
+    bytes = std::move(ran->bytes);
   } else {
-    return Error(ErrorKind::UnsupportedMethod, "a hotswap pass's output is not handed on by the preload");
+    bytes.assign(chosen.begin(), chosen.end());
   }
   auto target = read_code_object_target(bytes);
   COLOAD_RETURN_IF_ERROR(target);
@@ -134,7 +144,7 @@ void plan_in(const FatBinary& binary, std::size_t index, bool kpack, const PlanO
       keep(Written{chosen->id, std::vector<std::byte>(bytes.begin(), bytes.end())});
       continue;
     }
-    auto written = written_for(bytes, *chosen->tier, device);
+    auto written = written_for(bytes, *chosen->tier, device, options);
     if (!written) {
       decision.why = written.error().message();
       continue;
@@ -158,7 +168,7 @@ std::uint64_t load_u64(const std::byte* at) {
 
 /// What entry ID `id` offers `device` (IdScreen::Nothing for an ID that is
 /// no HIP code object).
-IdScreen screen_id(std::string_view id, const Device& device) {
+IdScreen screen_id(std::string_view id, const Device& device, const SelectOptions& select) {
   auto parsed = detail::parse_entry_id(id);
   if (!parsed || !parsed->is_amdhsa() || !parsed->target || !parsed->target->processor) return IdScreen::Nothing;
   if (parsed->kind != OffloadKind::Hip && parsed->kind != OffloadKind::HipV4) return IdScreen::Nothing;
@@ -171,6 +181,7 @@ IdScreen screen_id(std::string_view id, const Device& device) {
     return device.loads_generic ? IdScreen::Served : IdScreen::Related;
   }
   if (device.extended_isa_compat && detail::runs_equivalently(code, gpu)) return IdScreen::Related;
+  if (select.hotswap && select.hotswap_allowlist.contains(code.name, gpu.name)) return IdScreen::Related;
   return IdScreen::Nothing;
 }
 
@@ -181,7 +192,7 @@ std::vector<IdScreen> screen_ids(std::span<const std::string_view> ids, const Pl
   for (std::string_view id : ids) {
     for (std::size_t gpu = 0; gpu < screens.size(); ++gpu) {
       if (screens[gpu] == IdScreen::Served) continue;
-      const IdScreen screen = screen_id(id, options.devices[gpu]);
+      const IdScreen screen = screen_id(id, options.devices[gpu], options.select);
       if (screen != IdScreen::Nothing) screens[gpu] = screen;
     }
   }
@@ -189,7 +200,6 @@ std::vector<IdScreen> screen_ids(std::span<const std::string_view> ids, const Pl
 }
 
 std::optional<std::vector<IdScreen>> screen_table(std::span<const std::byte> head, const PlanOptions& options) {
-  if (options.select.hotswap) return std::nullopt;
   const std::size_t size = head.size();
   constexpr std::size_t kHeader = detail::kPlainBundleMagic.size() + sizeof(std::uint64_t);
   if (size < kHeader || std::memcmp(head.data(), detail::kPlainBundleMagic.data(), kHeader - 8) != 0)
@@ -209,8 +219,9 @@ std::optional<std::vector<IdScreen>> screen_table(std::span<const std::byte> hea
   return screen_ids(std::span(ids).first(count), options);
 }
 
-std::optional<std::vector<IdScreen>> screen_compressed(std::span<const std::byte> image, const PlanOptions& options) {
-  if (options.select.hotswap || image.size() < 8 || std::memcmp(image.data(), "CCOB", 4) != 0) return std::nullopt;
+std::optional<std::vector<std::string>> compressed_table_ids(std::span<const std::byte> image,
+                                                             const PlanOptions& options) {
+  if (image.size() < 8 || std::memcmp(image.data(), "CCOB", 4) != 0) return std::nullopt;
   // Version 1 declares no size: measuring it would decode it all.
   std::uint16_t version = 0;
   std::memcpy(&version, image.data() + 4, sizeof version);
@@ -239,8 +250,12 @@ std::optional<std::vector<IdScreen>> screen_compressed(std::span<const std::byte
   } catch (const TableRead&) {
   }
   if (ids.empty()) return std::nullopt;
+  return ids;
+}
+
+std::vector<IdScreen> screen_ids(std::span<const std::string> ids, const PlanOptions& options) {
   std::vector<std::string_view> views(ids.begin(), ids.end());
-  return screen_ids(views, options);
+  return screen_ids(std::span<const std::string_view>(views), options);
 }
 
 std::string hip_entry_id(const TargetId& target) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coload/bundle.h"
+#include "coload/detail/hotswap.h"
 #include "coload/detail/stream_select.h"
 #include "coload/device.h"
 #include "coload/fat_binary.h"
@@ -46,6 +47,10 @@ struct WrapperPlan {
 struct PlanOptions {
   std::span<const Device> devices;
   SelectOptions select;
+  /// The passes of the hotswap tier (select.hotswap): a chosen source goes
+  /// through its pass, and the output, read and validated for the GPU, is
+  /// written. Null: no pass runs (such a GPU gets nothing).
+  const HotswapRegistry* hotswap = nullptr;
   StreamOptions stream;
   ReadOptions read;
 };
@@ -57,7 +62,7 @@ std::string hip_entry_id(const TargetId& target);
 /// What a wrapper's entry IDs alone say for one GPU (as comgr's lookup reads them).
 enum class IdScreen : std::uint8_t {
   Served,   ///< an entry the runtime finds for the GPU: native, or generic where the release loads it
-  Related,  ///< none, but one coload may relabel for it (same-ISA, generic, hotswap): plan it
+  Related,  ///< none, but one coload may relabel or transform for it (same-ISA, generic, hotswap): plan it
   Nothing,  ///< no entry coload could use for the GPU
 };
 
@@ -67,16 +72,21 @@ inline constexpr std::size_t kScreenedBytes = 4096;
 /// The screen per device of the plain bundle whose first bytes are `head`
 /// (up to kScreenedBytes, as many as are readable), from its table's entry
 /// IDs; nothing past the table is read. nullopt when the IDs cannot decide:
-/// no plain bundle (a CCOB, a bare code object), a table past `head`, or
-/// hotswap on (an allowlisted source is judged by the full selection).
+/// no plain bundle (a CCOB, a bare code object), a table past `head`.
 std::optional<std::vector<IdScreen>> screen_table(std::span<const std::byte> head, const PlanOptions& options);
 
-/// The screen of the CCOB `image` (the readable bytes from its first), from
-/// the table its stream starts with: decoded as options.stream says (Verify
-/// mode: the whole stream and its MD5, unless a verified mark trusts it; Skip
-/// mode: the table alone). nullopt when it cannot decide: no CCOB, a
-/// version 1 CCOB, a stream that fails, hotswap on.
-std::optional<std::vector<IdScreen>> screen_compressed(std::span<const std::byte> image, const PlanOptions& options);
+/// What the entry IDs `ids` of one bundle offer each device.
+std::vector<IdScreen> screen_ids(std::span<const std::string_view> ids, const PlanOptions& options);
+std::vector<IdScreen> screen_ids(std::span<const std::string> ids, const PlanOptions& options);
+
+/// The entry IDs of the CCOB `image` (the readable bytes from its first),
+/// from the table its stream starts with, decoded as options.stream says
+/// (Verify mode: the whole stream and its MD5, unless a verified mark trusts
+/// it, so IDs mean the MD5 matched; Skip mode: the table alone). nullopt
+/// when there are none to read: no CCOB, a version 1 CCOB, a stream that
+/// fails.
+std::optional<std::vector<std::string>> compressed_table_ids(std::span<const std::byte> image,
+                                                             const PlanOptions& options);
 
 /// Plans `wrapper` (the pointer __hipRegisterFatBinary receives; `name`
 /// names it in messages). Reads the record and its image through checked
@@ -85,7 +95,8 @@ std::optional<std::vector<IdScreen>> screen_compressed(std::span<const std::byte
 /// choice is native, or generic on a runtime that loads generics, is one the
 /// runtime serves itself; the wrapper is rewritten only when some GPU gets a
 /// code object the runtime would not find (a same-ISA equivalent, a generic
-/// on a runtime without generics, a kpack archive's entry).
+/// on a runtime without generics, a hotswap pass's output, a kpack archive's
+/// entry).
 WrapperPlan plan_wrapper(const void* wrapper, const std::string& name, const PlanOptions& options);
 
 /// Plans the image `image` points at (hipModuleLoadData's: a plain bundle,

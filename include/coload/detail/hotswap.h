@@ -83,6 +83,21 @@ class HotswapRegistry {
   std::vector<std::shared_ptr<void>> plugins_;  ///< keeps plugin libraries loaded
 };
 
+/// A pass's output for one device, with the words naming where it came from.
+struct HotswapOutput {
+  std::vector<std::byte> bytes;  ///< as the pass returned it: not yet read or validated
+  std::string where;             ///< `hotswap pass "NAME" for device TARGET`
+};
+
+/// Runs on `source` (a code object built for `from`) the pass for (`from` →
+/// `device`'s processor): `passes`' for the hotswap tier, the built-in
+/// registry's for a same-ISA equivalent. The output still needs reading and
+/// validating for `device` (validate.h's admit). Errors: InvalidArgument
+/// when either processor is unknown; NotFound when no pass covers the pair;
+/// the pass's device check's and transform's errors, in the pass's context.
+Expected<HotswapOutput> run_hotswap_pass(const HotswapRegistry& passes, std::span<const std::byte> source,
+                                         const Processor* from, const Device& device);
+
 /// The registry `config` asks for: the built-in passes, then the pass of
 /// COLOAD_HOTSWAP_PLUGIN when set. Errors: add_plugin's; NotFound when
 /// COLOAD_HOTSWAP_PAIRS names a pair no pass is validated for. Narrowing by

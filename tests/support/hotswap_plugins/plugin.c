@@ -1,8 +1,10 @@
 /* A test hotswap plugin (coload/hotswap_plugin.h), built several times with
  * different definitions: a good one whose transform returns its input
- * unchanged, and bad ones (a missing symbol, another ABI version, a failing
+ * unchanged, one that returns a file's bytes (PLUGIN_OUTPUT_FILE: a
+ * transpiler's output, built for the device), and bad ones (a missing symbol, another ABI version, a failing
  * transform, a transform returning garbage or nothing, an unknown processor
  * in its pairs). tests/hotswap_test.cpp loads each. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +67,23 @@ COLOAD_HOTSWAP_PLUGIN_EXPORT int coload_hotswap_plugin_transform(const void* in,
   if (!*out) return 1;
   memcpy(*out, in, in_size);
   *out_size = in_size + (1u << 20);
+  return 0;
+#elif defined(PLUGIN_OUTPUT_FILE)
+  (void)in;
+  (void)in_size;
+  FILE* file = fopen(PLUGIN_OUTPUT_FILE, "rb");
+  long size = -1;
+  if (file && fseek(file, 0, SEEK_END) == 0) size = ftell(file);
+  *out = size > 0 ? malloc((size_t)size) : NULL;
+  if (!*out || fseek(file, 0, SEEK_SET) != 0 || fread(*out, 1, (size_t)size, file) != (size_t)size) {
+    if (file) fclose(file);
+    free(*out);
+    strncpy(error, "cannot read " PLUGIN_OUTPUT_FILE, error_capacity);
+    if (error_capacity) error[error_capacity - 1] = '\0';
+    return 1;
+  }
+  fclose(file);
+  *out_size = (size_t)size;
   return 0;
 #elif defined(PLUGIN_TRANSFORM_EMPTY)
   (void)in;
