@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,8 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <new>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -41,6 +44,16 @@
 #include "test_util.h"
 
 extern char** environ;
+
+// Every operator new of this process, counted (PreloadScreen.AllocatesNothing).
+std::atomic<std::size_t> allocations{0};
+void* operator new(std::size_t size) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* memory = std::malloc(size ? size : 1)) return memory;
+  throw std::bad_alloc();
+}
+void operator delete(void* memory) noexcept { std::free(memory); }
+void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
 
 namespace coload {
 namespace {
@@ -495,6 +508,14 @@ TEST(Preload, TheGpusComeFromTheKfdTopology) {
   fs::remove_all(machine);
 }
 
+/// preload::screen_table's screens for `options.devices`; nullopt when it cannot decide.
+std::optional<std::vector<preload::IdScreen>> screened(std::span<const std::byte> head,
+                                                       const preload::PlanOptions& options) {
+  std::vector<preload::IdScreen> out(options.devices.size());
+  if (!preload::screen_table(head, options, out)) return std::nullopt;
+  return out;
+}
+
 TEST(PreloadScreen, TheTableIdsAloneDecideServedRelatedOrNothing) {
   using preload::IdScreen;
   const std::vector<Device> devices{*device_from_spec("gfx90a:xnack-"), *device_from_spec("gfx1031"),
@@ -507,32 +528,57 @@ TEST(PreloadScreen, TheTableIdsAloneDecideServedRelatedOrNothing) {
                                    {"hipv4-amdgcn-amd-amdhsa--gfx1030", testing::Bytes(64)},
                                    {"hipv4-amdgcn-amd-amdhsa--gfx11-generic", testing::Bytes(64)}});
   preload::PlanOptions options{.devices = devices};
-  auto screens = preload::screen_table(bundle, options);
+  auto screens = screened(bundle, options);
   ASSERT_TRUE(screens);
   EXPECT_EQ(*screens, (std::vector<IdScreen>{IdScreen::Served, IdScreen::Nothing, IdScreen::Served}));
   options.devices = opted;
-  EXPECT_EQ(*preload::screen_table(bundle, options),
-            (std::vector<IdScreen>{IdScreen::Served, IdScreen::Related, IdScreen::Served}));
+  EXPECT_EQ(*screened(bundle, options), (std::vector<IdScreen>{IdScreen::Served, IdScreen::Related, IdScreen::Served}));
   opted[2].loads_generic = false;  // a release without generics: gfx11-generic is relabelled, so planned
-  EXPECT_EQ((*preload::screen_table(bundle, options))[2], IdScreen::Related);
+  EXPECT_EQ((*screened(bundle, options))[2], IdScreen::Related);
   // Anything the page does not hold whole, or that is no plain bundle, is left to the full plan.
-  EXPECT_FALSE(preload::screen_table(std::span(bundle).first(60), options));
+  EXPECT_FALSE(screened(std::span(bundle).first(60), options));
   testing::Bytes huge = bundle;
   const std::uint64_t count = std::uint64_t{1} << 40;
   std::memcpy(huge.data() + 24, &count, sizeof count);
-  EXPECT_FALSE(preload::screen_table(huge, options));
+  EXPECT_FALSE(screened(huge, options));
   testing::Bytes long_id = bundle;
   const std::uint64_t id_size = 1 << 20;
   std::memcpy(long_id.data() + 32 + 16, &id_size, sizeof id_size);
-  EXPECT_FALSE(preload::screen_table(long_id, options));
-  EXPECT_FALSE(preload::screen_table(testing::Bytes(16), options));
+  EXPECT_FALSE(screened(long_id, options));
+  EXPECT_FALSE(screened(testing::Bytes(16), options));
   // A hotswap source allowlisted for the GPU is related, with the tier on only.
   const std::vector<Device> gfx942{*device_from_spec("gfx942")};
   options.devices = gfx942;
   ASSERT_TRUE(options.select.hotswap_allowlist.add("gfx1030", "gfx942"));
-  EXPECT_EQ(*preload::screen_table(bundle, options), std::vector<IdScreen>{IdScreen::Nothing});
+  EXPECT_EQ(*screened(bundle, options), std::vector<IdScreen>{IdScreen::Nothing});
   options.select.hotswap = true;
-  EXPECT_EQ(*preload::screen_table(bundle, options), std::vector<IdScreen>{IdScreen::Related});
+  EXPECT_EQ(*screened(bundle, options), std::vector<IdScreen>{IdScreen::Related});
+}
+
+TEST(PreloadScreen, AllocatesNothing) {
+  // The common case must not allocate (issue 37): a table screened in place,
+  // kept CCOB IDs screened, features that do not fit included.
+  using preload::IdScreen;
+  const std::vector<Device> devices{*device_from_spec("gfx90a:xnack-"), *device_from_spec("gfx1031"),
+                                    *device_from_spec("gfx942")};
+  const testing::Bytes bundle =
+      testing::write_plain_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
+                                   {"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", testing::Bytes(64)},
+                                   {"hipv4-amdgcn-amd-amdhsa--gfx1030", testing::Bytes(64)},
+                                   {"hipv4-amdgcn-amd-amdhsa--gfx9-4-generic", testing::Bytes(64)}});
+  const std::vector<std::string> kept{"host-x86_64-unknown-linux-gnu-", "hipv4-amdgcn-amd-amdhsa--gfx942",
+                                      "not an entry ID"};
+  const preload::PlanOptions options{.devices = devices};
+  std::vector<IdScreen> out(devices.size());
+  const std::size_t before = allocations.load();
+  const bool screened_table = preload::screen_table(bundle, options, out);
+  EXPECT_EQ(allocations.load() - before, 0u);
+  ASSERT_TRUE(screened_table);
+  EXPECT_EQ(out, (std::vector<IdScreen>{IdScreen::Nothing, IdScreen::Nothing, IdScreen::Served}));
+  const std::size_t kept_before = allocations.load();
+  preload::screen_ids(kept, options, out);
+  EXPECT_EQ(allocations.load() - kept_before, 0u);
+  EXPECT_EQ(out, (std::vector<IdScreen>{IdScreen::Nothing, IdScreen::Nothing, IdScreen::Served}));
 }
 
 TEST(Preload, RecordsNoClangWritesGoOnAsTheyCame) {

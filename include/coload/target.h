@@ -95,6 +95,8 @@ struct TargetId {
 /// equal the device's; Any and Unsupported constrain nothing). Processors are
 /// not compared. An always-on xnack device counts as xnack On.
 std::string feature_mismatch(const TargetId& code, const TargetId& device);
+/// feature_mismatch(code, device).empty(), without building the words.
+bool features_fit(const TargetId& code, const TargetId& device);
 
 /// Offload kinds of bundle entry IDs.
 enum class OffloadKind : std::uint8_t { Host, Hip, HipV4, Hcc, OpenMP, Other };

@@ -180,6 +180,7 @@ Session::Session(SessionSettings settings)
     : settings_(std::move(settings)), tables_(settings_.plan.read.verified_cache) {
   settings_.plan.devices = settings_.devices;  // the copy's own devices
   settings_.plan.hotswap = settings_.hotswap.get();
+  screens_.resize(settings_.devices.size());
 }
 
 Session::~Session() = default;
@@ -215,8 +216,14 @@ bool Session::passes_on_its_ids(const void* wrapper, std::string& binary, std::s
   Seen& seen = wrappers_seen_[object ? object->base : named ? reinterpret_cast<std::uintptr_t>(info.dli_fbase) : 0];
   if (seen.name.empty())
     seen.name = object ? object->name : named ? info.dli_fname : "memory outside the loaded objects";
-  binary = seen.name;
   index = seen.count++;
+  // Nothing is allocated on the way to `true`: the name is copied out only for a plan.
+  if (screen_passes(object, wrapper, seen.name)) return true;
+  binary = seen.name;
+  return false;
+}
+
+bool Session::screen_passes(const LoadedObject* object, const void* wrapper, std::string_view binary) {
   if (!object) return false;
   const std::span<const std::byte> record = object->bytes_at(wrapper, kHipFatbinWrapperSize);
   if (record.size() < kHipFatbinWrapperSize) return false;
@@ -226,28 +233,33 @@ bool Session::passes_on_its_ids(const void* wrapper, std::string& binary, std::s
   std::memcpy(&version, record.data() + 4, sizeof version);
   std::memcpy(&image, record.data() + kHipFatbinWrapperBinaryAt, sizeof image);
   if (magic != kHipFatbinWrapperMagic || version != kHipFatbinWrapperVersion) return false;
-  std::optional<std::vector<IdScreen>> screens = screen_table(object->bytes_at(image, kScreenedBytes), settings_.plan);
-  if (!screens) screens = screen_compressed(*object, image);
-  if (!screens) return false;
-  for (std::size_t gpu = 0; gpu < screens->size(); ++gpu) {
-    if ((*screens)[gpu] == IdScreen::Related) return false;
-    if ((*screens)[gpu] == IdScreen::Nothing &&
-        (settings_.log >= LogLevel::Info || !told_no_fit_.contains({binary, gpu}))) {
+  const std::span<IdScreen> screens = screens_;
+  if (!screen_table(object->bytes_at(image, kScreenedBytes), settings_.plan, screens) &&
+      !screen_compressed(*object, image, screens)) {
+    return false;
+  }
+  for (std::size_t gpu = 0; gpu < screens.size(); ++gpu) {
+    if (screens[gpu] == IdScreen::Related) return false;
+    if (screens[gpu] == IdScreen::Nothing &&
+        (settings_.log >= LogLevel::Info || !told_no_fit_.contains(NoFitKey{binary, gpu}))) {
       return false;
     }
   }
   return true;
 }
 
-std::optional<std::vector<IdScreen>> Session::screen_compressed(const LoadedObject& object, const void* image) {
+bool Session::screen_compressed(const LoadedObject& object, const void* image, std::span<IdScreen> out) {
   const std::span<const std::byte> ccob = object.bytes_at(image, SIZE_MAX);
   const bool checked = settings_.plan.stream.hash == StreamOptions::HashCheck::Verify;
-  if (const std::vector<std::string>* kept = tables_.find(object, image, ccob, checked))
-    return screen_ids(*kept, settings_.plan);
+  if (const std::vector<std::string>* kept = tables_.find(object, image, ccob, checked)) {
+    screen_ids(*kept, settings_.plan, out);
+    return true;
+  }
   std::optional<std::vector<std::string>> ids = compressed_table_ids(ccob, settings_.plan);
-  if (!ids) return std::nullopt;
+  if (!ids) return false;
   tables_.keep(object, image, ccob, checked, *ids);
-  return screen_ids(*ids, settings_.plan);
+  screen_ids(*ids, settings_.plan, out);
+  return true;
 }
 
 void Session::report(const std::string& binary, std::size_t index, const WrapperPlan& plan,

@@ -16,6 +16,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -113,9 +114,12 @@ class Session {
   /// Whether `wrapper` goes on as it is on its entry IDs alone (screen_table);
   /// counts it, and sets the binary it belongs to and its number there.
   bool passes_on_its_ids(const void* wrapper, std::string& binary, std::size_t& index);
-  /// The screen of the CCOB at `image` in `object`, from its kept IDs when
-  /// its object's file holds them (compressed_tables.h), else from its stream.
-  std::optional<std::vector<IdScreen>> screen_compressed(const LoadedObject& object, const void* image);
+  /// passes_on_its_ids' decision for `wrapper` of `binary`, held in `object` (null: none holds it).
+  bool screen_passes(const LoadedObject* object, const void* wrapper, std::string_view binary);
+  /// Screens into `out` the CCOB at `image` in `object`, from its kept IDs
+  /// when its object's file holds them (compressed_tables.h), else from its
+  /// stream; false when neither can decide.
+  bool screen_compressed(const LoadedObject& object, const void* image, std::span<IdScreen> out);
   /// The plan's lines, at their levels.
   /// `first_gpu`: the device plan.gpus[0] is (a module is planned for one).
   void report(const std::string& binary, std::size_t index, const WrapperPlan& plan, std::size_t first_gpu = 0) const;
@@ -134,8 +138,18 @@ class Session {
   std::map<std::uintptr_t, Seen> wrappers_seen_;  // per loaded object's base, for wrapper numbers
   LoadedObjects objects_;
   CompressedTables tables_;
+  std::vector<IdScreen> screens_;  // one per device: the screen's output, used under the lock
   std::once_flag told_inactive_;
-  mutable std::set<std::pair<std::string, std::size_t>> told_no_fit_;  // (binary, GPU) with its line printed
+  /// (binary, GPU) with its line printed; looked up by a string_view, without a copy.
+  using NoFitKey = std::pair<std::string_view, std::size_t>;
+  struct NoFitOrder {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return NoFitKey(a.first, a.second) < NoFitKey(b.first, b.second);
+    }
+  };
+  mutable std::set<std::pair<std::string, std::size_t>, NoFitOrder> told_no_fit_;
 };
 
 }  // namespace coload::preload

@@ -169,13 +169,15 @@ std::uint64_t load_u64(const std::byte* at) {
 /// What entry ID `id` offers `device` (IdScreen::Nothing for an ID that is
 /// no HIP code object).
 IdScreen screen_id(std::string_view id, const Device& device, const SelectOptions& select) {
+  // Only HIP entries can serve a GPU; the rest (the host's, above all) are passed without parsing.
+  if (!id.starts_with("hip-") && !id.starts_with("hipv4-")) return IdScreen::Nothing;
   auto parsed = detail::parse_entry_id(id);
   if (!parsed || !parsed->is_amdhsa() || !parsed->target || !parsed->target->processor) return IdScreen::Nothing;
   if (parsed->kind != OffloadKind::Hip && parsed->kind != OffloadKind::HipV4) return IdScreen::Nothing;
   const Processor& code = *parsed->target->processor;
   const Processor& gpu = *device.target.processor;
   if (&code == &gpu) {
-    return feature_mismatch(*parsed->target, device.target).empty() ? IdScreen::Served : IdScreen::Nothing;
+    return features_fit(*parsed->target, device.target) ? IdScreen::Served : IdScreen::Nothing;
   }
   if (code.is_generic && gpu.generic_family == code.name) {
     return device.loads_generic ? IdScreen::Served : IdScreen::Related;
@@ -185,38 +187,45 @@ IdScreen screen_id(std::string_view id, const Device& device, const SelectOption
   return IdScreen::Nothing;
 }
 
-}  // namespace
-
-std::vector<IdScreen> screen_ids(std::span<const std::string_view> ids, const PlanOptions& options) {
-  std::vector<IdScreen> screens(options.devices.size(), IdScreen::Nothing);
-  for (std::string_view id : ids) {
-    for (std::size_t gpu = 0; gpu < screens.size(); ++gpu) {
-      if (screens[gpu] == IdScreen::Served) continue;
-      const IdScreen screen = screen_id(id, options.devices[gpu], options.select);
-      if (screen != IdScreen::Nothing) screens[gpu] = screen;
-    }
+/// Raises each device's screen in `out` to what `id` offers it.
+void screen_into(std::string_view id, const PlanOptions& options, std::span<IdScreen> out) {
+  for (std::size_t gpu = 0; gpu < out.size(); ++gpu) {
+    if (out[gpu] == IdScreen::Served) continue;
+    const IdScreen screen = screen_id(id, options.devices[gpu], options.select);
+    if (screen != IdScreen::Nothing) out[gpu] = screen;
   }
-  return screens;
 }
 
-std::optional<std::vector<IdScreen>> screen_table(std::span<const std::byte> head, const PlanOptions& options) {
+}  // namespace
+
+void screen_ids(std::span<const std::string_view> ids, const PlanOptions& options, std::span<IdScreen> out) {
+  std::fill(out.begin(), out.end(), IdScreen::Nothing);
+  for (std::string_view id : ids) screen_into(id, options, out);
+}
+
+void screen_ids(std::span<const std::string> ids, const PlanOptions& options, std::span<IdScreen> out) {
+  std::fill(out.begin(), out.end(), IdScreen::Nothing);
+  for (const std::string& id : ids) screen_into(id, options, out);
+}
+
+bool screen_table(std::span<const std::byte> head, const PlanOptions& options, std::span<IdScreen> out) {
   const std::size_t size = head.size();
   constexpr std::size_t kHeader = detail::kPlainBundleMagic.size() + sizeof(std::uint64_t);
-  if (size < kHeader || std::memcmp(head.data(), detail::kPlainBundleMagic.data(), kHeader - 8) != 0)
-    return std::nullopt;
+  if (size < kHeader || std::memcmp(head.data(), detail::kPlainBundleMagic.data(), kHeader - 8) != 0) return false;
   const std::uint64_t count = load_u64(head.data() + kHeader - 8);
-  if (count > kScreenedBytes / (3 * sizeof(std::uint64_t))) return std::nullopt;
+  if (count > kScreenedBytes / (3 * sizeof(std::uint64_t))) return false;
   std::array<std::string_view, kScreenedBytes / (3 * sizeof(std::uint64_t))> ids;
   std::size_t at = kHeader;
   for (std::uint64_t entry = 0; entry < count; ++entry) {
-    if (size - at < 3 * sizeof(std::uint64_t)) return std::nullopt;
+    if (size - at < 3 * sizeof(std::uint64_t)) return false;
     const std::uint64_t id_size = load_u64(head.data() + at + 16);
     at += 3 * sizeof(std::uint64_t);
-    if (id_size > size - at) return std::nullopt;
+    if (id_size > size - at) return false;
     ids[entry] = std::string_view(reinterpret_cast<const char*>(head.data() + at), id_size);
     at += id_size;
   }
-  return screen_ids(std::span(ids).first(count), options);
+  screen_ids(std::span<const std::string_view>(ids).first(count), options, out);
+  return true;
 }
 
 std::optional<std::vector<std::string>> compressed_table_ids(std::span<const std::byte> image,
@@ -251,11 +260,6 @@ std::optional<std::vector<std::string>> compressed_table_ids(std::span<const std
   }
   if (ids.empty()) return std::nullopt;
   return ids;
-}
-
-std::vector<IdScreen> screen_ids(std::span<const std::string> ids, const PlanOptions& options) {
-  std::vector<std::string_view> views(ids.begin(), ids.end());
-  return screen_ids(std::span<const std::string_view>(views), options);
 }
 
 std::string hip_entry_id(const TargetId& target) {

@@ -69,15 +69,17 @@ enum class IdScreen : std::uint8_t {
 /// The bytes of a bundle the ID screen reads: its table, for up to ~60 entries.
 inline constexpr std::size_t kScreenedBytes = 4096;
 
-/// The screen per device of the plain bundle whose first bytes are `head`
-/// (up to kScreenedBytes, as many as are readable), from its table's entry
-/// IDs; nothing past the table is read. nullopt when the IDs cannot decide:
-/// no plain bundle (a CCOB, a bare code object), a table past `head`.
-std::optional<std::vector<IdScreen>> screen_table(std::span<const std::byte> head, const PlanOptions& options);
+/// Sets `out` (one per device of `options`) to what the entry IDs `ids` of
+/// one bundle offer each device. Allocates nothing.
+void screen_ids(std::span<const std::string_view> ids, const PlanOptions& options, std::span<IdScreen> out);
+void screen_ids(std::span<const std::string> ids, const PlanOptions& options, std::span<IdScreen> out);
 
-/// What the entry IDs `ids` of one bundle offer each device.
-std::vector<IdScreen> screen_ids(std::span<const std::string_view> ids, const PlanOptions& options);
-std::vector<IdScreen> screen_ids(std::span<const std::string> ids, const PlanOptions& options);
+/// Screens, into `out` as screen_ids does, the plain bundle whose first bytes
+/// are `head` (up to kScreenedBytes, as many as are readable), from its
+/// table's entry IDs; nothing past the table is read, nothing is allocated.
+/// False when the IDs cannot decide: no plain bundle (a CCOB, a bare code
+/// object), a table past `head`.
+bool screen_table(std::span<const std::byte> head, const PlanOptions& options, std::span<IdScreen> out);
 
 /// The entry IDs of the CCOB `image` (the readable bytes from its first),
 /// from the table its stream starts with, decoded as options.stream says

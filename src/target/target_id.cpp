@@ -142,15 +142,33 @@ bool TargetId::is_concrete() const {
   return true;
 }
 
+namespace {
+
+bool always_on(const TargetId& device, Feature feature) {
+  return feature == Feature::Xnack && device.processor && device.processor->xnack == XnackSupport::AlwaysOn;
+}
+
+/// Whether code wanting `feature` as `code` says runs in `device`'s mode of it.
+bool feature_fits(const TargetId& code, const TargetId& device, Feature feature) {
+  const FeatureState wanted = state_of(code, feature);
+  if (wanted != FeatureState::On && wanted != FeatureState::Off) return true;
+  return (always_on(device, feature) ? FeatureState::On : state_of(device, feature)) == wanted;
+}
+
+}  // namespace
+
+bool features_fit(const TargetId& code, const TargetId& device) {
+  for (Feature feature : kFeatures)
+    if (!feature_fits(code, device, feature)) return false;
+  return true;
+}
+
 std::string feature_mismatch(const TargetId& code, const TargetId& device) {
   std::string mismatch;
   for (Feature feature : kFeatures) {
-    FeatureState wanted = state_of(code, feature);
-    if (wanted != FeatureState::On && wanted != FeatureState::Off) continue;
-    FeatureState has = state_of(device, feature);
-    bool always_on = feature == Feature::Xnack && device.processor && device.processor->xnack == XnackSupport::AlwaysOn;
-    if (always_on) has = FeatureState::On;
-    if (has == wanted) continue;
+    if (feature_fits(code, device, feature)) continue;
+    const bool always_on = coload::always_on(device, feature);
+    const FeatureState has = always_on ? FeatureState::On : state_of(device, feature);
     std::string name(feature_name(feature));
     if (!mismatch.empty()) mismatch += ", ";
     if (always_on) {
