@@ -2,6 +2,7 @@
 #   preload_hip_<release>  tests/support/preload_recording_hip.c under HIP's own names,
 #                          libamdhip64.so.<release> in preload_hip/<release>/, one per release
 #   preload_probe          tests/support/preload_probe.c: loads a runtime, then a HIP library
+#   preload_static_program a statically linked program that marks that it ran (coload run --dry-run)
 #   coload_preload_test    tests/preload_test.cpp: the probe run under LD_PRELOAD, its bundles
 #                          checked with comgr's lookup
 # Not under sanitizers: an instrumented library cannot be preloaded into the
@@ -9,7 +10,7 @@
 if(COLOAD_SANITIZE)
   return()
 endif()
-set(COLOAD_PRELOAD_RELEASES 6.2.60200 6.4.60400 7.0.70000)
+set(COLOAD_PRELOAD_RELEASES 5.7.50700 6.2.60200 6.4.60400 7.0.70000)
 foreach(release IN LISTS COLOAD_PRELOAD_RELEASES)
   string(REGEX MATCH "^[0-9]+" major ${release})
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" major_minor ${release})
@@ -34,6 +35,10 @@ add_executable(preload_probe ${COLOAD_TEST_SUPPORT_DIR}/preload_probe.c)
 target_link_libraries(preload_probe PRIVATE ${CMAKE_DL_LIBS})
 set_target_properties(preload_probe PROPERTIES C_STANDARD 11)
 
+add_executable(preload_static_program ${COLOAD_TEST_SUPPORT_DIR}/preload_static_program.c)
+target_link_options(preload_static_program PRIVATE -static)
+set_target_properties(preload_static_program PROPERTIES C_STANDARD 11)
+
 add_executable(coload_preload_test preload_test.cpp)
 target_include_directories(coload_preload_test PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
 target_link_libraries(coload_preload_test PRIVATE coload_static coload_bundle_writer GTest::gtest GTest::gtest_main
@@ -43,11 +48,12 @@ target_compile_definitions(coload_preload_test PRIVATE
   COLOAD_FIXTURE_DIR="${COLOAD_FIXTURE_DIR}"
   COLOAD_PRELOAD_LIBRARY="$<TARGET_FILE:coload_preload_library>"
   COLOAD_PRELOAD_PROBE="$<TARGET_FILE:preload_probe>"
+  COLOAD_STATIC_PROGRAM="$<TARGET_FILE:preload_static_program>"
   COLOAD_CLI="$<TARGET_FILE:coload_cli>"
   COLOAD_TEMPLATE_LIBRARY="$<TARGET_FILE:hip_templates>"
   COLOAD_HIPK_FIXTURE_DIR="${COLOAD_HIPK_FIXTURE_DIR}"
   COLOAD_PLUGIN_EMITS_GFX90A="$<TARGET_FILE:coload_plugin_emits_gfx90a>")
-add_dependencies(coload_preload_test coload_preload_library coload_cli preload_probe hip_templates coload_fixtures
+add_dependencies(coload_preload_test coload_preload_library coload_cli preload_probe preload_static_program hip_templates coload_fixtures
                  coload_hipk_fixtures coload_plugin_emits_gfx90a)
 foreach(release IN LISTS COLOAD_PRELOAD_RELEASES)
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" major_minor ${release})

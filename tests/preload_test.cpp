@@ -389,6 +389,32 @@ TEST(Preload, AGenericIsRelabelledForAReleaseWithoutGenerics) {
   }
 }
 
+TEST(Preload, Hip5TakesNeitherGenericsNorCodeObjectV6) {
+  // HIP 5.7 (libamdhip64.so.5.7.50700) loads code object v4 and v5 only:
+  // the gfx11-generic units (v6) have nothing for a gfx1101 even relabelled,
+  // so they go on as they came, with the no-fit line; gfx1030 code (v5) is
+  // still relabelled for a gfx1031 that opts in.
+  const ProbeRun generic = probe("5.7.50700", kTemplates, {"COLOAD_DEVICES=gfx1101", "COLOAD_LOG=info"});
+  ASSERT_EQ(generic.status, 0) << generic.errors;
+  ASSERT_EQ(generic.received.size(), kUnits) << generic.errors;
+  for (std::size_t i = 0; i < kUnits; ++i) EXPECT_EQ(generic.received[i].object, kTemplates) << i;
+  EXPECT_NE(generic.errors.find(kTemplates + ": wrapper 0: GPU 0 (gfx1101) has no code object"), std::string::npos)
+      << generic.errors;
+  EXPECT_NE(generic.errors.find("nearest miss: gfx11-generic present; code object version 6; coload offers versions "
+                                "4, 5 to HIP 5.7 (libamdhip64.so.5.7.50700)"),
+            std::string::npos)
+      << generic.errors;
+  const ProbeRun same_isa =
+      probe("5.7.50700", kTemplates, {"COLOAD_DEVICES=gfx1031", "COLOAD_EXTENDED_ISA_COMPAT=all"});
+  ASSERT_EQ(same_isa.status, 0) << same_isa.errors;
+  ASSERT_EQ(same_isa.received.size(), kUnits) << same_isa.errors;
+  for (std::size_t i = 0; i < kUnits; ++i) {
+    if (i % 4 != 3) continue;
+    ASSERT_EQ(same_isa.received[i].object, "anonymous") << i;
+    EXPECT_FALSE(comgr_finds(same_isa.received[i].bundle, "amdgcn-amd-amdhsa--gfx1031").empty()) << i;
+  }
+}
+
 TEST(Preload, TwoGpusOfDifferentIsasEachFindTheirOwn) {
   auto library = FatBinary::open(kTemplates);
   ASSERT_TRUE(library) << library.error().message();
@@ -663,6 +689,37 @@ TEST(Preload, AHotswapPassesOutputIsWrittenForTheGpu) {
   EXPECT_NE(off.errors.find("has no code object"), std::string::npos) << off.errors;
 }
 
+TEST(Preload, AModuleCcobOrBareCodeObjectGetsTheSameTreatment) {
+  // hipModuleLoadData of a CCOB (gfx1030 + gfx90a) and of a bare gfx1030
+  // code object, on a gfx1031 that opts in: each becomes a bundle whose
+  // gfx1031 entry is the relabelled gfx1030 code; a bare gfx90a object on a
+  // gfx90a is loaded as it is.
+  const Device gfx1031 = *device_from_spec("gfx1031");
+  const std::vector<std::string> on_gfx1031{"COLOAD_DEVICES=gfx1031", "COLOAD_EXTENDED_ISA_COMPAT=all"};
+  const std::string ccob = std::string(COLOAD_FIXTURE_DIR) + "/compressed/bundler22_v3.hipfb";
+  auto file = FatBinary::open(ccob);
+  ASSERT_TRUE(file) << file.error().message();
+  const std::string bare = std::string(COLOAD_FIXTURE_DIR) + "/co/gfx1030.co";
+  const std::vector<std::pair<std::string, Bytes>> cases{
+      {ccob, original_entry(*file, 0, "hipv4-amdgcn-amd-amdhsa--gfx1030")}, {bare, testing::file_bytes(bare)}};
+  for (const auto& [image, gfx1030] : cases) {
+    SCOPED_TRACE(image);
+    const ProbeRun run = probe("7.0.70000", "module:" + image, on_gfx1031);
+    ASSERT_EQ(run.status, 0) << run.errors;
+    ASSERT_EQ(run.modules.size(), 1u);
+    EXPECT_NE(run.modules[0].image, run.given.at(0));
+    EXPECT_TRUE(run.modules[0].unloaded);
+    auto expected = retarget_code_object(gfx1030, gfx1031);
+    ASSERT_TRUE(expected) << expected.error().message();
+    EXPECT_EQ(comgr_finds(run.modules[0].bytes, "amdgcn-amd-amdhsa--gfx1031"), *expected);
+  }
+  const ProbeRun native = probe("7.0.70000", "module:" + std::string(COLOAD_FIXTURE_DIR) + "/co/gfx90a.co",
+                                {"COLOAD_DEVICES=gfx90a:xnack-"});
+  ASSERT_EQ(native.status, 0) << native.errors;
+  ASSERT_EQ(native.modules.size(), 1u);
+  EXPECT_EQ(native.modules[0].image, native.given.at(0));
+}
+
 /// What `command` prints on stdout, and its exit status.
 std::pair<std::string, int> output_of(const std::string& command) {
   std::string out;
@@ -697,6 +754,22 @@ TEST(Preload, CoLoadRunDryRunListsEachWrappersPlanWithoutRunningIt) {
   EXPECT_EQ(kpack_status, 0);
   EXPECT_EQ(count_lines(planned, "native hipv4-amdgcn-amd-amdhsa--gfx942 as hipv4-amdgcn-amd-amdhsa--gfx942"), 3u)
       << planned;
+  // A shared library given itself (a wheel's, which python dlopens): its wrappers are listed.
+  auto [library, library_status] = output_of(command + kTemplates);
+  EXPECT_EQ(library_status, 0);
+  EXPECT_EQ(count_lines(library, kTemplates + ": wrapper "), kUnits) << library;
+  // A statically linked program is not run (its loader cannot list it; it would run itself).
+  const fs::path copy = fs::temp_directory_path() / ("coload_static_" + std::to_string(::getpid()));
+  fs::copy_file(COLOAD_STATIC_PROGRAM, copy, fs::copy_options::overwrite_existing);
+  const fs::path ran = copy.string() + ".ran";
+  auto [static_listed, static_status] = output_of(command + copy.string());
+  EXPECT_EQ(static_status, 0);
+  EXPECT_EQ(count_lines(static_listed, ": wrapper "), 0u) << static_listed;
+  EXPECT_FALSE(fs::exists(ran)) << "the dry run ran the program";
+  EXPECT_EQ(output_of(std::string(COLOAD_CLI) + " run --device gfx942 -- " + copy.string()).second, 0);
+  EXPECT_TRUE(fs::exists(ran)) << "coload run itself runs it";
+  fs::remove(copy);
+  fs::remove(ran);
   // A bad device list: the preload would pass everything on; the dry run says why and fails.
   auto [refused, refused_status] =
       output_of("COLOAD_DEVICES=gfx9999 " + std::string(COLOAD_CLI) + " run --dry-run -- " + original + " 2>&1");

@@ -93,7 +93,8 @@ commands:
       (docs/preload.md). --device lists the GPUs (default: the machine's);
       the COLOAD_* variables apply. Exits with PROGRAM's status (127: no such
       program). --dry-run runs nothing: it lists, per GPU, what each wrapper
-      of PROGRAM and of the libraries it links would get.
+      of PROGRAM and of the libraries it links would get; PROGRAM may be a
+      shared library (one a program would dlopen).
 
 Numbers (--lds, --bundle, --device N) are decimal or 0x-prefixed; the
 --max-decompressed-bytes cap takes what COLOAD_MAX_DECOMPRESSED_BYTES takes

@@ -184,7 +184,9 @@ const OptionSpec kRunLog{.name = "--log",
                          .choices = kLogLevels};
 const OptionSpec kRunDryRun{
     .name = "--dry-run",
-    .help = "run nothing: list what each wrapper of PROGRAM and the libraries it links would get on each GPU"};
+    .help =
+        "run nothing: list what each wrapper of PROGRAM (an executable or a shared library) and the "
+        "libraries it links would get on each GPU"};
 constexpr const OptionSpec* kRunOptions[] = {&kRunDevice, &kRunExtendedIsaCompat, &kRunLog, &kRunDryRun};
 const CommandSpec kRunCommand{
     .name = "run",

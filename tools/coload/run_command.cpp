@@ -2,11 +2,16 @@
 // runtime (docs/preload.md). The options become the COLOAD_* variables the
 // preload reads; LD_PRELOAD gets the library first; then the program replaces
 // this process, so its exit status is the command's.
+#include <elf.h>
+#include <limits.h>
+#include <link.h>
+#include <sys/auxv.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -94,9 +99,67 @@ std::string program_path(const std::string& program) {
   return program;
 }
 
-/// The shared libraries `program` links, as the dynamic loader resolves them
-/// (LD_TRACE_LOADED_OBJECTS: the loader lists them and runs nothing).
+/// What the dry run needs of `program`'s ELF header: whether it is a 64-bit
+/// dynamically linked object, and the loader it names (PT_INTERP; empty for
+/// a shared library, which names none).
+struct DynamicElf {
+  bool dynamic = false;
+  std::string interpreter;
+};
+
+DynamicElf read_dynamic_elf(const std::string& program) {
+  DynamicElf out;
+  FILE* file = std::fopen(program.c_str(), "rb");
+  if (!file) return out;
+  Elf64_Ehdr header{};
+  const bool elf = std::fread(&header, sizeof header, 1, file) == 1 &&
+                   std::memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 && header.e_ident[EI_CLASS] == ELFCLASS64 &&
+                   header.e_phentsize == sizeof(Elf64_Phdr);
+  for (unsigned i = 0; elf && i < header.e_phnum; ++i) {
+    Elf64_Phdr segment{};
+    if (std::fseek(file, static_cast<long>(header.e_phoff + i * sizeof segment), SEEK_SET) != 0 ||
+        std::fread(&segment, sizeof segment, 1, file) != 1) {
+      break;
+    }
+    if (segment.p_type == PT_DYNAMIC) out.dynamic = true;
+    if (segment.p_type == PT_INTERP && segment.p_filesz > 1 && segment.p_filesz <= PATH_MAX) {
+      std::string path(segment.p_filesz - 1, '\0');
+      if (std::fseek(file, static_cast<long>(segment.p_offset), SEEK_SET) == 0 &&
+          std::fread(path.data(), 1, path.size(), file) == path.size()) {
+        out.interpreter = path.c_str();  // up to its NUL
+      }
+    }
+  }
+  std::fclose(file);
+  return out;
+}
+
+/// This process's own dynamic loader (the object at AT_BASE).
+std::string own_loader() {
+  struct Search {
+    std::uintptr_t base = ::getauxval(AT_BASE);
+    std::string name;
+  } search;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* found = static_cast<Search*>(data);
+        if (info->dlpi_addr != found->base || !info->dlpi_name) return 0;
+        found->name = info->dlpi_name;
+        return 1;
+      },
+      &search);
+  return search.name;
+}
+
+/// The shared libraries `program` (an executable or a shared library) links,
+/// as the dynamic loader resolves them: `LOADER --list PROGRAM`, which lists
+/// them and runs nothing. The program itself is never executed (a statically
+/// linked one would run), and a file that is no dynamic ELF object lists none.
 std::vector<std::string> linked_libraries(const std::string& program) {
+  const DynamicElf elf = read_dynamic_elf(program);
+  if (!elf.dynamic) return {};
+  const std::string loader = elf.interpreter.empty() ? own_loader() : elf.interpreter;
+  if (loader.empty()) return {};
   int pipe_ends[2];
   if (::pipe(pipe_ends) != 0) return {};
   const pid_t child = ::fork();
@@ -104,8 +167,7 @@ std::vector<std::string> linked_libraries(const std::string& program) {
     ::dup2(pipe_ends[1], STDOUT_FILENO);
     ::close(pipe_ends[0]);
     ::close(pipe_ends[1]);
-    ::setenv("LD_TRACE_LOADED_OBJECTS", "1", 1);
-    ::execl(program.c_str(), program.c_str(), static_cast<char*>(nullptr));
+    ::execl(loader.c_str(), loader.c_str(), "--list", program.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::close(pipe_ends[1]);
