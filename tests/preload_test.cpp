@@ -534,6 +534,75 @@ TEST(Preload, TheGpusComeFromTheKfdTopology) {
   fs::remove_all(machine);
 }
 
+TEST(Preload, EachMachineOfTheIssueReadFromAFakeKfdTopology) {
+  // The machines of issue 37, each a fake KFD topology (no COLOAD_DEVICES):
+  // which template units reach the runtime rewritten, and what comgr finds
+  // in them for each GPU's ISA name. Unit group 0 holds generics (gfx11-generic,
+  // gfx10-3-generic, gfx9-4-generic), group 3 gfx1030 code, none gfx908 code.
+  struct Machine {
+    std::string name;
+    std::vector<std::uint64_t> gfx_target_versions;
+    std::string release;
+    std::vector<std::string> settings;
+    int rewritten_group;            // units i % 4 == this are rewritten; -1: none
+    std::vector<std::string> isas;  // what comgr must find in a rewritten unit
+  };
+  const std::vector<Machine> machines{
+      {"gfx942, native", {90402}, "7.0.70000", {}, -1, {}},
+      {"gfx1031 without opting in", {100301}, "7.0.70000", {}, -1, {}},
+      {"gfx1031 opting in",
+       {100301},
+       "7.0.70000",
+       {"COLOAD_EXTENDED_ISA_COMPAT=all"},
+       3,
+       {"amdgcn-amd-amdhsa--gfx1031"}},
+      {"gfx1101 on a release without generics", {110001}, "6.2.60200", {}, 0, {"amdgcn-amd-amdhsa--gfx1101"}},
+      {"gfx1101 on a release with generics", {110001}, "6.4.60400", {}, -1, {}},
+      {"gfx90a and gfx1031",
+       {90010, 100301},
+       "7.0.70000",
+       {"COLOAD_EXTENDED_ISA_COMPAT=all"},
+       3,
+       {"amdgcn-amd-amdhsa--gfx1031"}},
+      {"gfx908, nothing fits", {90008}, "7.0.70000", {}, -1, {}},
+  };
+  for (const Machine& machine : machines) {
+    SCOPED_TRACE(machine.name);
+    const fs::path root = fs::temp_directory_path() / ("coload_machine_" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    std::vector<testing::GpuProperties> gpus;
+    for (std::size_t i = 0; i < machine.gfx_target_versions.size(); ++i) {
+      testing::GpuProperties gpu;
+      gpu.gfx_target_version = machine.gfx_target_versions[i];
+      gpu.drm_render_minor = 128 + i;
+      gpus.push_back(gpu);
+    }
+    testing::write_fake_topology(root, root / "dri", gpus);
+    std::vector<std::string> settings = machine.settings;
+    settings.push_back("COLOAD_KFD_TOPOLOGY=" + root.string());
+    const ProbeRun run = probe(machine.release, kTemplates, settings);
+    fs::remove_all(root);
+    ASSERT_EQ(run.status, 0) << run.errors;
+    ASSERT_EQ(run.received.size(), kUnits) << run.errors;
+    const std::vector<std::uint64_t> originals = wrapper_addresses(kTemplates);
+    for (std::size_t i = 0; i < kUnits; ++i) {
+      const Received& received = run.received[i];
+      EXPECT_TRUE(received.accepted) << i;
+      if (static_cast<int>(i % 4) != machine.rewritten_group) {
+        EXPECT_EQ(received.object, kTemplates) << i;
+        EXPECT_EQ(received.offset, originals[i]) << "wrapper " << i << " is not the library's own";
+        continue;
+      }
+      ASSERT_EQ(received.object, "anonymous") << i;
+      for (const std::string& isa : machine.isas) EXPECT_FALSE(comgr_finds(received.bundle, isa).empty()) << i << isa;
+    }
+    if (machine.name == "gfx908, nothing fits") {
+      EXPECT_EQ(count_lines(run.errors, "coload:"), 1u) << run.errors;
+      EXPECT_NE(run.errors.find(": wrapper 0: GPU 0 (gfx908"), std::string::npos) << run.errors;
+    }
+  }
+}
+
 /// preload::screen_table's screens for `options.devices`; nullopt when it cannot decide.
 std::optional<std::vector<preload::IdScreen>> screened(std::span<const std::byte> head,
                                                        const preload::PlanOptions& options) {
