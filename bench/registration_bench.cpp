@@ -28,6 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <zstd.h>
+
 #include "coload/config.h"
 #include "coload/device.h"
 #include "coload/registry.h"
@@ -253,6 +255,47 @@ void BM_PreloadPassesWrappersOn(benchmark::State& state) {
 // an earlier one (docs/preload.md). Each iteration is a new session, as a
 // new process has.
 BENCHMARK(BM_PreloadPassesWrappersOn)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
+// The floor under a CCOB's first-run screen: zstd alone decoding each CCOB
+// wrapper's frame (its one block, which holds the table) into a buffer,
+// with one reused context. No screen can read a table sooner with libzstd.
+void BM_ZstdDecodeOfEachCcob(benchmark::State& state) {
+  const Registrations& r = registrations();
+  struct Frame {
+    const char* payload;
+    std::size_t size;
+    std::size_t uncompressed;
+  };
+  std::vector<Frame> frames;
+  for (const void* wrapper : r.wrappers) {
+    if (!compressed_image(wrapper)) continue;
+    const char* image = static_cast<const char* const*>(wrapper)[1];
+    std::uint16_t version = 0;
+    std::memcpy(&version, image + 4, sizeof version);
+    if (version != 3) continue;  // clang-22 writes v3: a 32-byte header
+    std::uint64_t total = 0, uncompressed = 0;
+    std::memcpy(&total, image + 8, sizeof total);
+    std::memcpy(&uncompressed, image + 16, sizeof uncompressed);
+    frames.push_back({image + 32, total - 32, uncompressed});
+  }
+  std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> context(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::vector<char> out;
+  double decode_ns = 0;
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    for (const Frame& frame : frames) {
+      out.resize(frame.uncompressed);
+      const std::size_t made = ZSTD_decompressDCtx(context.get(), out.data(), out.size(), frame.payload, frame.size);
+      if (ZSTD_isError(made)) std::abort();
+      benchmark::DoNotOptimize(out.data());
+    }
+    decode_ns += Nanoseconds(Clock::now() - start).count();
+  }
+  state.counters["ccobs"] = static_cast<double>(frames.size());
+  state.counters["us_per_ccob"] =
+      decode_ns / static_cast<double>(state.iterations()) / static_cast<double>(frames.size()) / 1e3;
+}
+BENCHMARK(BM_ZstdDecodeOfEachCcob)->Unit(benchmark::kMicrosecond);
 
 /// A fresh registry with every wrapper and stub registered.
 std::unique_ptr<coload::Registry> registered(const Registrations& r) {

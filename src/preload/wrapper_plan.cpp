@@ -240,24 +240,24 @@ std::optional<std::vector<std::string>> compressed_table_ids(std::span<const std
   std::vector<std::string> ids;
   StreamOptions stream = options.stream;
   stream.keep_chosen = false;
-  // Skip mode checks nothing, so the stream stops at its table: the picker
-  // leaves by an exception once it has the IDs. Verify mode reads it to its
-  // end (the CCOB's MD5; a verified mark makes that a Skip-mode read).
-  struct TableRead {};
+  // Skip mode checks nothing, so the stream may stop early: the picker names
+  // the entry that ends first, and decoding stops once it is complete (a
+  // host entry: right after the table). Verify mode reads it to its end (the
+  // CCOB's MD5; a verified mark makes that a Skip-mode read).
   const bool table_only = stream.hash == StreamOptions::HashCheck::Skip;
-  try {
-    auto streamed = extract_from_compressed_bundle(
-        image, *info,
-        [&](std::span<const BundleEntry> table) -> std::optional<std::size_t> {
-          for (const BundleEntry& entry : table) ids.emplace_back(entry.id);
-          if (table_only) throw TableRead{};
-          return std::nullopt;
-        },
-        stream);
-    // A stream read as far as its table: what stopped it after that is not this screen's.
-    if (!streamed && !(table_only && !ids.empty())) return std::nullopt;
-  } catch (const TableRead&) {
-  }
+  auto streamed = extract_from_compressed_bundle(
+      image, *info,
+      [&](std::span<const BundleEntry> table) -> std::optional<std::size_t> {
+        for (const BundleEntry& entry : table) ids.emplace_back(entry.id);
+        if (!table_only || table.empty()) return std::nullopt;
+        auto first_end = std::min_element(table.begin(), table.end(), [](const BundleEntry& a, const BundleEntry& b) {
+          return a.offset + a.size < b.offset + b.size;
+        });
+        return static_cast<std::size_t>(first_end - table.begin());
+      },
+      stream);
+  // A stream read as far as its table: what stopped it after that is not this screen's.
+  if (!streamed && !(table_only && !ids.empty())) return std::nullopt;
   if (ids.empty()) return std::nullopt;
   return ids;
 }
