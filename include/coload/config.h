@@ -73,6 +73,9 @@ struct Config {
   static Expected<Config> from_variables(const Lookup& lookup);
   /// from_variables over the process environment.
   static Expected<Config> from_environment();
+  /// The process environment as from_environment reads it: secure_getenv,
+  /// so in a setuid or setgid process (AT_SECURE) every variable is unset.
+  static std::optional<std::string> environment_variable(std::string_view name);
   /// from_variables over `settings` (a caller's, spelled as the variables'
   /// values), then, for the variables it leaves unset, the process
   /// environment when `with_environment`.

@@ -301,18 +301,15 @@ Expected<Config> Config::from_variables(const Lookup& lookup) {
   return config;
 }
 
-namespace {
-
-std::optional<std::string> environment_variable(std::string_view name) {
+std::optional<std::string> Config::environment_variable(std::string_view name) {
   // secure_getenv: in a setuid or setgid process (AT_SECURE) every variable
   // reads as unset, so an unprivileged user cannot name a plugin that a
-  // privileged program would load (docs/environment.md).
-  const char* value = ::secure_getenv(std::string(name).c_str());  // the library's only getenv
+  // privileged program would load (docs/environment.md). The library's and
+  // the preload's only getenv.
+  const char* value = ::secure_getenv(std::string(name).c_str());
   if (!value) return std::nullopt;
   return std::string(value);
 }
-
-}  // namespace
 
 Expected<Config> Config::from_environment() { return from_variables(environment_variable); }
 

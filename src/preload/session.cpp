@@ -187,12 +187,7 @@ Session::~Session() = default;
 
 Session& Session::process(const void* next) {
   // Made once and never destroyed: a library's destructor may unregister after exit() began.
-  static Session* const session = new Session(read_settings(
-      [](std::string_view name) -> std::optional<std::string> {
-        const char* value = std::getenv(std::string(name).c_str());
-        return value ? std::optional<std::string>(value) : std::nullopt;
-      },
-      release_of(next)));
+  static Session* const session = new Session(read_settings(Config::environment_variable, release_of(next)));
   return *session;
 }
 
