@@ -1,6 +1,7 @@
 # libcoload_preload.so in front of a recording HIP runtime (docs/preload.md):
 #   preload_hip_<release>  tests/support/preload_recording_hip.c under HIP's own names,
 #                          libamdhip64.so.<release> in preload_hip/<release>/, one per release
+#   preload_hip_kpack7     the same with KPACK_CAPABLE, linked to preload_fake_rocm_kpack (librocm_kpack.so.1)
 #   preload_probe          tests/support/preload_probe.c: loads a runtime, then a HIP library
 #   preload_static_program a statically linked program that marks that it ran (coload run --dry-run)
 #   coload_preload_test    tests/preload_test.cpp: the probe run under LD_PRELOAD, its bundles
@@ -31,6 +32,18 @@ target_link_options(preload_hip_wheel6 PRIVATE -Wl,-soname,libamdhip64.so.6)
 set_target_properties(preload_hip_wheel6 PROPERTIES C_STANDARD 11 OUTPUT_NAME amdhip64 NO_SONAME ON
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/preload_hip/wheel6/torch/lib)
 
+# A CLR built with rocm-kpack (TheRock's): HIP 7.1, linked to a librocm_kpack, accepting HIPK records.
+add_library(preload_fake_rocm_kpack SHARED ${COLOAD_TEST_SUPPORT_DIR}/fake_rocm_kpack.c)
+set_target_properties(preload_fake_rocm_kpack PROPERTIES C_STANDARD 11 OUTPUT_NAME rocm_kpack SOVERSION 1
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/preload_hip/kpack7)
+add_library(preload_hip_kpack7 SHARED ${COLOAD_TEST_SUPPORT_DIR}/preload_recording_hip.c
+                                      ${COLOAD_TEST_SUPPORT_DIR}/record_registrations.c)
+target_include_directories(preload_hip_kpack7 PRIVATE ${COLOAD_TEST_SUPPORT_DIR})
+target_compile_definitions(preload_hip_kpack7 PRIVATE KPACK_CAPABLE)
+target_link_libraries(preload_hip_kpack7 PRIVATE preload_fake_rocm_kpack Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(preload_hip_kpack7 PROPERTIES C_STANDARD 11 OUTPUT_NAME amdhip64 VERSION 7.1.70100 SOVERSION 7
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/preload_hip/kpack7)
+
 add_executable(preload_probe ${COLOAD_TEST_SUPPORT_DIR}/preload_probe.c)
 target_link_libraries(preload_probe PRIVATE ${CMAKE_DL_LIBS})
 set_target_properties(preload_probe PROPERTIES C_STANDARD 11)
@@ -59,5 +72,5 @@ foreach(release IN LISTS COLOAD_PRELOAD_RELEASES)
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" major_minor ${release})
   add_dependencies(coload_preload_test preload_hip_${major_minor})
 endforeach()
-add_dependencies(coload_preload_test preload_hip_wheel6)
+add_dependencies(coload_preload_test preload_hip_wheel6 preload_hip_kpack7)
 gtest_discover_tests(coload_preload_test DISCOVERY_TIMEOUT 60 PROPERTIES ENVIRONMENT "${COLOAD_TEST_ENVIRONMENT}")

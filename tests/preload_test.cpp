@@ -68,6 +68,7 @@ constexpr std::size_t kUnits = 104;
 /// "wheel6", a wheel's torch/lib/libamdhip64.so (SONAME libamdhip64.so.6).
 std::string runtime(const std::string& release) {
   if (release == "wheel6") return std::string(COLOAD_PRELOAD_HIP_DIR) + "/wheel6/torch/lib/libamdhip64.so";
+  if (release == "kpack7") return std::string(COLOAD_PRELOAD_HIP_DIR) + "/kpack7/libamdhip64.so.7.1.70100";
   return std::string(COLOAD_PRELOAD_HIP_DIR) + "/" + release + "/libamdhip64.so." + release;
 }
 
@@ -485,6 +486,40 @@ TEST(Preload, AKpackdLibraryReachesARuntimeWithoutKpackAsHipf) {
     const Bytes expected(bytes->begin(), bytes->end());
     EXPECT_EQ(found, expected) << "wrapper " << i;
   }
+}
+
+TEST(Preload, AKpackdLibraryGoesOnAsItCameToARuntimeWithRocmKpack) {
+  // TheRock's CLR (linked to librocm_kpack) reads HIPK records and their
+  // archives itself, lazily: coload, offering no GPU more, passes each on
+  // untouched and reads no archive. ROCM_KPACK_DISABLE=1 turns every kpack
+  // reader off, CLR's and coload's: the records go on as they came (CLR
+  // refuses them), and coload says that it looked at no archive.
+  const std::string library = std::string(COLOAD_HIPK_FIXTURE_DIR) + "/zstd-per-kernel/consistent/lib/libconsistent.so";
+  const std::vector<std::uint64_t> originals = wrapper_addresses(library);
+  ASSERT_EQ(originals.size(), 3u);
+  for (const std::vector<std::string>& settings : std::vector<std::vector<std::string>>{
+           {"COLOAD_DEVICES=gfx942", "COLOAD_LOG=info"},
+           {"COLOAD_DEVICES=gfx942", "COLOAD_EXTENDED_ISA_COMPAT=all"}}) {  // planned, and still the runtime's
+    const ProbeRun run = probe("kpack7", library, settings);
+    ASSERT_EQ(run.status, 0) << run.errors;
+    ASSERT_EQ(run.received.size(), 3u) << run.errors;
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_TRUE(run.received[i].accepted) << i;
+      EXPECT_EQ(run.received[i].object, library) << i;
+      EXPECT_EQ(run.received[i].offset, originals[i]) << i;
+    }
+    EXPECT_EQ(count_lines(run.errors, "coload:"), 0u) << run.errors;
+  }
+  const ProbeRun disabled = probe("kpack7", library, {"COLOAD_DEVICES=gfx942", "ROCM_KPACK_DISABLE=1"});
+  ASSERT_EQ(disabled.status, 0) << disabled.errors;
+  ASSERT_EQ(disabled.received.size(), 3u) << disabled.errors;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_FALSE(disabled.received[i].accepted) << i;
+    EXPECT_EQ(disabled.received[i].offset, originals[i]) << i;
+  }
+  EXPECT_NE(disabled.errors.find("wrapper 0: GPU 0 (gfx942:sramecc+:xnack-) has no code object: "), std::string::npos)
+      << disabled.errors;
+  EXPECT_NE(disabled.errors.find("(looked at nothing: ROCM_KPACK_DISABLE)"), std::string::npos) << disabled.errors;
 }
 
 TEST(Preload, CoLoadRunPreloadsTheLibraryWithItsOptions) {

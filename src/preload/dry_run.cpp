@@ -10,8 +10,13 @@ namespace coload::preload {
 
 Expected<std::string> dry_run_report(std::span<const std::string> files, const Config::Lookup& lookup) {
   HipRelease release;
-  for (const std::string& file : files)
-    if (std::filesystem::path(file).filename().string().starts_with("libamdhip64.so")) release = release_of_file(file);
+  bool kpack = false;  // the program links rocm-kpack: taken as its HIP library's
+  for (const std::string& file : files) {
+    const std::string name = std::filesystem::path(file).filename().string();
+    if (name.starts_with("libamdhip64.so")) release = release_of_file(file);
+    kpack |= name.starts_with("librocm_kpack.so");
+  }
+  release.links_kpack = kpack;
   const SessionSettings settings = read_settings(lookup, release);
   if (!settings.inactive.empty()) return Error(ErrorKind::InvalidArgument, settings.inactive);
   std::string gpus;

@@ -71,20 +71,21 @@ std::string HipRelease::name() const {
   if (major == 0) return "an unknown HIP release";
   std::string text = "HIP " + std::to_string(major);
   if (minor) text += "." + std::to_string(*minor);
-  return file.empty() ? text : text + " (" + std::string(detail::base_name(file)) + ")";
+  if (!file.empty()) text += " (" + std::string(detail::base_name(file)) + ")";
+  return links_kpack ? text + ", with rocm-kpack" : text;
 }
 
 HipRelease release_of(const void* symbol) {
   Dl_info info{};
   if (!symbol || ::dladdr(symbol, &info) == 0 || !info.dli_fname) return {};
   HipRelease release = release_of_file(info.dli_fname);
-  // A wheel's library has no version in its file name (torch/lib/libamdhip64.so):
-  // its SONAME (libamdhip64.so.6) still gives the major, as the HIP backend reads it.
-  if (release.major != 0) return release;
   if (void* handle = ::dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) {
-    if (auto loaded = detail::loaded_library_of(handle); loaded && loaded->soname && loaded->major) {
-      release.major = *loaded->major;
+    // A wheel's library has no version in its file name (torch/lib/libamdhip64.so):
+    // its SONAME (libamdhip64.so.6) still gives the major, as the HIP backend reads it.
+    if (auto loaded = detail::loaded_library_of(handle); release.major == 0 && loaded && loaded->soname) {
+      release.major = loaded->major.value_or(0);
     }
+    release.links_kpack = ::dlsym(handle, "kpack_load_code_object") != nullptr;
     ::dlclose(handle);
   }
   return release;
@@ -162,6 +163,10 @@ SessionSettings read_settings(const Config::Lookup& lookup, const HipRelease& re
   settings.plan.select = select_options(settings.config, *settings.hotswap);
   settings.plan.stream = settings.config.stream_options();
   settings.plan.read = settings.config.read_options();
+  // CLR's kpack loader turns itself off when ROCM_KPACK_DISABLE is a non-zero number (atoi).
+  const std::optional<std::string> kpack_disabled = lookup("ROCM_KPACK_DISABLE");
+  settings.plan.runtime_loads_kpack =
+      release.links_kpack && !(kpack_disabled && std::atoi(kpack_disabled->c_str()) != 0);
   return settings;
 }
 
@@ -227,7 +232,11 @@ bool Session::screen_passes(const LoadedObject* object, const void* wrapper, std
   std::memcpy(&magic, record.data(), sizeof magic);
   std::memcpy(&version, record.data() + 4, sizeof version);
   std::memcpy(&image, record.data() + kHipFatbinWrapperBinaryAt, sizeof image);
-  if (magic != kHipFatbinWrapperMagic || version != kHipFatbinWrapperVersion) return false;
+  if (version != kHipFatbinWrapperVersion) return false;
+  // A HIPK record goes to a runtime that loads kpack archives as it came when
+  // coload could offer no GPU more than that runtime's own lookup finds.
+  if (magic == kHipKpackWrapperMagic) return kpack_needs_nothing(settings_.plan);
+  if (magic != kHipFatbinWrapperMagic) return false;
   const std::span<IdScreen> screens = screens_;
   if (!screen_table(object->bytes_at(image, kScreenedBytes), settings_.plan, screens) &&
       !screen_compressed(*object, image, screens)) {

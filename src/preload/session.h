@@ -40,12 +40,16 @@ struct HipRelease {
   std::string file;  ///< the library's real path; empty when unknown
   int major = 0;     ///< 0: unknown
   std::optional<int> minor;
-  /// "HIP 6.2 (libamdhip64.so.6.2.41133)"
+  /// The library links rocm-kpack (a CLR that loads HIPK records from their
+  /// archives itself): kpack_load_code_object resolves from it.
+  bool links_kpack = false;
+  /// "HIP 6.2 (libamdhip64.so.6.2.41133)", then ", with rocm-kpack" when it links it
   std::string name() const;
 };
 
 /// The release of the loaded object that defines `symbol`: its file names,
-/// else the major of its SONAME.
+/// else the major of its SONAME; links_kpack when kpack_load_code_object
+/// resolves from it (dlsym of its handle: it or a library it needs).
 HipRelease release_of(const void* symbol);
 /// The release of the HIP library file `path` (its real path's name).
 HipRelease release_of_file(const std::string& path);
@@ -69,7 +73,9 @@ struct SessionSettings {
 /// `release`: COLOAD_DEVICES (target IDs, comma-separated) when set, else the
 /// KFD topology (COLOAD_KFD_TOPOLOGY, ROCR_VISIBLE_DEVICES,
 /// HIP_VISIBLE_DEVICES); the COLOAD_* settings of Config, the hotswap
-/// plugin loaded when the tier is on (one that fails to load is a bad setting).
+/// plugin loaded when the tier is on (one that fails to load is a bad
+/// setting); plan.runtime_loads_kpack when the release links rocm-kpack and
+/// ROCM_KPACK_DISABLE is not a non-zero number (CLR's own switch).
 SessionSettings read_settings(const Config::Lookup& lookup, const HipRelease& release);
 
 /// Writes one line ("coload: " + text) to stderr when `level` is at or above

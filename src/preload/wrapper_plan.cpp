@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -73,9 +74,9 @@ Expected<void> open_wrapper(const void* wrapper, const std::string& name, const 
 /// Whether the runtime's own lookup serves `device` with `tier`'s entry: a
 /// native one always (comgr finds it by its ID), a generic one where the
 /// release loads generics (CLR asks for the device's generic ID too). A kpack
-/// archive's entry never: a runtime without kpack support sees no code.
-bool runtime_serves(Tier tier, const Device& device, bool kpack) {
-  if (kpack) return false;
+/// archive's entry only when the runtime loads kpack archives itself.
+bool runtime_serves(Tier tier, const Device& device, bool kpack, const PlanOptions& options) {
+  if (kpack && !options.runtime_loads_kpack) return false;
   return tier == Tier::Native || (tier == Tier::Generic && device.loads_generic);
 }
 
@@ -139,7 +140,7 @@ void plan_in(const FatBinary& binary, std::size_t index, bool kpack, const PlanO
     decision.tier = chosen->tier;
     decision.source_id = chosen->id;
     const std::span<const std::byte> bytes = choice->chosen_bytes();
-    if (runtime_serves(*chosen->tier, device, kpack)) {
+    if (runtime_serves(*chosen->tier, device, kpack, options)) {
       decision.outcome = Outcome::RuntimeFinds;
       keep(Written{chosen->id, std::vector<std::byte>(bytes.begin(), bytes.end())});
       continue;
@@ -260,6 +261,12 @@ std::optional<std::vector<std::string>> compressed_table_ids(std::span<const std
   if (!streamed && !(table_only && !ids.empty())) return std::nullopt;
   if (ids.empty()) return std::nullopt;
   return ids;
+}
+
+bool kpack_needs_nothing(const PlanOptions& options) {
+  if (!options.runtime_loads_kpack || options.select.hotswap) return false;
+  return std::all_of(options.devices.begin(), options.devices.end(),
+                     [](const Device& device) { return !device.extended_isa_compat && device.loads_generic; });
 }
 
 std::string hip_entry_id(const TargetId& target) {

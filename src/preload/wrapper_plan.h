@@ -53,7 +53,18 @@ struct PlanOptions {
   const HotswapRegistry* hotswap = nullptr;
   StreamOptions stream;
   ReadOptions read;
+  /// The runtime loads HIPK records from their kpack archives itself (a CLR
+  /// linked to librocm_kpack, session.h's runtime_loads_kpack): a kpack'd
+  /// wrapper's native or generic entry is then one it finds, as a HIPF
+  /// wrapper's is.
+  bool runtime_loads_kpack = false;
 };
+
+/// Whether a HIPK wrapper goes on as it came whatever its archives hold:
+/// the runtime loads kpack archives and coload could offer no GPU anything
+/// but the native or generic entry the runtime's own lookup finds (no GPU
+/// opts into same-ISA code, every release loads generics, hotswap off).
+bool kpack_needs_nothing(const PlanOptions& options);
 
 /// The bundle entry ID the runtime's lookup finds a code object of target
 /// `target` under ("hipv4-amdgcn-amd-amdhsa--gfx1031").

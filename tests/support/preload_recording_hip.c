@@ -5,7 +5,8 @@
  * ROCm's. Its __hipRegisterFatBinary is CLR's (hipamd/src/hip_platform.cpp)
  * up to the point where CLR keeps the image: a record whose magic is not
  * HIPF ("__hipFatMAGIC2") or whose version is not 1 is refused with CLR's
- * message and a null handle; an accepted one is recorded
+ * message and a null handle (built with KPACK_CAPABLE: HIPK is accepted as
+ * TheRock's CLR accepts it); an accepted one is recorded
  * (record_registrations.c, RECORD_ONLY). Launches do nothing.
  *
  * preload_recording_dump(dir, bundles) writes dir/received.tsv, one line per
@@ -41,12 +42,30 @@ static uint64_t bundle_size(const unsigned char* bundle) {
   return end > at ? end : at;
 }
 
-/* The registrations CLR accepts: magic HIPF (0x48495046), version 1. */
+#ifdef KPACK_CAPABLE
+/* A CLR built with rocm-kpack links librocm_kpack and reads HIPK records
+ * (hipamd's hip_kpack.cpp), unless ROCM_KPACK_DISABLE is a non-zero number;
+ * their archives are read at first use, which the recording never reaches. */
+int kpack_load_code_object(void* cache, const void* metadata, const char* binary_path, const char* const* arch_list,
+                           size_t arch_count, void** code_object, size_t* size);
+/* Referenced, so that the library needs librocm_kpack as CLR's does. */
+__attribute__((used)) static int (*const kpack_loader)(void*, const void*, const char*, const char* const*, size_t,
+                                                       void**, size_t*) = kpack_load_code_object;
+static int kpack_enabled(void) {
+  const char* disabled = getenv("ROCM_KPACK_DISABLE");
+  return disabled == NULL || atoi(disabled) == 0;
+}
+#else
+static int kpack_enabled(void) { return 0; }
+#endif
+
+/* The registrations CLR accepts: magic HIPF (0x48495046), version 1; HIPK
+ * (0x4B504948) too for a CLR with rocm-kpack. */
 static int clr_accepts(const void* wrapper) {
   uint32_t magic, version;
   memcpy(&magic, wrapper, 4);
   memcpy(&version, (const char*)wrapper + 4, 4);
-  if (magic != 0x48495046u || version != 1) {
+  if ((magic != 0x48495046u && !(magic == 0x4B504948u && kpack_enabled())) || version != 1) {
     fprintf(stderr, "Cannot Register fat binary. FatMagic: %u version: %u \n", magic, version);
     return 0;
   }
