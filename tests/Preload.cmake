@@ -4,8 +4,8 @@
 #   preload_hip_kpack7     the same with KPACK_CAPABLE, linked to preload_fake_rocm_kpack (librocm_kpack.so.1)
 #   preload_probe          tests/support/preload_probe.c: loads a runtime, then a HIP library
 #   preload_static_program a statically linked program that marks that it ran (coload run --dry-run)
-#   coload_preload_test    tests/preload_test.cpp: the probe run under LD_PRELOAD, its bundles
-#                          checked with comgr's lookup
+#   coload_preload_test    tests/preload_test.cpp, preload_run_test.cpp: the probe run under LD_PRELOAD
+#                          (preload_probe_run.h), its bundles checked with comgr's lookup
 # Not under sanitizers: an instrumented library cannot be preloaded into the
 # uninstrumented probe. Included from tests/CMakeLists.txt after HipkImages.cmake.
 if(COLOAD_SANITIZE)
@@ -52,7 +52,7 @@ add_executable(preload_static_program ${COLOAD_TEST_SUPPORT_DIR}/preload_static_
 target_link_options(preload_static_program PRIVATE -static)
 set_target_properties(preload_static_program PROPERTIES C_STANDARD 11)
 
-add_executable(coload_preload_test preload_test.cpp)
+add_executable(coload_preload_test preload_test.cpp preload_run_test.cpp)
 target_include_directories(coload_preload_test PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
 target_link_libraries(coload_preload_test PRIVATE coload_static coload_bundle_writer GTest::gtest GTest::gtest_main
                                                   ${CMAKE_DL_LIBS})
