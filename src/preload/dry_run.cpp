@@ -22,7 +22,8 @@ Expected<std::string> dry_run_report(std::span<const std::string> files, const C
   std::string gpus;
   for (std::size_t i = 0; i < settings.devices.size(); ++i)
     gpus += (i ? ", " : "") + std::to_string(i) + " " + settings.devices[i].str();
-  std::string report = "GPUs (" + settings.devices_from + "): " + gpus + "; " + release.name() + "\n";
+  std::string report = "GPUs (" + settings.devices_from + "): " + gpus + "; " + release.name() +
+                       (settings.plan.runtime_loads_kpack ? ", which loads kpack archives itself" : "") + "\n";
   for (const std::string& file : files) {
     auto binary = FatBinary::open(file, settings.plan.read);
     if (!binary) {

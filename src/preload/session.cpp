@@ -71,8 +71,7 @@ std::string HipRelease::name() const {
   if (major == 0) return "an unknown HIP release";
   std::string text = "HIP " + std::to_string(major);
   if (minor) text += "." + std::to_string(*minor);
-  if (!file.empty()) text += " (" + std::string(detail::base_name(file)) + ")";
-  return links_kpack ? text + ", with rocm-kpack" : text;
+  return file.empty() ? text : text + " (" + std::string(detail::base_name(file)) + ")";
 }
 
 HipRelease release_of(const void* symbol) {

@@ -43,7 +43,7 @@ struct HipRelease {
   /// The library links rocm-kpack (a CLR that loads HIPK records from their
   /// archives itself): kpack_load_code_object resolves from it.
   bool links_kpack = false;
-  /// "HIP 6.2 (libamdhip64.so.6.2.41133)", then ", with rocm-kpack" when it links it
+  /// "HIP 6.2 (libamdhip64.so.6.2.41133)"
   std::string name() const;
 };
 
