@@ -14,7 +14,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,7 +21,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <new>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -34,18 +32,9 @@
 #include "coload/device.h"
 #include "coload/registry.h"
 #include "coload/runtime.h"
+#include "counting_new.h"
 #include "preload/session.h"
 #include "record_registrations.h"
-
-// Every operator new of the process, counted: the preload's common case allocates nothing.
-std::atomic<std::size_t> allocations{0};
-void* operator new(std::size_t size) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* memory = std::malloc(size ? size : 1)) return memory;
-  throw std::bad_alloc();
-}
-void operator delete(void* memory) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
 
 namespace {
 

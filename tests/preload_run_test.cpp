@@ -4,12 +4,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,17 +19,8 @@
 #include "preload/wrapper_plan.h"
 #include "preload_probe_run.h"
 #include "support/bundle_writer.h"
+#include "support/counting_new.h"
 #include "test_util.h"
-
-// Every operator new of this process, counted (PreloadScreen.AllocatesNothing).
-std::atomic<std::size_t> allocations{0};
-void* operator new(std::size_t size) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* memory = std::malloc(size ? size : 1)) return memory;
-  throw std::bad_alloc();
-}
-void operator delete(void* memory) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
 
 namespace coload {
 namespace {
