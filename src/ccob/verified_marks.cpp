@@ -21,11 +21,10 @@ std::string hex128(llvm::XXH128_hash_t hash) {
 
 }  // namespace
 
-VerifiedMark::VerifiedMark(const std::string& directory, Bytes ccob, const CompressedHeader& header)
-    : directory_(directory) {
+VerifiedMark::VerifiedMark(const std::string& directory, Bytes ccob, const CompressedHeader& header) {
   auto key =
       llvm::xxh3_128bits(llvm::ArrayRef<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(ccob.data()), ccob.size()));
-  path_ = directory_ + "/" + hex128(key);
+  path_ = directory + "/" + hex128(key);
   // The header's claims, so that a mark left by anything else is a miss.
   contents_ = "coload verified CCOB v" + std::to_string(header.version) + " " + std::string(to_string(header.method)) +
               ", " + hex(ccob.size()) + " bytes: stored hash " + hex(header.hash) + ", uncompressed size " +

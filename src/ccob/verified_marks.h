@@ -38,7 +38,6 @@ class VerifiedMark {
   void record() const;
 
  private:
-  std::string directory_;
   std::string path_;
   std::string contents_;
 };
